@@ -1,0 +1,3 @@
+from llmsim.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,74 @@
+"""Request helpers shared by the endpoints: JSON bodies, auth, services."""
+
+from __future__ import annotations
+
+import hmac
+import json
+from typing import TYPE_CHECKING, Any
+
+from flask import current_app, request
+
+from llmsim.errors import APIError
+
+if TYPE_CHECKING:
+    from llmsim.app import Services
+
+INVALID_JSON = (
+    "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP "
+    "library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON. If you "
+    "have trouble figuring out how to fix this, please contact us through our help center at help.openai.com.)"
+)
+
+
+def services() -> Services:
+    return current_app.extensions["llmsim"]
+
+
+def json_body() -> Any:
+    mimetype = request.mimetype
+    if mimetype and mimetype != "application/json" and not mimetype.endswith("+json"):
+        raise APIError(
+            f"Invalid Content-Type header ({request.content_type}), expected application/json.",
+            status=415, code="unsupported_content_type",
+        )
+    raw = request.get_data(cache=False)
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        raise APIError(INVALID_JSON) from None
+
+
+def require_api_key() -> None:
+    expected = services().settings.api_key
+    if not expected or request.path.startswith("/llmsim/"):  # LLMSim's own endpoints guard themselves
+        return
+    header = request.headers.get("Authorization", "")
+    if not header:
+        raise APIError(
+            "You didn't provide an API key. You need to provide your API key in an Authorization header using "
+            "Bearer auth (i.e. Authorization: Bearer YOUR_KEY).", status=401, code="invalid_api_key",
+        )
+    scheme, _, key = header.partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(key.strip().encode(), expected.encode()):
+        shown = key.strip()
+        masked = shown[:3] + "*" * max(0, len(shown) - 7) + shown[-4:] if len(shown) > 7 else "****"
+        raise APIError(f"Incorrect API key provided: {masked}.", status=401, code="invalid_api_key")
+
+
+def int_arg(name: str, default: int | None, low: int | None = None, high: int | None = None) -> int | None:
+    raw = request.args.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise APIError(f"Invalid type for '{name}': expected an integer, but got a string instead.", param=name,
+                       code="invalid_type") from None
+    if low is not None and value < low or high is not None and value > high:
+        raise APIError(f"Invalid '{name}': expected a value between {low} and {high}, but got {value} instead.",
+                       param=name, code="invalid_value")
+    return value
+
+
+def bool_arg(name: str) -> bool:
+    return request.args.get(name, "false").lower() in ("1", "true", "yes")

@@ -1,0 +1,82 @@
+"""The application factory: settings in, a Flask app with every endpoint mounted out."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+from flask import Flask, Response, g, jsonify, request
+from werkzeug.exceptions import HTTPException
+
+from llmsim import ids
+from llmsim.api import mount
+from llmsim.backends import load_backend
+from llmsim.config import Settings
+from llmsim.errors import APIError
+from llmsim.pipeline import Pipeline
+from llmsim.profiles import Catalog, load_catalog
+from llmsim.store import MemoryStore
+
+log = logging.getLogger("llmsim")
+
+
+@dataclass
+class Services:
+    """What the endpoints share; reachable as `current_app.extensions["llmsim"]`."""
+
+    settings: Settings
+    catalog: Catalog
+    pipeline: Pipeline
+
+
+def create_app(settings: Settings | None = None) -> Flask:
+    settings = settings or Settings()
+    catalog = load_catalog(settings.profiles_dir)
+    store = MemoryStore(settings.store_max_entries, settings.store_ttl_seconds)
+    pipeline = Pipeline(catalog, load_backend(settings), store, seed=settings.seed)
+
+    app = Flask("llmsim")
+    app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
+    app.json.sort_keys = False
+    app.json.ensure_ascii = False
+    app.extensions["llmsim"] = Services(settings, catalog, pipeline)
+    mount(app)
+
+    @app.before_request
+    def _start() -> None:
+        g.request_id = ids.new("req", 32)
+        g.started = time.perf_counter()
+
+    @app.after_request
+    def _headers(response: Response) -> Response:
+        response.headers["x-request-id"] = g.get("request_id", "")
+        response.headers["openai-version"] = "2020-10-01"
+        response.headers["openai-processing-ms"] = str(int((time.perf_counter() - g.get("started", 0)) * 1000))
+        return response
+
+    @app.errorhandler(APIError)
+    def _api_error(error: APIError) -> tuple[Response, int, dict[str, str]]:
+        return jsonify(error.body()), error.status, error.headers
+
+    @app.errorhandler(HTTPException)
+    def _http_error(error: HTTPException) -> tuple[Response, int]:
+        status = error.code or 500
+        if status == 404:
+            message = f"Invalid URL ({request.method} {request.path})"
+        elif status == 405:
+            message = f"Method not allowed: {request.method} {request.path}"
+        elif status == 413:
+            message = f"Request body too large: the limit is {settings.max_body_bytes} bytes."
+        else:
+            message = error.description or error.name
+        return jsonify(APIError(message, status=status).body()), status
+
+    @app.errorhandler(Exception)
+    def _unexpected(error: Exception) -> tuple[Response, int]:
+        log.exception("unhandled error")
+        body = APIError("The server had an error while processing your request. Sorry about that!",
+                        status=500, type="server_error").body()
+        return jsonify(body), 500
+
+    return app

@@ -1,0 +1,99 @@
+"""The contract between the translator, the backends and the event builder."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from llmsim.profiles import Profile
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One item of the conversation as a backend sees it (roles already normalised)."""
+
+    role: Literal["system", "user", "assistant", "tool"]
+    text: str = ""
+    kind: str = "message"  # message | function_call | function_call_output | reasoning | other
+    name: str | None = None
+    call_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """Everything a backend needs to generate one response; built by the translator."""
+
+    model: str
+    profile: Profile
+    turns: list[Turn]
+    input_tokens: int
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    tool_choice: str | dict[str, Any] = "auto"
+    parallel_tool_calls: bool = True
+    max_tool_calls: int | None = None
+    text_format: dict[str, Any] = field(default_factory=lambda: {"type": "text"})
+    verbosity: str = "medium"
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_logprobs: int = 0
+    logprobs: bool = False
+    max_output_tokens: int | None = None
+    reasoning_effort: str | None = None
+    reasoning_summary: str | None = None
+    seed: int | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ReasoningDelta:
+    """Hidden reasoning (`tokens` counted, no text), visible reasoning `text`, or `summary` text."""
+
+    tokens: int = 0
+    text: str = ""
+    summary: str = ""
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+    tokens: int = 1
+    logprobs: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ToolCallStart:
+    call_id: str
+    name: str
+    kind: str = "function_call"
+
+
+@dataclass(frozen=True)
+class ToolArgsDelta:
+    text: str
+    tokens: int = 1
+
+
+@dataclass(frozen=True)
+class Usage:
+    input_tokens: int
+    output_tokens: int
+    reasoning_tokens: int = 0
+    cached_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class Finish:
+    reason: Literal["stop", "length", "tool_calls"]
+    usage: Usage
+
+
+Delta = ReasoningDelta | TextDelta | ToolCallStart | ToolArgsDelta | Finish
+
+
+class Backend(Protocol):
+    name: str
+
+    def generate(self, prompt: Prompt) -> Iterator[Delta]:
+        """Yield deltas, ending with exactly one Finish."""
+        ...

@@ -1,0 +1,83 @@
+"""`llmsim serve`: every flag also reads an LLMSIM_* environment variable."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from llmsim.config import DEFAULT_PROFILES_DIR, Settings
+from llmsim.profiles import ProfileError, load_catalog
+
+
+def _env(name: str, default: object) -> object:
+    return os.environ.get(f"LLMSIM_{name.upper()}", default)
+
+
+def _paths(value: str) -> list[Path]:
+    return [Path(p) for p in value.split(os.pathsep) if p]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="llmsim", description="OpenAI-compatible Responses API server.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="run the server", formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    d = Settings()
+    serve.add_argument("--host", default=_env("host", d.host), help="address to bind (LLMSIM_HOST)")
+    serve.add_argument("--port", type=int, default=_env("port", d.port), help="port (LLMSIM_PORT)")
+    serve.add_argument("--backend", choices=["sim"], default=_env("backend", d.backend),
+                       help="generation backend (LLMSIM_BACKEND)")
+    serve.add_argument("--profiles-dir", type=_paths, action="extend", default=None,
+                       help=f"extra profile directories, added to {DEFAULT_PROFILES_DIR} (LLMSIM_PROFILES_DIR, "
+                            f"'{os.pathsep}'-separated)")
+    serve.add_argument("--seed", type=int, default=_env("seed", None),
+                       help="make every response deterministic (LLMSIM_SEED); per request: X-LLMSim-Seed header")
+    serve.add_argument("--speed", type=float, default=_env("speed", d.speed),
+                       help="pacing multiplier: 0 = no waiting, 1 = realistic (LLMSIM_SPEED)")
+    serve.add_argument("--store-max-entries", type=int, default=_env("store_max_entries", d.store_max_entries),
+                       help="responses kept in the store; 0 stores nothing (LLMSIM_STORE_MAX_ENTRIES)")
+    serve.add_argument("--store-ttl", type=float, default=_env("store_ttl", d.store_ttl_seconds),
+                       help="seconds a stored response lives; 0 = forever (LLMSIM_STORE_TTL)")
+    serve.add_argument("--api-key", default=_env("api_key", None),
+                       help="require this bearer key (LLMSIM_API_KEY); unset = no auth")
+    serve.add_argument("--max-body-bytes", type=int, default=_env("max_body_bytes", d.max_body_bytes),
+                       help="largest request body accepted (LLMSIM_MAX_BODY_BYTES)")
+    serve.add_argument("--workers", type=int, default=_env("workers", d.workers),
+                       help="worker processes; the memory store is per process (LLMSIM_WORKERS)")
+    serve.add_argument("--worker-connections", type=int, default=_env("worker_connections", d.worker_connections),
+                       help="open connections per worker (LLMSIM_WORKER_CONNECTIONS)")
+    return parser
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    extra = list(args.profiles_dir or []) + _paths(str(_env("profiles_dir", "")))
+    return Settings(
+        host=args.host,
+        port=int(args.port),
+        backend=args.backend,
+        profiles_dir=[DEFAULT_PROFILES_DIR, *extra],
+        seed=None if args.seed is None else int(args.seed),
+        speed=float(args.speed),
+        store_max_entries=int(args.store_max_entries),
+        store_ttl_seconds=float(args.store_ttl),
+        api_key=args.api_key or None,
+        max_body_bytes=int(args.max_body_bytes),
+        workers=int(args.workers),
+        worker_connections=int(args.worker_connections),
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    settings = settings_from_args(args)
+    try:
+        load_catalog(settings.profiles_dir)  # fail before forking workers, naming the bad file and field
+    except ProfileError as exc:
+        print(f"llmsim: {exc}", file=sys.stderr)
+        return 2
+    from llmsim.server import serve
+
+    print(f"llmsim: serving {settings.backend} on http://{settings.host}:{settings.port}/openai/v1", flush=True)
+    serve(settings)
+    return 0

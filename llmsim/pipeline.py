@@ -1,0 +1,106 @@
+"""One request's way through: translator → backend → events → store.
+
+Transports call `create` and get a Run: the events to send (already serialized)
+and, once drained, the final Response. Storing happens when the stream ends.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from llmsim import ids, schema, translate
+from llmsim.backends.base import Backend
+from llmsim.errors import APIError, not_found
+from llmsim.events import EventBuilder
+from llmsim.profiles import Catalog
+from llmsim.response import new_response
+from llmsim.store import ResponseStore, StoredResponse
+
+SerializedEvent = tuple[str, str]  # (event type, JSON data)
+
+
+@dataclass
+class Run:
+    builder: EventBuilder
+    events: Iterator[SerializedEvent]
+    stream: bool
+
+    @property
+    def response(self) -> dict[str, Any]:
+        return self.builder.response
+
+    def drain(self) -> dict[str, Any]:
+        for _ in self.events:
+            pass
+        return self.response
+
+
+def dumps(data: Any) -> str:
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+
+
+class Pipeline:
+    def __init__(self, catalog: Catalog, backend: Backend, store: ResponseStore, seed: int | None = None) -> None:
+        self.catalog = catalog
+        self.backend = backend
+        self.store = store
+        self.seed = seed
+
+    def create(self, body: Any, *, seed: int | None = None) -> Run:
+        request = schema.parse(schema.CreateRequest, body)
+        schema.check_metadata(request.metadata)
+        if request.background:
+            raise APIError("Background mode is not available on this server yet.", param="background",
+                           code="unsupported_parameter")
+        profile = self.catalog.resolve(request.model)
+        history = self.history(request.previous_response_id, request.conversation_id)
+        items = translate.normalize_items(request.input, history)
+        effort, summary = translate.resolve_reasoning(request, profile)
+        prompt = translate.build_prompt(request, profile, history + items, self.seed if seed is None else seed,
+                                        effort, summary)
+        response = new_response(request, profile, ids.new("resp"), prompt.tools, effort, summary)
+        builder = EventBuilder(
+            response,
+            encrypted_reasoning="reasoning.encrypted_content" in request.include,
+            obfuscate=request.stream and (request.stream_options is None or
+                                          request.stream_options.include_obfuscation is not False),
+        )
+        record = StoredResponse(response, items, history) if request.store else None
+        return Run(builder, self._events(builder, self.backend.generate(prompt), record), request.stream)
+
+    def history(self, previous_response_id: str | None, conversation_id: str | None) -> list[dict[str, Any]]:
+        if previous_response_id and conversation_id:
+            raise APIError(
+                "Mutually exclusive parameters: Ensure you are only providing one of: 'previous_response_id' or "
+                "'conversation'.", param=None, code="mutually_exclusive_parameters",
+            )
+        if conversation_id:
+            raise not_found("Conversation", conversation_id, param="conversation")
+        if not previous_response_id:
+            return []
+        previous = self.store.get(previous_response_id)
+        if previous is None:
+            raise APIError(f"Previous response with id '{previous_response_id}' not found.", status=404,
+                           param="previous_response_id", code="previous_response_not_found")
+        return previous.context()
+
+    def count_input_tokens(self, body: Any) -> int:
+        request = schema.parse(schema.InputTokensRequest, body)
+        profile = self.catalog.resolve(request.model or "default")
+        history = self.history(request.previous_response_id, request.conversation_id)
+        items = history + translate.normalize_items(request.input, history)
+        return translate.count_input_tokens(items, request.instructions, translate.echo_tools(request),
+                                            profile.encoding)
+
+    def _events(self, builder: EventBuilder, deltas: Iterator[Any], record: StoredResponse | None
+                ) -> Iterator[SerializedEvent]:
+        for event in builder.run(deltas):
+            serialized = event["type"], dumps(event)
+            if record is not None:
+                record.events.append(serialized)
+            yield serialized
+        if record is not None:
+            self.store.put(record)

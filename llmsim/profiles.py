@@ -1,0 +1,108 @@
+"""Model profiles: what each model is (encoding, limits, reasoning efforts), loaded from YAML.
+
+One file per family under profiles/; each file has `defaults` merged into every
+entry of `models`. Files are validated once at start-up; a bad file stops the
+server with a message naming the file and the field.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+Effort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
+
+
+class ProfileError(Exception):
+    """A profile file that cannot be used; the message names the file and field."""
+
+
+class ReasoningSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    efforts: list[Effort]
+    default: Effort
+
+    @model_validator(mode="after")
+    def _default_is_allowed(self) -> "ReasoningSpec":
+        if self.default not in self.efforts:
+            raise ValueError(f"default effort {self.default!r} is not in efforts {self.efforts}")
+        return self
+
+
+class Profile(BaseModel):
+    """One model as the API presents it."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    snapshot: str | None = None
+    aliases: list[str] = Field(default_factory=list)
+    owned_by: str = "openai"
+    created: int = 1_700_000_000
+    encoding: Literal["o200k_base", "cl100k_base"] = "o200k_base"
+    context_window: int = Field(128_000, gt=0)
+    max_output_tokens: int = Field(16_384, gt=0)
+    reasoning: ReasoningSpec | None = None
+    sampling_with_reasoning: bool = False  # temperature/top_p allowed only when effort is "none"
+
+    @property
+    def echo_name(self) -> str:
+        return self.snapshot or self.id
+
+
+class ProfileFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    defaults: dict[str, Any] = Field(default_factory=dict)
+    models: list[dict[str, Any]]
+
+
+class Catalog:
+    """Name → Profile, aliases included; unknown names get the `default` profile."""
+
+    def __init__(self, profiles: list[Profile]) -> None:
+        self.profiles = profiles
+        self._by_name: dict[str, Profile] = {}
+        for profile in profiles:
+            for name in (profile.id, *profile.aliases, *([profile.snapshot] if profile.snapshot else [])):
+                self._by_name[name] = profile
+        self.default = self._by_name.get("default") or Profile(id="default")
+
+    def get(self, name: str) -> Profile | None:
+        return self._by_name.get(name)
+
+    def resolve(self, name: str) -> Profile:
+        known = self._by_name.get(name)
+        if known is not None:
+            return known
+        return self.default.model_copy(update={"id": name, "snapshot": None, "aliases": []})
+
+    def listed(self) -> list[Profile]:
+        return [p for p in self.profiles if p.id != "default"]
+
+
+def load_file(path: Path) -> list[Profile]:
+    try:
+        raw = yaml.safe_load(path.read_text())
+        spec = ProfileFile.model_validate(raw)
+        return [Profile.model_validate({**spec.defaults, **entry}) for entry in spec.models]
+    except yaml.YAMLError as exc:
+        raise ProfileError(f"{path}: not valid YAML: {exc}") from exc
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '(file)'}: {err['msg']}" for err in exc.errors()
+        )
+        raise ProfileError(f"{path}: {problems}") from exc
+
+
+def load_catalog(dirs: list[Path]) -> Catalog:
+    profiles: list[Profile] = []
+    for directory in dirs:
+        if not directory.is_dir():
+            raise ProfileError(f"{directory}: profiles directory does not exist")
+        for path in sorted(directory.glob("*.yaml")) + sorted(directory.glob("*.yml")):
+            profiles.extend(load_file(path))
+    return Catalog(profiles)
+
+

@@ -1,0 +1,474 @@
+"""Request shapes for POST /responses, validated with pydantic and reported as the real API reports them.
+
+Field names follow the official SDK's `ResponseCreateParams`. Models are strict
+(no "1" for 1) and forbid unknown keys, so a typo fails loudly the way
+api.openai.com fails it: `Unknown parameter: 'input[0].contnet'.`
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, TypeVar, Union
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator
+
+from llmsim.errors import APIError
+
+Effort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
+Includable = Literal[
+    "file_search_call.results",
+    "web_search_call.results",
+    "web_search_call.action.sources",
+    "message.input_image.image_url",
+    "computer_call_output.output.image_url",
+    "code_interpreter_call.outputs",
+    "reasoning.encrypted_content",
+    "message.output_text.logprobs",
+]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+
+class Open(BaseModel):
+    """Shapes we accept as the SDK sends them and carry through without interpreting every field."""
+
+    model_config = ConfigDict(strict=True, extra="allow")
+
+
+# --- content parts -----------------------------------------------------------------------------
+
+
+class InputText(Strict):
+    type: Literal["input_text"]
+    text: str
+
+
+class InputImage(Strict):
+    type: Literal["input_image"]
+    image_url: str | None = None
+    file_id: str | None = None
+    detail: Literal["low", "high", "auto", "original"] = "auto"
+
+
+class InputFile(Strict):
+    type: Literal["input_file"]
+    file_id: str | None = None
+    file_data: str | None = None
+    file_url: str | None = None
+    filename: str | None = None
+    detail: Literal["low", "high", "auto"] | None = None
+
+
+class OutputText(Strict):
+    type: Literal["output_text"]
+    text: str
+    annotations: list[dict[str, Any]] = Field(default_factory=list)
+    logprobs: list[dict[str, Any]] | None = None
+
+
+class Refusal(Strict):
+    type: Literal["refusal"]
+    refusal: str
+
+
+ContentPart = Annotated[
+    Union[InputText, InputImage, InputFile, OutputText, Refusal], Field(discriminator="type")
+]
+
+
+# --- input items -------------------------------------------------------------------------------
+
+
+class Message(Strict):
+    type: Literal["message"] = "message"
+    role: Literal["user", "assistant", "system", "developer"]
+    content: list[ContentPart]
+    id: str | None = None
+    status: Literal["in_progress", "completed", "incomplete"] | None = None
+    phase: str | None = None
+
+    @field_validator("content", mode="before")
+    @classmethod
+    def _string_content(cls, value: Any, info: Any) -> Any:
+        if isinstance(value, str):
+            kind = "output_text" if info.data.get("role") == "assistant" else "input_text"
+            return [{"type": kind, "text": value}]
+        return value
+
+
+class FunctionCall(Strict):
+    type: Literal["function_call"]
+    call_id: str
+    name: str
+    arguments: str
+    id: str | None = None
+    status: Literal["in_progress", "completed", "incomplete"] | None = None
+    namespace: str | None = None
+
+
+class FunctionCallOutput(Strict):
+    type: Literal["function_call_output"]
+    call_id: str
+    output: Union[str, list[ContentPart]]
+    id: str | None = None
+    status: Literal["in_progress", "completed", "incomplete"] | None = None
+
+
+class SummaryText(Strict):
+    type: Literal["summary_text"]
+    text: str
+
+
+class Reasoning(Strict):
+    type: Literal["reasoning"]
+    id: str | None = None
+    summary: list[SummaryText] = Field(default_factory=list)
+    content: list[dict[str, Any]] | None = None
+    encrypted_content: str | None = None
+    status: Literal["in_progress", "completed", "incomplete"] | None = None
+
+
+class ItemReference(Strict):
+    type: Literal["item_reference"] | None = "item_reference"
+    id: str
+
+
+OTHER_ITEM_TYPES = frozenset(
+    {
+        "file_search_call", "computer_call", "computer_call_output", "web_search_call",
+        "tool_search_call", "tool_search_output", "image_generation_call", "code_interpreter_call",
+        "local_shell_call", "local_shell_call_output", "shell_call", "shell_call_output",
+        "apply_patch_call", "apply_patch_call_output", "mcp_list_tools", "mcp_approval_request",
+        "mcp_approval_response", "mcp_call", "custom_tool_call", "custom_tool_call_output",
+        "compaction", "additional_tools", "program", "program_output",
+    }
+)
+
+
+class OtherItem(Open):
+    """Built-in tool items coming back as history: kept as sent."""
+
+    type: str
+
+
+ITEM_TAGS = {"message", "function_call", "function_call_output", "reasoning", "item_reference", "other"}
+
+
+def _item_tag(value: Any) -> str | None:
+    if not isinstance(value, dict):
+        return None
+    kind = value.get("type")
+    if kind is None:
+        return "message" if "role" in value else "item_reference" if "id" in value else None
+    if kind in OTHER_ITEM_TYPES:
+        return "other"
+    return kind if kind in ITEM_TAGS else None
+
+
+InputItem = Annotated[
+    Union[
+        Annotated[Message, Tag("message")],
+        Annotated[FunctionCall, Tag("function_call")],
+        Annotated[FunctionCallOutput, Tag("function_call_output")],
+        Annotated[Reasoning, Tag("reasoning")],
+        Annotated[ItemReference, Tag("item_reference")],
+        Annotated[OtherItem, Tag("other")],
+    ],
+    Discriminator(_item_tag, custom_error_type="invalid_item", custom_error_message="Invalid input item"),
+]
+
+
+# --- tools and configuration -------------------------------------------------------------------
+
+
+class FunctionTool(Strict):
+    type: Literal["function"]
+    name: str = Field(pattern=r"^[a-zA-Z0-9_-]{1,64}$")
+    description: str | None = None
+    parameters: dict[str, Any] | None = None
+    strict: bool | None = True
+    defer_loading: bool | None = None
+
+
+BUILTIN_TOOL_TYPES = frozenset(
+    {
+        "web_search", "web_search_preview", "web_search_2025_08_26", "web_search_preview_2025_03_11",
+        "file_search", "code_interpreter", "image_generation", "mcp", "custom", "computer_use_preview",
+        "computer", "local_shell", "shell", "apply_patch", "tool_search", "namespace",
+    }
+)
+
+
+class BuiltinTool(Open):
+    type: str
+
+    @field_validator("type")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        if value not in BUILTIN_TOOL_TYPES:
+            raise ValueError(f"Invalid value: '{value}'. Supported values are: 'function', " + ", ".join(
+                f"'{t}'" for t in sorted(BUILTIN_TOOL_TYPES)) + ".")
+        return value
+
+
+Tool = Annotated[
+    Union[Annotated[FunctionTool, Tag("function")], Annotated[BuiltinTool, Tag("builtin")]],
+    Discriminator(lambda v: "function" if isinstance(v, dict) and v.get("type") == "function" else "builtin"),
+]
+
+
+class TextFormatText(Strict):
+    type: Literal["text"]
+
+
+class TextFormatJsonObject(Strict):
+    type: Literal["json_object"]
+
+
+class TextFormatJsonSchema(Strict):
+    type: Literal["json_schema"]
+    name: str = Field(pattern=r"^[a-zA-Z0-9_-]{1,64}$")
+    schema_: dict[str, Any] = Field(alias="schema")
+    description: str | None = None
+    strict: bool | None = None
+
+    model_config = ConfigDict(strict=True, extra="forbid", populate_by_name=True)
+
+
+TextFormat = Annotated[
+    Union[TextFormatText, TextFormatJsonObject, TextFormatJsonSchema], Field(discriminator="type")
+]
+
+
+class TextConfig(Strict):
+    format: TextFormat = Field(default_factory=lambda: TextFormatText(type="text"))
+    verbosity: Literal["low", "medium", "high"] = "medium"
+
+
+class ReasoningConfig(Strict):
+    effort: Effort | None = None
+    summary: Literal["auto", "concise", "detailed"] | None = None
+    generate_summary: Literal["auto", "concise", "detailed"] | None = None
+
+
+class StreamOptions(Strict):
+    include_obfuscation: bool | None = None
+
+
+class ConversationRef(Strict):
+    id: str
+
+
+ToolChoice = Union[Literal["none", "auto", "required"], dict[str, Any]]
+
+
+class CreateRequest(Strict):
+    model: str
+    input: list[InputItem] = Field(default_factory=list)
+    instructions: str | list[InputItem] | None = None
+    max_output_tokens: int | None = Field(None, ge=16)
+    max_tool_calls: int | None = Field(None, ge=1)
+    temperature: float | None = Field(None, ge=0, le=2)
+    top_p: float | None = Field(None, ge=0, le=1)
+    top_logprobs: int | None = Field(None, ge=0, le=20)
+    tools: list[Tool] = Field(default_factory=list)
+    tool_choice: ToolChoice = "auto"
+    parallel_tool_calls: bool = True
+    text: TextConfig = Field(default_factory=TextConfig)
+    reasoning: ReasoningConfig | None = None
+    metadata: dict[str, str] | None = None
+    store: bool = True
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+    previous_response_id: str | None = None
+    conversation: str | ConversationRef | None = None
+    include: list[Includable] = Field(default_factory=list)
+    truncation: Literal["auto", "disabled"] = "disabled"
+    user: str | None = None
+    safety_identifier: str | None = None
+    prompt_cache_key: str | None = None
+    prompt_cache_retention: Literal["in_memory", "24h"] | None = None
+    prompt_cache_options: dict[str, Any] | None = None
+    service_tier: Literal["auto", "default", "flex", "scale", "priority"] | None = None
+    background: bool = False
+    background_options: dict[str, Any] | None = None
+    prompt: dict[str, Any] | None = None
+    context_management: list[dict[str, Any]] | None = None
+    image: dict[str, Any] | None = None
+    moderation: dict[str, Any] | None = None
+    access_programs: dict[str, Any] | None = None
+
+    @field_validator("input", mode="before")
+    @classmethod
+    def _string_input(cls, value: Any) -> Any:
+        return [{"type": "message", "role": "user", "content": value}] if isinstance(value, str) else value
+
+    @field_validator("tool_choice")
+    @classmethod
+    def _tool_choice_shape(cls, value: ToolChoice) -> ToolChoice:
+        if isinstance(value, dict) and not isinstance(value.get("type"), str):
+            raise ValueError("Missing required parameter: 'tool_choice.type'.")
+        if isinstance(value, dict) and value["type"] == "function" and not isinstance(value.get("name"), str):
+            raise ValueError("Missing required parameter: 'tool_choice.name'.")
+        return value
+
+    @property
+    def conversation_id(self) -> str | None:
+        return self.conversation.id if isinstance(self.conversation, ConversationRef) else self.conversation
+
+
+class InputTokensRequest(Strict):
+    """POST /responses/input_tokens: the parts of a create request that decide the prompt."""
+
+    model: str | None = None
+    input: list[InputItem] = Field(default_factory=list)
+    instructions: str | None = None
+    tools: list[Tool] = Field(default_factory=list)
+    tool_choice: ToolChoice = "auto"
+    parallel_tool_calls: bool | None = None
+    previous_response_id: str | None = None
+    conversation: str | ConversationRef | None = None
+    reasoning: ReasoningConfig | None = None
+    text: TextConfig = Field(default_factory=TextConfig)
+    truncation: Literal["auto", "disabled"] | None = None
+    personality: str | None = None
+
+    _string_input = CreateRequest._string_input
+
+
+# --- pydantic errors → OpenAI errors -----------------------------------------------------------
+
+_TAGS = ITEM_TAGS | {"builtin", "function", "input_text", "input_image", "input_file", "output_text",
+                     "refusal", "text", "json_object", "json_schema", "str", "ConversationRef"}
+_TYPE_NAMES = {
+    "string_type": "a string", "int_type": "an integer", "float_type": "a decimal", "bool_type": "a boolean",
+    "dict_type": "an object", "model_type": "an object", "list_type": "an array", "model_attributes_type": "an object",
+    "is_instance_of": "an object",
+}
+
+
+def _param(loc: tuple[Any, ...]) -> str:
+    out = ""
+    previous: Any = None
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif isinstance(part, str) and part.startswith(("list[", "dict[", "literal[")):
+            pass
+        elif part in _TAGS and (isinstance(previous, int) or previous in ("tool_choice", "format", "conversation",
+                                                                               "output", "instructions")):
+            pass
+        else:
+            out += f".{'schema' if part == 'schema_' else part}" if out else str(part)
+        previous = part
+    return out
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a decimal"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return "null" if value is None else type(value).__name__
+
+
+def _error(err: dict[str, Any]) -> APIError:
+    kind, value, param = err["type"], err.get("input"), _param(err["loc"])
+    ctx = err.get("ctx") or {}
+    if kind == "missing":
+        return APIError(f"Missing required parameter: '{param}'.", param=param, code="missing_required_parameter")
+    if kind == "extra_forbidden":
+        return APIError(f"Unknown parameter: '{param}'.", param=param, code="unknown_parameter")
+    if kind in _TYPE_NAMES:
+        return APIError(
+            f"Invalid type for '{param}': expected {_TYPE_NAMES[kind]}, but got {_describe(value)} instead.",
+            param=param, code="invalid_type",
+        )
+    if kind in ("literal_error", "union_tag_invalid", "enum"):
+        expected = ctx.get("expected", ctx.get("expected_tags", ""))
+        return APIError(
+            f"Invalid value: '{value if kind != 'union_tag_invalid' else ctx.get('tag')}'. "
+            f"Supported values are: {expected}.",
+            param=param + (".type" if kind == "union_tag_invalid" else ""), code="invalid_value",
+        )
+    if kind == "invalid_item":
+        tag = value.get("type") if isinstance(value, dict) else None
+        if tag is None:
+            return APIError(f"Invalid type for '{param}': expected an input item, but got {_describe(value)} instead.",
+                            param=param, code="invalid_type")
+        return APIError(f"Invalid value: '{tag}'. Supported values are: 'message', 'function_call', "
+                        "'function_call_output', 'reasoning', 'item_reference' and the built-in tool item types.",
+                        param=f"{param}.type", code="invalid_value")
+    bounds = {
+        "greater_than_equal": ("below minimum value", "a value >=", "ge"),
+        "less_than_equal": ("above maximum value", "a value <=", "le"),
+        "greater_than": ("below minimum value", "a value >", "gt"),
+        "less_than": ("above maximum value", "a value <", "lt"),
+    }
+    if kind in bounds:
+        what, expectation, key = bounds[kind]
+        number = "integer" if isinstance(value, int) else "decimal"
+        code = f"{number}_{'below_min' if 'below' in what else 'above_max'}_value"
+        return APIError(
+            f"Invalid '{param}': {number} {what}. Expected {expectation} {ctx.get(key)}, but got {value} instead.",
+            param=param, code=code,
+        )
+    if kind == "string_pattern_mismatch":
+        return APIError(
+            f"Invalid '{param}': string does not match pattern. Expected a string that matches the pattern "
+            f"'{ctx.get('pattern')}'.", param=param, code="invalid_value",
+        )
+    if kind == "value_error":
+        message = str(ctx.get("error", err["msg"]))
+        return APIError(message, param=param, code="invalid_value")
+    return APIError(f"Invalid '{param}': {err['msg']}.", param=param, code="invalid_value")
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def parse(model: type[M], body: Any) -> M:
+    if not isinstance(body, dict):
+        raise APIError(
+            f"Invalid type for request body: expected an object, but got {_describe(body)} instead.",
+            code="invalid_type",
+        )
+    try:
+        return model.model_validate(body)
+    except ValidationError as exc:
+        raise _error(exc.errors()[0]) from None
+
+
+METADATA_MAX_KEYS, METADATA_MAX_KEY, METADATA_MAX_VALUE = 16, 64, 512
+
+
+def check_metadata(metadata: dict[str, str] | None) -> None:
+    if not metadata:
+        return
+    if len(metadata) > METADATA_MAX_KEYS:
+        raise APIError(
+            f"Invalid 'metadata': too many properties. Expected an object with at most {METADATA_MAX_KEYS} "
+            f"properties, but got an object with {len(metadata)} properties instead.",
+            param="metadata", code="object_above_max_properties",
+        )
+    for key, value in metadata.items():
+        if len(key) > METADATA_MAX_KEY:
+            raise APIError(
+                f"Invalid 'metadata': string too long. Expected a string with maximum length {METADATA_MAX_KEY}, "
+                f"but got a string with length {len(key)} instead.", param="metadata", code="string_above_max_length",
+            )
+        if len(value) > METADATA_MAX_VALUE:
+            raise APIError(
+                f"Invalid 'metadata.{key}': string too long. Expected a string with maximum length "
+                f"{METADATA_MAX_VALUE}, but got a string with length {len(value)} instead.",
+                param=f"metadata.{key}", code="string_above_max_length",
+            )

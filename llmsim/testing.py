@@ -1,0 +1,71 @@
+"""Start a real LLMSim server in a subprocess on a free port: for tests, benchmarks and examples."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from types import TracebackType
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class ServerProcess:
+    """`with ServerProcess("--seed", "7") as server: server.base_url` → a running server, stopped on exit."""
+
+    def __init__(self, *flags: str, env: dict[str, str] | None = None, startup_timeout: float = 30.0) -> None:
+        self.flags = flags
+        self.env = env or {}
+        self.startup_timeout = startup_timeout
+        self.port = free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        return f"{self.url}/openai/v1"
+
+    def start(self) -> "ServerProcess":
+        command = [sys.executable, "-m", "llmsim", "serve", "--host", "127.0.0.1", "--port", str(self.port),
+                   *self.flags]
+        self.process = subprocess.Popen(command, env={**os.environ, **self.env}, stdout=subprocess.PIPE,
+                                        stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + self.startup_timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                output = self.process.stdout.read().decode() if self.process.stdout else ""
+                raise RuntimeError(f"llmsim exited with {self.process.returncode}:\n{output}")
+            try:
+                with urllib.request.urlopen(f"{self.base_url}/models", timeout=1):
+                    return self
+            except urllib.error.HTTPError:
+                return self  # it answers (with an auth error, say): it is up
+            except OSError:
+                time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"llmsim did not start within {self.startup_timeout}s")
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def __enter__(self) -> "ServerProcess":
+        return self.start()
+
+    def __exit__(self, *_exc: type[BaseException] | BaseException | TracebackType | None) -> None:
+        self.stop()

@@ -1,0 +1,34 @@
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import openai
+import pytest
+
+from llmsim.testing import ServerProcess
+
+
+@pytest.fixture(scope="session")
+def server() -> Iterator[ServerProcess]:
+    with ServerProcess("--speed", "0") as process:
+        yield process
+
+
+@pytest.fixture(scope="session")
+def client(server: ServerProcess) -> openai.OpenAI:
+    return openai.OpenAI(base_url=server.base_url, api_key="sk-test", max_retries=0)
+
+
+@pytest.fixture
+def start_server() -> Iterator[Callable[..., ServerProcess]]:
+    """A server of the test's own, with extra flags; stopped after the test."""
+    started: list[ServerProcess] = []
+
+    def start(*flags: str, env: dict[str, str] | None = None) -> ServerProcess:
+        process = ServerProcess("--speed", "0", *flags, env=env).start()
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        process.stop()
