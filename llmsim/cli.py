@@ -41,6 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="seconds a stored response lives; 0 = forever (LLMSIM_STORE_TTL)")
     serve.add_argument("--api-key", default=_env("api_key", None),
                        help="require this bearer key (LLMSIM_API_KEY); unset = no auth")
+    serve.add_argument("--admin-key", default=_env("admin_key", None),
+                       help="require this bearer key on /llmsim/admin (LLMSIM_ADMIN_KEY); unset = open")
     serve.add_argument("--max-body-bytes", type=int, default=_env("max_body_bytes", d.max_body_bytes),
                        help="largest request body accepted (LLMSIM_MAX_BODY_BYTES)")
     serve.add_argument("--workers", type=int, default=_env("workers", d.workers),
@@ -62,6 +64,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         store_max_entries=int(args.store_max_entries),
         store_ttl_seconds=float(args.store_ttl),
         api_key=args.api_key or None,
+        admin_key=args.admin_key or None,
         max_body_bytes=int(args.max_body_bytes),
         workers=int(args.workers),
         worker_connections=int(args.worker_connections),

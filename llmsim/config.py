@@ -19,6 +19,7 @@ class Settings:
     store_max_entries: int = 1024
     store_ttl_seconds: float = 3600.0
     api_key: str | None = None
+    admin_key: str | None = None
     max_body_bytes: int = 32 * 1024 * 1024
     workers: int = 1
     worker_connections: int = 4096

@@ -55,6 +55,16 @@ def require_api_key() -> None:
         raise APIError(f"Incorrect API key provided: {masked}.", status=401, code="invalid_api_key")
 
 
+def require_admin_key() -> None:
+    """Guard for /llmsim/admin routes: the admin key, when one is set, as a bearer token."""
+    expected = services().settings.admin_key
+    if not expected:
+        return
+    scheme, _, key = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(key.strip().encode(), expected.encode()):
+        raise APIError("Invalid or missing admin key.", status=401, code="invalid_api_key")
+
+
 def int_arg(name: str, default: int | None, low: int | None = None, high: int | None = None) -> int | None:
     raw = request.args.get(name)
     if raw is None:
