@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmsim import ids, schema, translate
-from llmsim.backends.base import Backend
+from llmsim.backends.base import Backend, Delta, Prompt
 from llmsim.errors import APIError, not_found
 from llmsim.events import EventBuilder
+from llmsim.pacing import Pacer
 from llmsim.profiles import Catalog
 from llmsim.response import new_response
 from llmsim.store import ResponseStore, StoredResponse
@@ -27,6 +28,7 @@ class Run:
     builder: EventBuilder
     events: Iterator[SerializedEvent]
     stream: bool
+    record: StoredResponse  # put in the store at the end when the request asked; WebSocket mode also keeps it
 
     @property
     def response(self) -> dict[str, Any]:
@@ -43,20 +45,24 @@ def dumps(data: Any) -> str:
 
 
 class Pipeline:
-    def __init__(self, catalog: Catalog, backend: Backend, store: ResponseStore, seed: int | None = None) -> None:
+    def __init__(self, catalog: Catalog, backend: Backend, store: ResponseStore, seed: int | None = None,
+                 pacer: Pacer | None = None) -> None:
         self.catalog = catalog
         self.backend = backend
         self.store = store
         self.seed = seed
+        self.pacer = pacer or Pacer(speed=0.0)
 
-    def create(self, body: Any, *, seed: int | None = None) -> Run:
+    def create(self, body: Any, *, seed: int | None = None, recent: StoredResponse | None = None,
+               speed: float | None = None) -> Run:
+        """`recent`: a response held outside the store (WebSocket mode's connection-local cache) to chain from."""
         request = schema.parse(schema.CreateRequest, body)
         schema.check_metadata(request.metadata)
         if request.background:
             raise APIError("Background mode is not available on this server yet.", param="background",
                            code="unsupported_parameter")
         profile = self.catalog.resolve(request.model)
-        history = self.history(request.previous_response_id, request.conversation_id)
+        history = self.history(request.previous_response_id, request.conversation_id, recent)
         items = translate.normalize_items(request.input, history)
         effort, summary = translate.resolve_reasoning(request, profile)
         prompt = translate.build_prompt(request, profile, history + items, self.seed if seed is None else seed,
@@ -68,10 +74,16 @@ class Pipeline:
             obfuscate=request.stream and (request.stream_options is None or
                                           request.stream_options.include_obfuscation is not False),
         )
-        record = StoredResponse(response, items, history) if request.store else None
-        return Run(builder, self._events(builder, self.backend.generate(prompt), record), request.stream)
+        record = StoredResponse(response, items, history)
+        events = self._events(builder, self.generate(prompt, speed), record, request.store)
+        return Run(builder, events, request.stream, record)
 
-    def history(self, previous_response_id: str | None, conversation_id: str | None) -> list[dict[str, Any]]:
+    def generate(self, prompt: Prompt, speed: float | None = None) -> Iterator[Delta]:
+        """The backend's deltas: every transport (Responses, Chat Completions) comes through this one call."""
+        return self.pacer.pace(self.backend.generate(prompt), prompt, speed)  # speed: None = the server's
+
+    def history(self, previous_response_id: str | None, conversation_id: str | None,
+                recent: StoredResponse | None = None) -> list[dict[str, Any]]:
         if previous_response_id and conversation_id:
             raise APIError(
                 "Mutually exclusive parameters: Ensure you are only providing one of: 'previous_response_id' or "
@@ -81,7 +93,8 @@ class Pipeline:
             raise not_found("Conversation", conversation_id, param="conversation")
         if not previous_response_id:
             return []
-        previous = self.store.get(previous_response_id)
+        previous = recent if recent is not None and recent.id == previous_response_id else \
+            self.store.get(previous_response_id)
         if previous is None:
             raise APIError(f"Previous response with id '{previous_response_id}' not found.", status=404,
                            param="previous_response_id", code="previous_response_not_found")
@@ -95,12 +108,11 @@ class Pipeline:
         return translate.count_input_tokens(items, request.instructions, translate.echo_tools(request),
                                             profile.encoding)
 
-    def _events(self, builder: EventBuilder, deltas: Iterator[Any], record: StoredResponse | None
+    def _events(self, builder: EventBuilder, deltas: Iterator[Any], record: StoredResponse, store: bool
                 ) -> Iterator[SerializedEvent]:
         for event in builder.run(deltas):
             serialized = event["type"], dumps(event)
-            if record is not None:
-                record.events.append(serialized)
+            record.events.append(serialized)
             yield serialized
-        if record is not None:
+        if store:
             self.store.put(record)
