@@ -42,7 +42,7 @@ def new_response(request: CreateRequest, profile: Profile, response_id: str, too
         "store": request.store,
         "temperature": 1.0 if request.temperature is None else request.temperature,
         "text": request.text.model_dump(by_alias=True, exclude_none=True),
-        "tool_choice": request.tool_choice,
+        "tool_choice": request.tool_choice_data,
         "tools": tools,
         "top_logprobs": request.top_logprobs or 0,
         "top_p": 1.0 if request.top_p is None else request.top_p,

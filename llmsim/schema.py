@@ -260,10 +260,40 @@ class ConversationRef(Strict):
     id: str
 
 
-ToolChoice = Union[Literal["none", "auto", "required"], dict[str, Any]]
+class ToolChoiceFunction(Strict):
+    type: Literal["function"]
+    name: str
 
 
-class CreateRequest(Strict):
+class ToolChoiceOther(Open):
+    """allowed_tools, hosted tool types, mcp, custom: carried through as sent."""
+
+    type: str
+
+
+ToolChoice = Union[
+    Literal["none", "auto", "required"],
+    Annotated[
+        Union[Annotated[ToolChoiceFunction, Tag("function")], Annotated[ToolChoiceOther, Tag("other")]],
+        Discriminator(lambda v: "function" if isinstance(v, dict) and v.get("type") == "function" else "other"),
+    ],
+]
+
+
+def _as_items(value: Any) -> Any:
+    """A string input is one user message."""
+    return [{"type": "message", "role": "user", "content": value}] if isinstance(value, str) else value
+
+
+class _Request(Strict):
+    conversation: str | ConversationRef | None = None
+
+    @property
+    def conversation_id(self) -> str | None:
+        return self.conversation.id if isinstance(self.conversation, ConversationRef) else self.conversation
+
+
+class CreateRequest(_Request):
     model: str
     input: list[InputItem] = Field(default_factory=list)
     instructions: str | list[InputItem] | None = None
@@ -282,7 +312,6 @@ class CreateRequest(Strict):
     stream: bool = False
     stream_options: StreamOptions | None = None
     previous_response_id: str | None = None
-    conversation: str | ConversationRef | None = None
     include: list[Includable] = Field(default_factory=list)
     truncation: Literal["auto", "disabled"] = "disabled"
     user: str | None = None
@@ -299,26 +328,16 @@ class CreateRequest(Strict):
     moderation: dict[str, Any] | None = None
     access_programs: dict[str, Any] | None = None
 
-    @field_validator("input", mode="before")
-    @classmethod
-    def _string_input(cls, value: Any) -> Any:
-        return [{"type": "message", "role": "user", "content": value}] if isinstance(value, str) else value
-
-    @field_validator("tool_choice")
-    @classmethod
-    def _tool_choice_shape(cls, value: ToolChoice) -> ToolChoice:
-        if isinstance(value, dict) and not isinstance(value.get("type"), str):
-            raise ValueError("Missing required parameter: 'tool_choice.type'.")
-        if isinstance(value, dict) and value["type"] == "function" and not isinstance(value.get("name"), str):
-            raise ValueError("Missing required parameter: 'tool_choice.name'.")
-        return value
+    _string_input = field_validator("input", mode="before")(lambda value: _as_items(value))
 
     @property
-    def conversation_id(self) -> str | None:
-        return self.conversation.id if isinstance(self.conversation, ConversationRef) else self.conversation
+    def tool_choice_data(self) -> str | dict[str, Any]:
+        choice = self.tool_choice
+        return choice.model_dump(exclude_none=True) if isinstance(choice, BaseModel) else choice
 
 
-class InputTokensRequest(Strict):
+
+class InputTokensRequest(_Request):
     """POST /responses/input_tokens: the parts of a create request that decide the prompt."""
 
     model: str | None = None
@@ -328,19 +347,19 @@ class InputTokensRequest(Strict):
     tool_choice: ToolChoice = "auto"
     parallel_tool_calls: bool | None = None
     previous_response_id: str | None = None
-    conversation: str | ConversationRef | None = None
     reasoning: ReasoningConfig | None = None
     text: TextConfig = Field(default_factory=TextConfig)
     truncation: Literal["auto", "disabled"] | None = None
     personality: str | None = None
 
-    _string_input = CreateRequest._string_input
+    _string_input = field_validator("input", mode="before")(lambda value: _as_items(value))
 
 
 # --- pydantic errors → OpenAI errors -----------------------------------------------------------
 
-_TAGS = ITEM_TAGS | {"builtin", "function", "input_text", "input_image", "input_file", "output_text",
+_TAGS = ITEM_TAGS | {"builtin", "function", "other", "input_text", "input_image", "input_file", "output_text",
                      "refusal", "text", "json_object", "json_schema", "str", "ConversationRef"}
+_UNION_FIELDS = {"tool_choice", "format", "conversation", "output", "instructions"}
 _TYPE_NAMES = {
     "string_type": "a string", "int_type": "an integer", "float_type": "a decimal", "bool_type": "a boolean",
     "dict_type": "an object", "model_type": "an object", "list_type": "an array", "model_attributes_type": "an object",
@@ -349,18 +368,18 @@ _TYPE_NAMES = {
 
 
 def _param(loc: tuple[Any, ...]) -> str:
+    """A pydantic location as the API names a parameter: `input[0].content[1].text`, union branches left out."""
     out = ""
     previous: Any = None
     for part in loc:
+        branch = isinstance(part, str) and "[" in part  # e.g. "tagged-union[...]", "list[...]"
+        tag = part in _TAGS and (isinstance(previous, int) or previous in _UNION_FIELDS
+                                 or (isinstance(previous, str) and "[" in previous))
         if isinstance(part, int):
             out += f"[{part}]"
-        elif isinstance(part, str) and part.startswith(("list[", "dict[", "literal[")):
-            pass
-        elif part in _TAGS and (isinstance(previous, int) or previous in ("tool_choice", "format", "conversation",
-                                                                               "output", "instructions")):
-            pass
-        else:
-            out += f".{'schema' if part == 'schema_' else part}" if out else str(part)
+        elif not branch and not tag:
+            name = "schema" if part == "schema_" else str(part)
+            out += f".{name}" if out else name
         previous = part
     return out
 
@@ -416,7 +435,7 @@ def _error(err: dict[str, Any]) -> APIError:
     }
     if kind in bounds:
         what, expectation, key = bounds[kind]
-        number = "integer" if isinstance(value, int) else "decimal"
+        number = "decimal" if isinstance(ctx.get(key), float) else "integer"
         code = f"{number}_{'below_min' if 'below' in what else 'above_max'}_value"
         return APIError(
             f"Invalid '{param}': {number} {what}. Expected {expectation} {ctx.get(key)}, but got {value} instead.",
@@ -445,7 +464,10 @@ def parse(model: type[M], body: Any) -> M:
     try:
         return model.model_validate(body)
     except ValidationError as exc:
-        raise _error(exc.errors()[0]) from None
+        errors = exc.errors()
+        # A union reports one error per branch; the deepest one names what the client got wrong.
+        same_field = [e for e in errors if e["loc"][:1] == errors[0]["loc"][:1]]
+        raise _error(max(same_field, key=lambda e: len(e["loc"]))) from None
 
 
 METADATA_MAX_KEYS, METADATA_MAX_KEY, METADATA_MAX_VALUE = 16, 64, 512

@@ -6,6 +6,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from types import TracebackType
@@ -26,6 +27,7 @@ class ServerProcess:
         self.startup_timeout = startup_timeout
         self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
+        self.log_file = tempfile.NamedTemporaryFile(prefix="llmsim-", suffix=".log", delete=False)
 
     @property
     def url(self) -> str:
@@ -38,13 +40,12 @@ class ServerProcess:
     def start(self) -> "ServerProcess":
         command = [sys.executable, "-m", "llmsim", "serve", "--host", "127.0.0.1", "--port", str(self.port),
                    *self.flags]
-        self.process = subprocess.Popen(command, env={**os.environ, **self.env}, stdout=subprocess.PIPE,
+        self.process = subprocess.Popen(command, env={**os.environ, **self.env}, stdout=self.log_file,
                                         stderr=subprocess.STDOUT)
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                output = self.process.stdout.read().decode() if self.process.stdout else ""
-                raise RuntimeError(f"llmsim exited with {self.process.returncode}:\n{output}")
+                raise RuntimeError(f"llmsim exited with {self.process.returncode}:\n{self.log()}")
             try:
                 with urllib.request.urlopen(f"{self.base_url}/models", timeout=1):
                     return self
@@ -54,6 +55,11 @@ class ServerProcess:
                 time.sleep(0.05)
         self.stop()
         raise RuntimeError(f"llmsim did not start within {self.startup_timeout}s")
+
+    def log(self) -> str:
+        """What the server printed so far (its log file is kept for inspection after a failure)."""
+        with open(self.log_file.name, errors="replace") as f:
+            return f.read()
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:
