@@ -1,14 +1,14 @@
-"""HTTP transport: blueprints mounted at /openai/v1, /v1 and bare, so any base_url style works."""
+"""HTTP transport: blueprints mounted at /openai/v1, /v1, /v3 (OpenVINO Model Server's path) and bare."""
 
 from __future__ import annotations
 
 from flask import Flask
 
-from llmsim.api import models, responses
+from llmsim.api import conversations, models, responses, websocket
 from llmsim.api.http import require_api_key
 
-PREFIXES = ("/openai/v1", "/v1", "")
-BLUEPRINTS = (responses.bp, models.bp)
+PREFIXES = ("/openai/v1", "/v1", "/v3", "")
+BLUEPRINTS = (responses.bp, websocket.bp, models.bp, conversations.bp)
 
 
 def mount(app: Flask) -> None:

@@ -1,0 +1,124 @@
+"""Responses WebSocket mode: `response.create` events in, the same typed events as SSE out.
+
+The upgrade is a GET on the /responses path itself (what `client.responses.connect()`
+opens); the API key is checked before the upgrade by the app-wide `require_api_key`.
+Responses run one after another on a connection. As on the real API, the most recent
+response stays in a connection-local cache, so `previous_response_id` chains from it
+even with `store: false`, and a failed turn evicts it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Protocol
+
+from flask import Blueprint
+from flask.blueprints import BlueprintSetupState
+from flask_sock import Sock
+from simple_websocket import ConnectionClosed
+
+from llmsim.api.http import INVALID_JSON, services
+from llmsim.api.responses import _seed
+from llmsim.errors import APIError
+from llmsim.pipeline import Pipeline, dumps
+from llmsim.store import StoredResponse
+
+bp = Blueprint("responses_ws", __name__)
+CLIENT_EVENTS = ("response.create",)
+
+
+class Connection(Protocol):
+    """The part of simple_websocket's Server a session uses."""
+
+    def receive(self, timeout: float | None = None) -> Any: ...
+
+    def send(self, data: str) -> None: ...
+
+
+@bp.record
+def _options(state: BlueprintSetupState) -> None:
+    """Bound every message by the HTTP body limit: a bigger one closes the connection with 1009."""
+    limit = state.app.extensions["llmsim"].settings.max_body_bytes
+    state.app.config.setdefault("SOCK_SERVER_OPTIONS", {"max_message_size": limit})
+
+
+@Sock().route("/responses", bp=bp)
+def responses_socket(ws: Connection) -> None:
+    Session(ws, services().pipeline, _seed()).serve()
+
+
+class Session:
+    """One connection: reads client events and answers each `response.create` with its stream."""
+
+    def __init__(self, ws: Connection, pipeline: Pipeline, seed: int | None = None) -> None:
+        self.ws = ws
+        self.pipeline = pipeline
+        self.seed = seed
+        self.recent: StoredResponse | None = None
+
+    def serve(self) -> None:
+        """Until the client goes away: a closed socket ends the loop and any response being streamed."""
+        try:
+            while True:
+                self.handle(self.ws.receive())
+        except (ConnectionClosed, OSError):
+            return
+
+    def handle(self, message: str | bytes) -> None:
+        body: dict[str, Any] = {}
+        stream_id: str | None = None
+        try:
+            body = client_event(message)
+            stream_id = body.pop("stream_id", None)
+            self.respond(body, stream_id)
+        except APIError as error:
+            if self.recent is not None and body.get("previous_response_id") == self.recent.id:
+                self.recent = None  # a failed continuation evicts its parent, as the real API does
+            self.send(error_event(error), stream_id)
+
+    def respond(self, body: dict[str, Any], stream_id: str | None) -> None:
+        if body.get("background"):
+            raise APIError("Background mode is not supported over WebSocket.", param="background",
+                           code="unsupported_parameter")
+        if "generate" in body:
+            raise APIError("Unsupported parameter: 'generate' is not supported by this server.", param="generate",
+                           code="unsupported_parameter")
+        body.pop("type")
+        run = self.pipeline.create({**body, "stream": True}, seed=self.seed, recent=self.recent)
+        events = run.events
+        try:
+            for _, data in events:
+                self.send(data, stream_id)
+        finally:
+            events.close()  # type: ignore[attr-defined]  # a client gone mid-stream stops the backend too
+        self.recent = run.record if run.response["status"] != "failed" else None
+
+    def send(self, data: str, stream_id: str | None) -> None:
+        if stream_id is not None:  # echo the lane into the already-serialized event
+            data = f'{data[:-1]},"stream_id":{dumps(stream_id)}}}'
+        self.ws.send(data)
+
+
+def client_event(message: str | bytes) -> dict[str, Any]:
+    try:
+        body = json.loads(message)
+    except (ValueError, UnicodeDecodeError):
+        raise APIError(INVALID_JSON, code="invalid_json") from None
+    if not isinstance(body, dict):
+        raise APIError("Invalid client event: expected a JSON object.", code="invalid_type")
+    kind = body.get("type")
+    if kind not in CLIENT_EVENTS:
+        supported = ", ".join(f"'{k}'" for k in CLIENT_EVENTS)
+        message = (f"Invalid value: '{kind}'. Supported values are: {supported}." if kind is not None
+                   else "Missing required parameter: 'type'.")
+        raise APIError(message, param="type", code="invalid_value" if kind is not None
+                       else "missing_required_parameter")
+    return body
+
+
+def error_event(error: APIError) -> str:
+    """The `error` event of WebSocket mode: the HTTP error body plus the status it would have had."""
+    event: dict[str, Any] = {"type": "error", "status": error.status, **error.body()}
+    if error.headers:
+        event["error"]["headers"] = error.headers
+    return dumps(event)

@@ -1,0 +1,208 @@
+"""Responses WebSocket mode through the official SDK's `client.responses.connect()`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import openai
+import pytest
+from openai.types.responses.responses_server_event import ResponseWsError
+from simple_websocket import ConnectionClosed
+from websockets.exceptions import ConnectionClosedError, InvalidStatus
+
+from llmsim.api.websocket import Session
+from llmsim.backends.base import Delta, Prompt
+from llmsim.backends.sim import SimBackend
+from llmsim.config import DEFAULT_PROFILES_DIR
+from llmsim.pipeline import Pipeline
+from llmsim.profiles import load_catalog
+from llmsim.store import MemoryStore
+from llmsim.testing import ServerProcess
+
+TERMINAL = ("response.completed", "response.incomplete", "response.failed", "error")
+
+
+def until_terminal(connection: Any) -> list[Any]:
+    """The events of one response, up to and including its terminal event."""
+    events = []
+    for event in connection:
+        events.append(event)
+        if event.type in TERMINAL:
+            return events
+    raise AssertionError("the connection closed before a terminal event")
+
+
+def test_same_events_as_sse_under_a_seed(client: openai.OpenAI) -> None:
+    seed = {"X-LLMSim-Seed": "11"}
+    with client.responses.connect(extra_headers=seed) as connection:
+        connection.response.create(model="gpt-4o", input="Tell me about tides.")
+        over_ws = until_terminal(connection)
+    over_sse = list(client.responses.create(model="gpt-4o", input="Tell me about tides.", stream=True,
+                                            extra_headers=seed))
+    assert [e.type for e in over_ws] == [e.type for e in over_sse]
+    assert [e.sequence_number for e in over_ws] == list(range(len(over_ws)))
+    assert over_ws[-1].response.output_text == over_sse[-1].response.output_text
+    assert over_ws[-1].response.usage == over_sse[-1].response.usage
+
+
+def test_responses_in_sequence_chain_with_store_false(client: openai.OpenAI) -> None:
+    with client.responses.connect() as connection:
+        connection.response.create(model="gpt-4o", input="First question.", store=False)
+        first = until_terminal(connection)[-1].response
+        connection.response.create(model="gpt-4o", input="Second question.", store=False,
+                                   previous_response_id=first.id)
+        second = until_terminal(connection)[-1]
+    assert first.status == second.response.status == "completed"
+    assert second.response.previous_response_id == first.id
+    # the history (first's input and output) counts in the second's input
+    assert second.response.usage.input_tokens > first.usage.input_tokens + first.usage.output_tokens
+    with pytest.raises(openai.NotFoundError):
+        client.responses.retrieve(first.id)  # store false: only the connection knew it
+    with client.responses.connect() as other:
+        other.response.create(model="gpt-4o", input="Again.", previous_response_id=first.id)
+        error = other.recv()
+    assert isinstance(error, ResponseWsError)
+    assert error.error.code == "previous_response_not_found" and error.error.param == "previous_response_id"
+
+
+def test_only_the_most_recent_response_is_cached(client: openai.OpenAI) -> None:
+    with client.responses.connect() as connection:
+        connection.response.create(model="gpt-4o", input="One.", store=False)
+        first = until_terminal(connection)[-1].response
+        connection.response.create(model="gpt-4o", input="Two.", store=False)
+        until_terminal(connection)
+        connection.response.create(model="gpt-4o", input="Three.", previous_response_id=first.id)
+        error = connection.recv()
+    assert error.type == "error" and error.error.code == "previous_response_not_found"
+
+
+def test_a_failed_continuation_evicts_the_cached_response(client: openai.OpenAI) -> None:
+    with client.responses.connect() as connection:
+        connection.response.create(model="gpt-4o", input="One.", store=False)
+        first = until_terminal(connection)[-1].response
+        connection.response.create(model="gpt-4o", input="Two.", previous_response_id=first.id, temperature=5)
+        bad = connection.recv()
+        connection.response.create(model="gpt-4o", input="Two.", previous_response_id=first.id)
+        evicted = connection.recv()
+    assert bad.type == "error" and bad.status == 400 and bad.error.param == "temperature"
+    assert evicted.type == "error" and evicted.error.code == "previous_response_not_found"
+
+
+def test_stored_responses_chain_across_connections(client: openai.OpenAI) -> None:
+    with client.responses.connect() as connection:
+        connection.response.create(model="gpt-4o", input="Remember this.")
+        first = until_terminal(connection)[-1].response
+    assert client.responses.retrieve(first.id).output_text == first.output_text
+    with client.responses.connect() as connection:
+        connection.response.create(model="gpt-4o", input="And now?", previous_response_id=first.id)
+        assert until_terminal(connection)[-1].type == "response.completed"
+
+
+def test_errors_are_error_events_and_the_connection_survives(client: openai.OpenAI) -> None:
+    with client.responses.connect() as connection:
+        connection.send_raw("{not json")
+        invalid_json = connection.recv()
+        connection.send({"type": "response.cancel"})  # type: ignore[typeddict-item]
+        unknown_type = connection.recv()
+        connection.response.create(model="gpt-4o", input="Hi.", background=True)
+        background = connection.recv()
+        connection.send({"type": "response.create", "model": "gpt-4o", "input": "Hi.", "colour": "blue"})  # type: ignore[typeddict-unknown-key]
+        unknown_param = connection.recv()
+        connection.response.create(model="gpt-4o", input="Hi.", stream_id="lane-a")
+        events = until_terminal(connection)
+    assert invalid_json.type == "error" and invalid_json.status == 400
+    assert invalid_json.error.type == "invalid_request_error"
+    assert unknown_type.error.param == "type" and "response.create" in unknown_type.error.message
+    assert background.error.param == "background" and background.status == 400
+    assert unknown_param.error.message == "Unknown parameter: 'colour'."
+    assert unknown_param.error.code == "unknown_parameter"
+    assert events[-1].type == "response.completed"
+    assert {event.stream_id for event in events} == {"lane-a"}  # the lane is echoed on every event
+
+
+@pytest.mark.parametrize("prefix", ["/openai/v1", "/v1", "/v3", ""])
+def test_every_mount_point_accepts_the_upgrade(server: ServerProcess, prefix: str) -> None:
+    client = openai.OpenAI(base_url=server.url + prefix, api_key="sk-test", max_retries=0)
+    with client.responses.connect() as connection:
+        connection.response.create(model="gpt-4o-mini", input="Hello.", max_output_tokens=16)
+        assert until_terminal(connection)[-1].type == "response.incomplete"
+
+
+def test_the_api_key_is_checked_at_the_handshake(start_server: Callable[..., ServerProcess]) -> None:
+    server = start_server("--api-key", "sk-right")
+    wrong = openai.OpenAI(base_url=server.base_url, api_key="sk-wrong-key", max_retries=0)
+    with pytest.raises(InvalidStatus) as refused:
+        wrong.responses.connect().enter()
+    assert refused.value.response.status_code == 401
+    assert b"invalid_api_key" in refused.value.response.body
+    right = openai.OpenAI(base_url=server.base_url, api_key="sk-right", max_retries=0)
+    with right.responses.connect() as connection:
+        connection.response.create(model="gpt-4o", input="Hi.")
+        assert until_terminal(connection)[-1].type == "response.completed"
+
+
+def test_a_message_over_the_size_limit_closes_the_connection(start_server: Callable[..., ServerProcess]) -> None:
+    server = start_server("--max-body-bytes", "4096")
+    client = openai.OpenAI(base_url=server.base_url, api_key="sk-test", max_retries=0)
+    with client.responses.connect() as connection:
+        connection.response.create(model="gpt-4o", input="small")
+        assert until_terminal(connection)[-1].type == "response.completed"
+        connection.response.create(model="gpt-4o", input="x" * 8192)
+        with pytest.raises(ConnectionClosedError) as closed:
+            connection.recv()
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009  # message too big
+
+
+# --- a client that goes away mid-stream stops generation (the session with a stand-in socket) ---------
+
+
+class Watched:
+    """The simulator, noting how many deltas it produced and whether it was stopped."""
+
+    name = "watched"
+
+    def __init__(self) -> None:
+        self.produced = 0
+        self.closed = False
+
+    def generate(self, prompt: Prompt) -> Iterator[Delta]:
+        try:
+            for delta in SimBackend().generate(prompt):
+                self.produced += 1
+                yield delta
+        except GeneratorExit:
+            self.closed = True
+            raise
+
+
+class Socket:
+    """Delivers the queued messages, then fails sends after `keep` events, as a socket whose peer left."""
+
+    def __init__(self, messages: list[str], keep: int) -> None:
+        self.messages = messages
+        self.keep = keep
+        self.sent: list[str] = []
+
+    def receive(self, timeout: float | None = None) -> str:
+        if not self.messages:
+            raise ConnectionClosed()
+        return self.messages.pop(0)
+
+    def send(self, data: str) -> None:
+        if len(self.sent) == self.keep:
+            raise ConnectionClosed()
+        self.sent.append(data)
+
+
+def test_a_client_that_disconnects_stops_generation() -> None:
+    backend = Watched()
+    store = MemoryStore()
+    pipeline = Pipeline(load_catalog([DEFAULT_PROFILES_DIR]), backend, store, seed=1)
+    socket = Socket(['{"type": "response.create", "model": "gpt-4o", "input": "Write a lot.", '
+                     '"text": {"verbosity": "high"}}'], keep=5)
+    Session(socket, pipeline).serve()
+    assert len(socket.sent) == 5
+    assert backend.closed
+    assert backend.produced < 20  # of the hundreds of deltas the full answer has
+    assert len(store) == 0  # the cut response was never completed, so never stored
