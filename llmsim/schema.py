@@ -280,7 +280,7 @@ ToolChoice = Union[
 ]
 
 
-def _as_items(value: Any) -> Any:
+def as_items(value: Any) -> Any:
     """A string input is one user message."""
     return [{"type": "message", "role": "user", "content": value}] if isinstance(value, str) else value
 
@@ -328,7 +328,7 @@ class CreateRequest(_Request):
     moderation: dict[str, Any] | None = None
     access_programs: dict[str, Any] | None = None
 
-    _string_input = field_validator("input", mode="before")(lambda value: _as_items(value))
+    _string_input = field_validator("input", mode="before")(lambda value: as_items(value))
 
     @property
     def tool_choice_data(self) -> str | dict[str, Any]:
@@ -352,7 +352,7 @@ class InputTokensRequest(_Request):
     truncation: Literal["auto", "disabled"] | None = None
     personality: str | None = None
 
-    _string_input = field_validator("input", mode="before")(lambda value: _as_items(value))
+    _string_input = field_validator("input", mode="before")(lambda value: as_items(value))
 
 
 # --- pydantic errors → OpenAI errors -----------------------------------------------------------
@@ -465,9 +465,11 @@ def parse(model: type[M], body: Any) -> M:
         return model.model_validate(body)
     except ValidationError as exc:
         errors = exc.errors()
-        # A union reports one error per branch; the deepest one names what the client got wrong.
+        # A union reports one error per branch: skip branches of another type, then the deepest error
+        # names what the client got wrong.
         same_field = [e for e in errors if e["loc"][:1] == errors[0]["loc"][:1]]
-        raise _error(max(same_field, key=lambda e: len(e["loc"]))) from None
+        relevant = [e for e in same_field if e["type"] not in _TYPE_NAMES] or same_field
+        raise _error(max(relevant, key=lambda e: len(e["loc"]))) from None
 
 
 METADATA_MAX_KEYS, METADATA_MAX_KEY, METADATA_MAX_VALUE = 16, 64, 512
