@@ -10,10 +10,11 @@ from flask import Flask, Response, g, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from llmsim import ids
-from llmsim.api import mount
+from llmsim.api import admin, chaos, mount
 from llmsim.backends import load_backend
 from llmsim.config import Settings
 from llmsim.errors import APIError
+from llmsim.faults import fault_config
 from llmsim.pipeline import Pipeline
 from llmsim.profiles import Catalog, load_catalog
 from llmsim.store import MemoryStore
@@ -42,6 +43,9 @@ def create_app(settings: Settings | None = None) -> Flask:
     app.json.ensure_ascii = False
     app.extensions["llmsim"] = Services(settings, catalog, pipeline)
     mount(app)
+    chaos.install(app, fault_config(settings), settings.seed)
+    app.register_blueprint(admin.bp)
+    app.register_blueprint(admin.health_bp)
 
     @app.before_request
     def _start() -> None:

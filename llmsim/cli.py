@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from llmsim.config import DEFAULT_PROFILES_DIR, Settings
+from llmsim.faults import FaultConfigError, fault_config
 from llmsim.profiles import ProfileError, load_catalog
 
 
@@ -43,6 +44,15 @@ def build_parser() -> argparse.ArgumentParser:
                        help="require this bearer key (LLMSIM_API_KEY); unset = no auth")
     serve.add_argument("--admin-key", default=_env("admin_key", None),
                        help="require this bearer key on /llmsim/admin (LLMSIM_ADMIN_KEY); unset = open")
+    serve.add_argument("--faults", type=Path, default=_env("faults", None),
+                       help="YAML/JSON file of fault rules and rate limits (LLMSIM_FAULTS)")
+    serve.add_argument("--fault", action="append", default=None,
+                       help="a fault rule, KIND;key=value;... e.g. '500;first=2', repeatable (LLMSIM_FAULT, "
+                            "space-separated); per request: X-LLMSim-Fault header")
+    serve.add_argument("--rpm", type=int, default=_env("rpm", None),
+                       help="requests per minute per API key and model; unset = unlimited (LLMSIM_RPM)")
+    serve.add_argument("--tpm", type=int, default=_env("tpm", None),
+                       help="tokens per minute per API key and model; unset = unlimited (LLMSIM_TPM)")
     serve.add_argument("--max-body-bytes", type=int, default=_env("max_body_bytes", d.max_body_bytes),
                        help="largest request body accepted (LLMSIM_MAX_BODY_BYTES)")
     serve.add_argument("--workers", type=int, default=_env("workers", d.workers),
@@ -65,6 +75,10 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         store_ttl_seconds=float(args.store_ttl),
         api_key=args.api_key or None,
         admin_key=args.admin_key or None,
+        faults_file=Path(args.faults) if args.faults else None,
+        fault_rules=(args.fault or []) + str(_env("fault", "")).split(),
+        rpm=None if args.rpm is None else int(args.rpm),
+        tpm=None if args.tpm is None else int(args.tpm),
         max_body_bytes=int(args.max_body_bytes),
         workers=int(args.workers),
         worker_connections=int(args.worker_connections),
@@ -77,6 +91,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         load_catalog(settings.profiles_dir)  # fail before forking workers, naming the bad file and field
     except ProfileError as exc:
+        print(f"llmsim: {exc}", file=sys.stderr)
+        return 2
+    try:
+        fault_config(settings)  # a bad fault file or rule fails here too
+    except FaultConfigError as exc:
         print(f"llmsim: {exc}", file=sys.stderr)
         return 2
     from llmsim.server import serve

@@ -20,6 +20,10 @@ class Settings:
     store_ttl_seconds: float = 3600.0
     api_key: str | None = None
     admin_key: str | None = None
+    faults_file: Path | None = None  # YAML/JSON fault rules and rate limits (llmsim/faults.py)
+    fault_rules: list[str] = field(default_factory=list)  # `KIND;key=value;...` specs, after the file's rules
+    rpm: int | None = None  # default requests-per-minute limit per API key and model
+    tpm: int | None = None  # default tokens-per-minute limit per API key and model
     max_body_bytes: int = 32 * 1024 * 1024
     workers: int = 1
     worker_connections: int = 4096

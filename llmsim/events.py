@@ -72,6 +72,10 @@ class EventBuilder:
         self.response.update(status="failed", error={"code": code, "message": message})
         yield self._lifecycle("response.failed")
 
+    def error(self, code: str, message: str, param: str | None = None) -> Event:
+        """A stream-level `error` event: the stream stops there, with no terminal response event."""
+        return self._event("error", code=code, message=message, param=param)
+
     # --- items --------------------------------------------------------------------------------
 
     @property

@@ -7,7 +7,7 @@ and, once drained, the final Response. Storing happens when the stream ends.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +15,7 @@ from llmsim import ids, schema, translate
 from llmsim.backends.base import Backend, Delta, Prompt
 from llmsim.errors import APIError, not_found
 from llmsim.events import EventBuilder
+from llmsim.faults import Admission
 from llmsim.pacing import Pacer
 from llmsim.profiles import Catalog
 from llmsim.response import new_response
@@ -54,8 +55,9 @@ class Pipeline:
         self.pacer = pacer or Pacer(speed=0.0)
 
     def create(self, body: Any, *, seed: int | None = None, recent: StoredResponse | None = None,
-               speed: float | None = None) -> Run:
-        """`recent`: a response held outside the store (WebSocket mode's connection-local cache) to chain from."""
+               speed: float | None = None, admit: Callable[[Prompt, bool], Admission] | None = None) -> Run:
+        """`recent`: a response held outside the store (WebSocket mode's connection-local cache) to chain from.
+        `admit`: rate limits and faults (llmsim/api/chaos.py), checked once the prompt is known."""
         request = schema.parse(schema.CreateRequest, body)
         schema.check_metadata(request.metadata)
         if request.background:
@@ -75,7 +77,9 @@ class Pipeline:
                                           request.stream_options.include_obfuscation is not False),
         )
         record = StoredResponse(response, items, history)
-        events = self._events(builder, self.generate(prompt, speed), record, request.store)
+        admission = admit(prompt, request.stream) if admit else Admission()
+        deltas = admission.deltas(self.generate(prompt, speed))
+        events = admission.events(builder, self._events(builder, deltas, record, request.store), dumps)
         return Run(builder, events, request.stream, record)
 
     def generate(self, prompt: Prompt, speed: float | None = None) -> Iterator[Delta]:

@@ -13,6 +13,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from llmsim.ratelimit import Limits
+
 Effort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
 
 
@@ -46,6 +48,7 @@ class Profile(BaseModel):
     max_output_tokens: int = Field(16_384, gt=0)
     reasoning: ReasoningSpec | None = None
     sampling_with_reasoning: bool = False  # temperature/top_p allowed only when effort is "none"
+    rate_limits: Limits | None = None  # rpm / tpm per API key; unset: the fault config's (llmsim/ratelimit.py)
 
     @property
     def echo_name(self) -> str:

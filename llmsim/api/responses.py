@@ -5,6 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, jsonify, request
 from flask.typing import ResponseReturnValue
 
+from llmsim.api.chaos import gate
 from llmsim.api.http import bool_arg, int_arg, json_body, services
 from llmsim.api.sse import sse_response
 from llmsim.errors import APIError, not_found
@@ -34,7 +35,7 @@ def _stored(response_id: str) -> StoredResponse:
 
 @bp.post("/responses")
 def create() -> ResponseReturnValue:
-    run = services().pipeline.create(json_body(), seed=_seed())
+    run = services().pipeline.create(json_body(), seed=_seed(), admit=gate("responses"))
     if run.stream:
         return sse_response(run.events)
     response = run.drain()

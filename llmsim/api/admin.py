@@ -1,0 +1,58 @@
+"""LLMSim's own endpoints: /llmsim/health (open) and /llmsim/admin (the admin key, when set, guards it)."""
+
+from __future__ import annotations
+
+from flask import Blueprint, jsonify, request
+from flask.typing import ResponseReturnValue
+
+from llmsim import schema
+from llmsim.api.chaos import state
+from llmsim.api.http import int_arg, json_body, require_admin_key
+from llmsim.faults import FaultConfig
+
+bp = Blueprint("admin", __name__, url_prefix="/llmsim/admin")
+bp.before_request(require_admin_key)
+health_bp = Blueprint("health", __name__, url_prefix="/llmsim")
+
+
+@health_bp.get("/health")
+def health() -> ResponseReturnValue:
+    return jsonify({"status": "ok"})
+
+
+def _config() -> ResponseReturnValue:
+    return jsonify(state().injector.config.model_dump(mode="json", exclude_none=True))
+
+
+@bp.get("/faults")
+def get_faults() -> ResponseReturnValue:
+    return _config()
+
+
+@bp.put("/faults")
+def set_faults() -> ResponseReturnValue:
+    """Replace the whole fault config (rules and rate limits); schedules start again from the first request."""
+    state().injector.configure(schema.parse(FaultConfig, json_body()))
+    return _config()
+
+
+@bp.post("/faults/reset")
+def reset() -> ResponseReturnValue:
+    """Counters, schedules, seeded sequences, rate-limit buckets and the request log back to their start."""
+    state().reset()
+    return jsonify({"reset": True})
+
+
+@bp.get("/faults/counters")
+def counters() -> ResponseReturnValue:
+    chaos = state()
+    return jsonify({"faults": dict(chaos.injector.counters), "rate_limited": chaos.limiter.rejected,
+                    "requests": chaos.served})
+
+
+@bp.get("/requests")
+def recent_requests() -> ResponseReturnValue:
+    """The latest generating requests, oldest first, each with the fault applied to it (or null)."""
+    limit = int_arg("limit", 100, low=1, high=1000)
+    data = list(state().recent)[-limit:] if limit else []
+    return jsonify({"object": "list", "data": data})

@@ -1,0 +1,189 @@
+"""Chaos at the HTTP edge: rate limits and faults before generation, x-ratelimit headers on every answer.
+
+Any endpoint that generates calls `admit(...)` once it knows the model and the input tokens (Responses does
+it through `gate`, a Pipeline.create hook); it raises the HTTP faults, hangs for timeouts, and hands back an
+Admission that settles token usage and carries the stream fault, if one was chosen.
+"""
+
+from __future__ import annotations
+
+import select
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from flask import Flask, Response, current_app, g, request
+from pydantic import ValidationError
+
+from llmsim.backends.base import Finish, Prompt
+from llmsim.errors import APIError
+from llmsim.faults import (
+    DEFAULT_RETRY_AFTER, STREAM_KINDS, Admission, ConnectionDropped, Fault, FaultConfig, Injector, RequestInfo, StreamFault, http_error,
+    parse_forced,
+)
+from llmsim.ratelimit import Limits, RateLimiter, duration
+
+FAULT_HEADER = "X-LLMSim-Fault"
+EXTENSION = "llmsim.chaos"
+RECENT = 500  # requests remembered for the admin API
+FALLBACK_LIMITS = Limits(rpm=500, tpm=30_000)  # what an injected 429 reports when no real limit is set
+
+
+@dataclass
+class Chaos:
+    """The per-process chaos state the endpoints and the admin API share."""
+
+    injector: Injector
+    limiter: RateLimiter = field(default_factory=RateLimiter)
+    recent: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=RECENT))
+    served: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def log(self, entry: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            self.served += 1
+            entry = {"index": self.served, **entry}
+            self.recent.append(entry)
+        return entry
+
+    def reset(self) -> None:
+        """Counters, schedules, random sequences, rate-limit buckets and the request log, all from zero."""
+        self.injector.reset()
+        self.limiter.reset()
+        with self._lock:
+            self.recent.clear()
+            self.served = 0
+
+
+def state() -> Chaos:
+    return current_app.extensions[EXTENSION]
+
+
+def install(app: Flask, config: FaultConfig, seed: int | None) -> None:
+    """Chaos state on the app, x-ratelimit headers on every response, quiet connection drops."""
+    app.extensions[EXTENSION] = Chaos(Injector(config, seed))
+
+    @app.after_request
+    def _ratelimit_headers(response: Response) -> Response:
+        for name, value in g.get("llmsim_ratelimit", {}).items():
+            response.headers.setdefault(name, value)  # an error may carry its own, e.g. an injected 429
+        entry = g.get("llmsim_request")
+        if entry is not None:
+            entry["status"] = response.status_code
+        return response
+
+    @app.errorhandler(ConnectionDropped)
+    def _drop(_error: ConnectionDropped) -> Response:
+        def cut() -> Any:  # raised while the server writes the body: it closes the socket, sending nothing
+            raise ConnectionDropped()
+            yield  # pragma: no cover - makes this a generator
+
+        return Response(cut())
+
+
+def _api_key() -> str | None:
+    scheme, _, key = request.headers.get("Authorization", "").partition(" ")
+    return key.strip() or None if scheme.lower() == "bearer" else None
+
+
+def _masked(key: str | None) -> str | None:
+    return None if key is None else (key[:3] + "…" + key[-4:] if len(key) > 10 else "****")
+
+
+def _forced() -> Fault | None:
+    raw = request.headers.get(FAULT_HEADER)
+    if raw is None:
+        return None
+    try:
+        return parse_forced(raw)
+    except (ValueError, ValidationError) as exc:
+        detail = "; ".join(e["msg"] for e in exc.errors()) if isinstance(exc, ValidationError) else str(exc)
+        raise APIError(f"Invalid {FAULT_HEADER} header '{raw}': {detail}", param=FAULT_HEADER,
+                       code="invalid_value") from None
+
+
+def hang(seconds: float | None, sock: socket.socket | None) -> bool:
+    """Wait before the first byte: `seconds`, or (None) until the client hangs up. True when it hung up."""
+    deadline = time.monotonic() + (3600.0 if seconds is None else seconds)
+    while (left := deadline - time.monotonic()) > 0:
+        if sock is None:
+            time.sleep(left)
+            return False
+        readable, _, _ = select.select([sock], [], [], left)
+        if not readable:
+            continue
+        try:
+            peeked = sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            continue
+        except OSError:
+            return True
+        if not peeked:
+            return True
+        time.sleep(max(0.0, deadline - time.monotonic()))  # a pipelined request: only the clock is left
+    return False
+
+
+def admit(endpoint: str, model: str, *, model_id: str | None = None, profile_limits: Limits | None = None,
+          metadata: Mapping[str, str] | None = None, input_tokens: int = 0, max_output_tokens: int | None = None,
+          stream: bool = False) -> Admission:
+    """Rate limits, then faults (the header's, else the first rule that fires), for one generating request."""
+    chaos = state()
+    forced = _forced()
+    api_key = _api_key()
+    models = (model, model_id) if model_id and model_id != model else (model,)
+    entry = chaos.log({"time": time.time(), "endpoint": endpoint, "model": model, "api_key": _masked(api_key),
+                       "stream": stream, "fault": None, "rule": None, "rate_limited": False, "status": None})
+    g.llmsim_request = entry
+
+    limits = chaos.injector.config.rate_limits.resolve(models, profile_limits)
+    key = (api_key or "", model_id or model)
+    estimate = input_tokens + (max_output_tokens or 0)
+    on_finish: Callable[[Finish], None] | None = None
+    if limits:
+        verdict = chaos.limiter.acquire(key, limits, estimate)
+        g.llmsim_ratelimit = verdict.headers()
+        if not verdict.allowed:
+            entry["rate_limited"] = True
+            raise verdict.error(model)
+
+        def on_finish(finish: Finish) -> None:
+            chaos.limiter.settle(key, limits, finish.usage.input_tokens + finish.usage.output_tokens - estimate)
+
+    rule = None if forced else chaos.injector.choose(RequestInfo(endpoint, models, api_key, dict(metadata or {})))
+    fault: Fault | None = forced or rule
+    if fault is None:
+        return Admission(on_finish)
+    chaos.injector.count(fault.kind)
+    entry.update(fault=fault.kind, rule="header" if forced else rule.label if rule else None)
+    if fault.kind in STREAM_KINDS:
+        return Admission(on_finish, StreamFault(fault, stream))
+    if fault.kind == "timeout":
+        if hang(fault.seconds, request.environ.get("gunicorn.socket")):
+            raise ConnectionDropped()
+        return Admission(on_finish)
+    headers = dict(g.get("llmsim_ratelimit") or {})
+    if fault.kind == "rate_limit":
+        shown = limits if limits.rpm else FALLBACK_LIMITS
+        headers.setdefault("x-ratelimit-limit-requests", str(shown.rpm))
+        headers.setdefault("x-ratelimit-limit-tokens", str(limits.tpm or shown.tpm))
+        headers.setdefault("x-ratelimit-remaining-tokens", headers["x-ratelimit-limit-tokens"])
+        headers.setdefault("x-ratelimit-reset-tokens", "0s")
+        headers.update({"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests":
+                        duration(DEFAULT_RETRY_AFTER if fault.retry_after is None else fault.retry_after)})
+    if on_finish is not None:  # nothing will be generated: give the reserved tokens back
+        chaos.limiter.settle(key, limits, -estimate)
+    raise http_error(fault, model, headers)
+
+
+def gate(endpoint: str) -> Callable[[Prompt, bool], Admission]:
+    """`admit` as a Pipeline.create hook."""
+    def check(prompt: Prompt, stream: bool) -> Admission:
+        return admit(endpoint, prompt.model, model_id=prompt.profile.id, metadata=prompt.metadata,
+                     input_tokens=prompt.input_tokens, max_output_tokens=prompt.max_output_tokens, stream=stream,
+                     profile_limits=prompt.profile.rate_limits)
+    return check

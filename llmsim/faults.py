@@ -1,0 +1,367 @@
+"""Fault injection: which request fails, how it fails, and a count of every fault served.
+
+Rules are data (a YAML/JSON file, `--fault` flags, the admin API). Each names one fault and which requests
+it hits: a seeded probability, a schedule (the first N, every k-th, listed request indexes), within a scope
+(models, endpoints, API keys, metadata). The `X-LLMSim-Fault` header forces one fault on one request.
+Nothing here knows HTTP: HTTP faults become APIErrors, stream faults wrap the serialized event stream.
+"""
+
+from __future__ import annotations
+
+import errno
+import random
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from llmsim.backends.base import Delta, Finish
+from llmsim.config import Settings
+from llmsim.errors import APIError
+from llmsim.events import TERMINAL, EventBuilder
+from llmsim.ratelimit import RateLimitConfig, duration, retry_after_headers
+
+SerializedEvent = tuple[str, str]
+
+Kind = Literal[
+    "rate_limit", "insufficient_quota", "server_error", "bad_gateway", "overloaded", "slow_down",
+    "gateway_timeout", "context_length_exceeded", "invalid_api_key", "forbidden", "timeout",
+    "stream_failed", "stream_error", "stream_drop", "stream_malformed", "latency_spike", "slow_stream",
+]
+ALIASES = {"429": "rate_limit", "500": "server_error", "502": "bad_gateway", "503": "overloaded",
+           "504": "gateway_timeout", "400": "context_length_exceeded", "401": "invalid_api_key", "403": "forbidden"}
+STREAM_KINDS = frozenset({"stream_failed", "stream_error", "stream_drop", "stream_malformed", "latency_spike",
+                          "slow_stream"})
+DEFAULT_AFTER_EVENTS = 8  # a stream fault with no trigger hits a few deltas into the output
+DEFAULT_RETRY_AFTER = 1.0  # seconds, for an injected rate_limit fault that names none
+MAX_HANG = 3600.0  # a `timeout` with no `seconds` waits for the client to give up, at most this long
+
+
+@dataclass(frozen=True)
+class HttpFault:
+    status: int
+    type: str
+    code: str | None
+    message: str
+    param: str | None = None
+
+
+# The bodies the real API (or its Cloudflare edge, for 502/504) sends.
+HTTP_FAULTS: dict[str, HttpFault] = {
+    "rate_limit": HttpFault(429, "requests", "rate_limit_exceeded", "Rate limit reached for {model} in organization "
+                            "org-llmsim on requests per min (RPM): Limit {rpm}, Used {rpm}, Requested 1. Please try "
+                            "again in {retry}. Visit https://platform.openai.com/account/rate-limits to learn more."),
+    "insufficient_quota": HttpFault(429, "insufficient_quota", "insufficient_quota",
+                                    "You exceeded your current quota, please check your plan and billing details. "
+                                    "For more information on this error, read the docs: "
+                                    "https://platform.openai.com/docs/guides/error-codes/api-errors."),
+    "server_error": HttpFault(500, "server_error", None,
+                              "The server had an error while processing your request. Sorry about that!"),
+    "bad_gateway": HttpFault(502, "cf_bad_gateway", None, "Bad gateway."),
+    "overloaded": HttpFault(503, "server_error", None, "The server is overloaded or not ready yet."),
+    "slow_down": HttpFault(503, "server_error", "slow_down",
+                           "Slow Down: a sudden increase in your request rate is impacting service reliability. "
+                           "Please reduce your request rate to its original level, maintain a consistent rate for "
+                           "at least 15 minutes, and then gradually increase it."),
+    "gateway_timeout": HttpFault(504, "cf_gateway_timeout", None, "Gateway timeout."),
+    "context_length_exceeded": HttpFault(400, "invalid_request_error", "context_length_exceeded",
+                                         "Your input exceeds the context window of this model. Please adjust your "
+                                         "input and try again.", "input"),
+    "invalid_api_key": HttpFault(401, "invalid_request_error", "invalid_api_key",
+                                 "Incorrect API key provided: sk-****. You can find your API key at "
+                                 "https://platform.openai.com/account/api-keys."),
+    "forbidden": HttpFault(403, "request_forbidden", "unsupported_country_region_territory",
+                           "Country, region, or territory not supported"),
+}
+
+
+class ConnectionDropped(ConnectionResetError):
+    """Raised to cut the connection with no further bytes; the server closes the socket quietly."""
+
+    def __init__(self) -> None:
+        super().__init__(errno.ECONNRESET, "LLMSim fault: connection dropped")
+
+
+class Fault(BaseModel):
+    """What goes wrong. `seconds`: how long a timeout hangs (unset: until the client gives up), a latency
+    spike pauses, or a slow stream waits before each event. `after_events` / `after_tokens`: when a stream
+    fault starts (output tokens, reasoning included)."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: Kind
+    message: str | None = None
+    retry_after: float | None = Field(None, ge=0)
+    seconds: float | None = Field(None, ge=0)
+    after_events: int | None = Field(None, ge=0)
+    after_tokens: int | None = Field(None, ge=0)
+
+    @field_validator("kind", mode="before")
+    @classmethod
+    def _alias(cls, value: Any) -> Any:
+        return ALIASES.get(str(value), value) if isinstance(value, (str, int)) else value
+
+    @model_validator(mode="after")
+    def _fits_kind(self) -> "Fault":
+        if (self.after_events is not None or self.after_tokens is not None) and self.kind not in STREAM_KINDS:
+            raise ValueError(f"after_events / after_tokens apply to stream faults, not to {self.kind!r}")
+        if self.kind in ("latency_spike", "slow_stream") and self.seconds is None:
+            raise ValueError(f"{self.kind!r} needs `seconds`")
+        return self
+
+
+class Rule(Fault):
+    """A fault plus which requests get it. With no selector every request in scope gets it; otherwise any
+    selector that says yes fires the rule. Indexes count the requests in the rule's scope, from 1."""
+
+    name: str | None = None
+    probability: float | None = Field(None, ge=0, le=1)
+    first: int | None = Field(None, ge=0)
+    every: int | None = Field(None, ge=1)
+    requests: list[int] | None = None
+    models: list[str] | None = None
+    endpoints: list[str] | None = None
+    api_keys: list[str] | None = None
+    metadata: dict[str, str] | None = None
+
+    @property
+    def label(self) -> str:
+        return self.name or self.kind
+
+    def in_scope(self, request: RequestInfo) -> bool:
+        return ((self.models is None or bool(set(self.models) & set(request.models)))
+                and (self.endpoints is None or request.endpoint in self.endpoints)
+                and (self.api_keys is None or request.api_key in self.api_keys)
+                and (self.metadata is None or all(request.metadata.get(k) == v for k, v in self.metadata.items())))
+
+    def scheduled(self, index: int) -> bool:
+        return ((self.first is not None and index <= self.first)
+                or (self.every is not None and index % self.every == 0)
+                or (self.requests is not None and index in self.requests))
+
+    @property
+    def unconditional(self) -> bool:
+        return self.probability is None and self.first is None and self.every is None and self.requests is None
+
+
+class FaultConfig(BaseModel):
+    """The whole chaos setup: a seed for probabilities, the rules in order (the first that fires wins), and
+    rate limits."""
+
+    model_config = ConfigDict(extra="forbid")
+    seed: int | None = None
+    faults: list[Rule] = Field(default_factory=list)
+    rate_limits: RateLimitConfig = Field(default_factory=RateLimitConfig)
+
+
+class FaultConfigError(Exception):
+    """A fault file or flag that cannot be used; the message names the file or flag and the field."""
+
+
+def _problems(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}" for e in exc.errors())
+
+
+def load_config(path: Path) -> FaultConfig:
+    """A YAML or JSON file (JSON is YAML)."""
+    try:
+        return FaultConfig.model_validate(yaml.safe_load(path.read_text()) or {})
+    except OSError as exc:
+        raise FaultConfigError(f"{path}: {exc.strerror}") from exc
+    except yaml.YAMLError as exc:
+        raise FaultConfigError(f"{path}: not valid YAML or JSON: {exc}") from exc
+    except ValidationError as exc:
+        raise FaultConfigError(f"{path}: {_problems(exc)}") from exc
+
+
+def parse_spec(spec: str) -> dict[str, Any]:
+    """`KIND;key=value;...` (the header and `--fault` syntax) → fields; list values are comma-separated."""
+    kind, *pairs = [part.strip() for part in spec.split(";")]
+    fields: dict[str, Any] = {"kind": kind}
+    for pair in filter(None, pairs):
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise ValueError(f"expected key=value, got {pair!r}")
+        key = key.strip()
+        if key in ("models", "endpoints", "api_keys", "requests"):
+            fields[key] = [v.strip() for v in value.split(",") if v.strip()]
+        elif key == "metadata":
+            fields[key] = dict(item.split(":", 1) for item in value.split(",") if ":" in item)
+        else:
+            fields[key] = value.strip()
+    return fields
+
+
+def parse_rule(spec: str) -> Rule:
+    try:
+        return Rule.model_validate(parse_spec(spec))
+    except (ValueError, ValidationError) as exc:
+        detail = _problems(exc) if isinstance(exc, ValidationError) else str(exc)
+        raise FaultConfigError(f"fault {spec!r}: {detail}") from exc
+
+
+def fault_config(settings: Settings) -> FaultConfig:
+    """The file's config, then the `--fault` rules after its own, then `--rpm` / `--tpm` where it sets none."""
+    config = load_config(settings.faults_file) if settings.faults_file else FaultConfig()
+    limits = config.rate_limits.model_copy(update={"rpm": config.rate_limits.rpm or settings.rpm,
+                                                   "tpm": config.rate_limits.tpm or settings.tpm})
+    rules = config.faults + [parse_rule(spec) for spec in settings.fault_rules]
+    return config.model_copy(update={"faults": rules, "rate_limits": limits})
+
+
+def parse_forced(spec: str) -> Fault:
+    """The `X-LLMSim-Fault` header: one fault and its parameters, no selection."""
+    return Fault.model_validate(parse_spec(spec))
+
+
+@dataclass(frozen=True)
+class RequestInfo:
+    endpoint: str
+    models: tuple[str, ...]  # as requested, and the profile's id
+    api_key: str | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
+
+
+class Injector:
+    """Holds the config and the state that makes schedules exact and probabilities reproducible: per rule,
+    the count of requests in its scope and a random generator seeded by (seed, rule position)."""
+
+    def __init__(self, config: FaultConfig | None = None, seed: int | None = None) -> None:
+        self.default_seed = seed
+        self.counters: Counter[str] = Counter()
+        self._lock = threading.Lock()
+        self.configure(config or FaultConfig())
+
+    def configure(self, config: FaultConfig) -> None:
+        with self._lock:
+            self.config = config
+            self._restart()
+
+    def reset(self) -> None:
+        """Counters back to zero and every schedule and random sequence from its start."""
+        with self._lock:
+            self.counters.clear()
+            self._restart()
+
+    def _restart(self) -> None:
+        seed = self.config.seed if self.config.seed is not None else self.default_seed
+        self._seen = [0] * len(self.config.faults)
+        self._rngs = [random.Random(None if seed is None else f"{seed}:{i}") for i in range(len(self.config.faults))]
+
+    def choose(self, request: RequestInfo) -> Rule | None:
+        """The first rule that fires for this request. Every rule in scope counts the request and draws its
+        random number, fired or not, so each rule's schedule and sequence stay independent of the others."""
+        chosen: Rule | None = None
+        with self._lock:
+            for i, rule in enumerate(self.config.faults):
+                if not rule.in_scope(request):
+                    continue
+                self._seen[i] += 1
+                drawn = self._rngs[i].random() < rule.probability if rule.probability is not None else False
+                if chosen is None and (rule.unconditional or drawn or rule.scheduled(self._seen[i])):
+                    chosen = rule
+        return chosen
+
+    def count(self, kind: str) -> None:
+        with self._lock:
+            self.counters[kind] += 1
+
+
+def http_error(fault: Fault, model: str, headers: dict[str, str]) -> APIError:
+    """The APIError for an HTTP fault, with the headers the real API sends with it."""
+    spec = HTTP_FAULTS[fault.kind]
+    headers = dict(headers)
+    retry_after = fault.retry_after
+    if fault.kind == "rate_limit":
+        retry_after = DEFAULT_RETRY_AFTER if retry_after is None else retry_after
+    message = fault.message or spec.message.format(
+        model=model, rpm=headers.get("x-ratelimit-limit-requests", "?"),
+        retry=duration(retry_after or 0.0),
+    )
+    if retry_after is not None:
+        headers.update(retry_after_headers(retry_after))
+    return APIError(message, status=spec.status, type=spec.type, param=spec.param, code=spec.code, headers=headers)
+
+
+class StreamFault:
+    """Wraps one response's serialized events (and counts its output tokens) to fail, cut or slow it."""
+
+    def __init__(self, fault: Fault, stream: bool, sleep: Callable[[float], None] = time.sleep) -> None:
+        self.fault = fault
+        self.kind = fault.kind if stream or fault.kind != "stream_error" else "stream_failed"
+        self.sleep = sleep
+        self.tokens = 0
+        self.after_events = fault.after_events
+        if fault.after_events is None and fault.after_tokens is None:
+            self.after_events = 0 if fault.kind in ("latency_spike", "slow_stream") else DEFAULT_AFTER_EVENTS
+
+    def count(self, delta: Delta) -> None:
+        self.tokens += getattr(delta, "tokens", 0)
+
+    def _due(self, sent: int) -> bool:
+        return ((self.after_events is not None and sent >= self.after_events)
+                or (self.fault.after_tokens is not None and self.tokens >= self.fault.after_tokens))
+
+    def events(self, builder: EventBuilder, events: Iterator[SerializedEvent],
+               dumps: Callable[[Any], str]) -> Iterator[SerializedEvent]:
+        ending = self.kind not in ("latency_spike", "slow_stream")
+        sent, slept = 0, False
+        while True:
+            due = self._due(sent)
+            if ending and due:
+                yield from self._end(builder, events, None, dumps)
+                return
+            item = next(events, None)
+            if item is None:
+                return
+            if ending and item[0] in TERMINAL:  # a stream shorter than the trigger: the fault takes its end
+                yield from self._end(builder, events, item, dumps)
+                return
+            if due and (self.kind == "slow_stream" or not slept):
+                slept = True
+                self.sleep(self.fault.seconds or 0.0)
+            yield item
+            sent += 1
+
+    def _end(self, builder: EventBuilder, events: Iterator[SerializedEvent], pending: SerializedEvent | None,
+             dumps: Callable[[Any], str]) -> Iterator[SerializedEvent]:
+        if self.kind == "stream_malformed" and pending is None:
+            pending = next(events, None)
+        events.close()  # type: ignore[attr-defined]
+        message = self.fault.message or "The server had an error while processing your request. Sorry about that!"
+        if self.kind == "stream_failed":
+            for event in builder.fail("server_error", message):
+                yield event["type"], dumps(event)
+        elif self.kind == "stream_error":
+            event = builder.error("server_error", message)
+            yield event["type"], dumps(event)
+        else:
+            if self.kind == "stream_malformed" and pending is not None:  # half of an event's JSON, then nothing
+                yield pending[0], pending[1][: len(pending[1]) // 2]
+            raise ConnectionDropped()
+
+
+@dataclass
+class Admission:
+    """What the gate hands the pipeline: count the output tokens, settle rate limits at the end, and wrap
+    the events when a stream fault was chosen."""
+
+    on_finish: Callable[[Finish], None] | None = None
+    stream_fault: StreamFault | None = None
+
+    def deltas(self, deltas: Iterator[Delta]) -> Iterator[Delta]:
+        for delta in deltas:
+            if self.stream_fault is not None:
+                self.stream_fault.count(delta)
+            if isinstance(delta, Finish) and self.on_finish is not None:
+                self.on_finish(delta)
+            yield delta
+
+    def events(self, builder: EventBuilder, events: Iterator[SerializedEvent],
+               dumps: Callable[[Any], str]) -> Iterator[SerializedEvent]:
+        return self.stream_fault.events(builder, events, dumps) if self.stream_fault else events

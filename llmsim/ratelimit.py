@@ -1,0 +1,190 @@
+"""Real RPM/TPM limits: one pair of token buckets per (API key, model), reported the way the OpenAI API does.
+
+Buckets refill continuously (a per-minute limit refills limit/60 per second), which is how the real API
+enforces its per-minute limits over shorter windows. A rejected request takes nothing from its buckets,
+so after `Retry-After` the same request goes through. Tokens are reserved up front (input tokens plus
+`max_output_tokens`) and settled to the real usage when the response finishes.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from llmsim.errors import APIError
+
+ORGANIZATION = "org-llmsim"
+DOCS = "Visit https://platform.openai.com/account/rate-limits to learn more."
+
+
+class Limits(BaseModel):
+    """Requests and tokens per minute; unset means unlimited."""
+
+    model_config = ConfigDict(extra="forbid")
+    rpm: int | None = Field(None, gt=0)
+    tpm: int | None = Field(None, gt=0)
+
+    def __bool__(self) -> bool:
+        return self.rpm is not None or self.tpm is not None
+
+
+class RateLimitConfig(Limits):
+    """Defaults for every model, and per-model overrides (by model id or alias as requested)."""
+
+    models: dict[str, Limits] = Field(default_factory=dict)
+
+    def resolve(self, names: tuple[str, ...], profile: Limits | None = None) -> Limits:
+        """The config's entry for the model, then the model's profile, then the config's defaults."""
+        specific = next((self.models[name] for name in names if name in self.models), Limits())
+        fallback = profile or Limits()
+        return Limits(rpm=specific.rpm or fallback.rpm or self.rpm, tpm=specific.tpm or fallback.tpm or self.tpm)
+
+
+def duration(seconds: float) -> str:
+    """The API's duration format for reset headers and messages: `120ms`, `1.5s`, `6m0s`, `1h2m3s`."""
+    if seconds <= 0:
+        return "0s"
+    if seconds < 1:
+        return f"{max(1, round(seconds * 1000))}ms"
+    seconds = round(seconds, 3)
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    text = f"{secs:.3f}".rstrip("0").rstrip(".") + "s"
+    if hours:
+        return f"{int(hours)}h{int(minutes)}m{text}"
+    if minutes:
+        return f"{int(minutes)}m{text}"
+    return text
+
+
+class Bucket:
+    """Holds up to `capacity`; refills the whole capacity over one minute. The level may go below zero
+    when a response used more tokens than it reserved; it then refills from there."""
+
+    def __init__(self, capacity: int, now: float) -> None:
+        self.capacity = capacity
+        self.level = float(capacity)
+        self.updated = now
+
+    @property
+    def rate(self) -> float:
+        return self.capacity / 60.0
+
+    def refill(self, now: float) -> None:
+        self.level = min(float(self.capacity), self.level + (now - self.updated) * self.rate)
+        self.updated = now
+
+    def wait(self, amount: float) -> float:
+        """Seconds until `amount` is available (0 when it is now)."""
+        return max(0.0, (amount - self.level) / self.rate)
+
+    def reset_in(self) -> float:
+        """Seconds until the bucket is full again: the API's `x-ratelimit-reset-*`."""
+        return max(0.0, (self.capacity - self.level) / self.rate)
+
+
+@dataclass
+class Verdict:
+    """One admission decision and what the headers should say about it."""
+
+    limits: Limits
+    requests: Bucket | None
+    tokens: Bucket | None
+    requested_tokens: int
+    exceeded: str | None = None  # "requests" or "tokens" when rejected
+    retry_after: float | None = None
+
+    @property
+    def allowed(self) -> bool:
+        return self.exceeded is None
+
+    def headers(self) -> dict[str, str]:
+        headers: dict[str, str] = {}
+        for name, bucket in (("requests", self.requests), ("tokens", self.tokens)):
+            if bucket is not None:
+                headers[f"x-ratelimit-limit-{name}"] = str(bucket.capacity)
+                headers[f"x-ratelimit-remaining-{name}"] = str(max(0, math.floor(bucket.level)))
+                headers[f"x-ratelimit-reset-{name}"] = duration(bucket.reset_in())
+        return headers
+
+    def error(self, model: str) -> APIError:
+        """The 429 the API sends for this rejection, with Retry-After / retry-after-ms when retrying helps."""
+        kind = self.exceeded or "requests"
+        bucket = self.requests if kind == "requests" else self.tokens
+        assert bucket is not None
+        unit = "requests per min (RPM)" if kind == "requests" else "tokens per min (TPM)"
+        requested = 1 if kind == "requests" else self.requested_tokens
+        headers = self.headers()
+        if self.retry_after is None:  # larger than the whole limit: waiting cannot help
+            message = (f"Request too large for {model} in organization {ORGANIZATION} on {unit}: Limit "
+                       f"{bucket.capacity}, Requested {requested}. The input or output tokens must be reduced in "
+                       f"order to run successfully. {DOCS}")
+        else:
+            used = max(0, math.ceil(bucket.capacity - bucket.level))
+            message = (f"Rate limit reached for {model} in organization {ORGANIZATION} on {unit}: Limit "
+                       f"{bucket.capacity}, Used {used}, Requested {requested}. Please try again in "
+                       f"{duration(self.retry_after)}. {DOCS}")
+            headers.update(retry_after_headers(self.retry_after))
+        return APIError(message, status=429, type=kind, code="rate_limit_exceeded", headers=headers)
+
+
+def retry_after_headers(seconds: float) -> dict[str, str]:
+    """`retry-after` in whole seconds (as HTTP defines it) and the exact `retry-after-ms` clients prefer."""
+    return {"retry-after": str(max(1, math.ceil(seconds))), "retry-after-ms": str(max(1, math.ceil(seconds * 1000)))}
+
+
+class RateLimiter:
+    """Buckets per (API key, model); `clock` is injectable so tests can move time instead of waiting."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.rejected = 0
+        self._buckets: dict[tuple[str, str, str], Bucket] = {}
+        self._lock = threading.Lock()
+
+    def _bucket(self, key: tuple[str, str], kind: str, capacity: int | None, now: float) -> Bucket | None:
+        if capacity is None:
+            return None
+        bucket = self._buckets.get((*key, kind))
+        if bucket is None or bucket.capacity != capacity:
+            bucket = self._buckets[(*key, kind)] = Bucket(capacity, now)
+        bucket.refill(now)
+        return bucket
+
+    def acquire(self, key: tuple[str, str], limits: Limits, tokens: int) -> Verdict:
+        """Take one request and `tokens` tokens, or take nothing and say which limit was hit."""
+        with self._lock:
+            now = self.clock()
+            requests = self._bucket(key, "requests", limits.rpm, now)
+            token_bucket = self._bucket(key, "tokens", limits.tpm, now)
+            verdict = Verdict(limits, requests, token_bucket, tokens)
+            for kind, bucket, amount in (("requests", requests, 1), ("tokens", token_bucket, tokens)):
+                if bucket is not None and bucket.level < amount:
+                    verdict.exceeded = kind
+                    verdict.retry_after = bucket.wait(amount) if amount <= bucket.capacity else None
+                    self.rejected += 1
+                    return verdict
+            if requests is not None:
+                requests.level -= 1
+            if token_bucket is not None:
+                token_bucket.level -= tokens
+            return verdict
+
+    def settle(self, key: tuple[str, str], limits: Limits, extra_tokens: int) -> None:
+        """Charge (or refund, when negative) the difference between reserved and used tokens."""
+        if limits.tpm is None or not extra_tokens:
+            return
+        with self._lock:
+            bucket = self._bucket(key, "tokens", limits.tpm, self.clock())
+            assert bucket is not None
+            bucket.level = min(float(bucket.capacity), bucket.level - extra_tokens)
+
+    def reset(self) -> None:
+        with self._lock:
+            self._buckets.clear()
+            self.rejected = 0
