@@ -10,14 +10,17 @@ from flask import Flask, Response, g, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from llmsim import ids
+from llmsim import scenarios
 from llmsim.api import admin, chaos, mount
-from llmsim.backends import load_backend
+from llmsim.api import scenarios as scenarios_api
+from llmsim.backends import load_backend, load_models
 from llmsim.config import Settings
 from llmsim.errors import APIError
 from llmsim.faults import fault_config
+from llmsim.pacing import Pacer
 from llmsim.pipeline import Pipeline
-from llmsim.profiles import Catalog, load_catalog
-from llmsim.store import MemoryStore
+from llmsim.profiles import Catalog
+from llmsim.store import open_stores
 
 log = logging.getLogger("llmsim")
 
@@ -33,9 +36,11 @@ class Services:
 
 def create_app(settings: Settings | None = None) -> Flask:
     settings = settings or Settings()
-    catalog = load_catalog(settings.profiles_dir)
-    store = MemoryStore(settings.store_max_entries, settings.store_ttl_seconds)
-    pipeline = Pipeline(catalog, load_backend(settings), store, seed=settings.seed)
+    backend = load_backend(settings)
+    catalog = load_models(backend, settings)
+    stores = open_stores(settings.store, settings.store_max_entries, settings.store_ttl_seconds)
+    pipeline = Pipeline(catalog, backend, stores.responses, seed=settings.seed,
+                        pacer=Pacer(settings.speed), conversations=stores.conversations)
 
     app = Flask("llmsim")
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
@@ -46,6 +51,9 @@ def create_app(settings: Settings | None = None) -> Flask:
     chaos.install(app, fault_config(settings), settings.seed)
     app.register_blueprint(admin.bp)
     app.register_blueprint(admin.health_bp)
+    app.register_blueprint(scenarios_api.bp)
+    if settings.scenario_file:
+        pipeline.scenarios.load(scenarios.load(settings.scenario_file))
 
     @app.before_request
     def _start() -> None:

@@ -4,16 +4,32 @@ from __future__ import annotations
 
 import argparse
 import os
+import sqlite3
 import sys
 from pathlib import Path
 
+from llmsim.backends import BACKENDS
+from llmsim.backends.mlx_models import check as check_models
+from llmsim import scenarios
 from llmsim.config import DEFAULT_PROFILES_DIR, Settings
 from llmsim.faults import FaultConfigError, fault_config
 from llmsim.profiles import ProfileError, load_catalog
+from llmsim.store import prepare_store
 
 
 def _env(name: str, default: object) -> object:
     return os.environ.get(f"LLMSIM_{name.upper()}", default)
+
+
+def _speed(value: str) -> float:
+    speed = float(value)
+    if not 0 <= speed < float("inf"):
+        raise argparse.ArgumentTypeError(f"speed must be a number >= 0, got {value}")
+    return speed
+
+
+def _flag(value: object) -> bool:
+    return str(value).lower() in ("1", "true", "yes", "on")
 
 
 def _paths(value: str) -> list[Path]:
@@ -27,15 +43,30 @@ def build_parser() -> argparse.ArgumentParser:
     d = Settings()
     serve.add_argument("--host", default=_env("host", d.host), help="address to bind (LLMSIM_HOST)")
     serve.add_argument("--port", type=int, default=_env("port", d.port), help="port (LLMSIM_PORT)")
-    serve.add_argument("--backend", choices=["sim"], default=_env("backend", d.backend),
+    serve.add_argument("--backend", choices=BACKENDS, default=_env("backend", d.backend),
                        help="generation backend (LLMSIM_BACKEND)")
+    serve.add_argument("--model", action="append", default=None, metavar="[ALIAS=]PATH_OR_ID",
+                       help="mlx: a model to load, from a directory or the local Hugging Face cache; repeat for "
+                            "several (LLMSIM_MODEL, comma-separated)")
+    serve.add_argument("--allow-download", action="store_true", default=_flag(_env("allow_download", False)),
+                       help="mlx: download a --model id missing from the local cache (LLMSIM_ALLOW_DOWNLOAD)")
+    serve.add_argument("--trust-remote-code", action="store_true",
+                       default=_flag(_env("trust_remote_code", False)),
+                       help="mlx: allow a model's own architecture file (LLMSIM_TRUST_REMOTE_CODE)")
     serve.add_argument("--profiles-dir", type=_paths, action="extend", default=None,
                        help=f"extra profile directories, added to {DEFAULT_PROFILES_DIR} (LLMSIM_PROFILES_DIR, "
                             f"'{os.pathsep}'-separated)")
     serve.add_argument("--seed", type=int, default=_env("seed", None),
                        help="make every response deterministic (LLMSIM_SEED); per request: X-LLMSim-Seed header")
-    serve.add_argument("--speed", type=float, default=_env("speed", d.speed),
-                       help="pacing multiplier: 0 = no waiting, 1 = realistic (LLMSIM_SPEED)")
+    serve.add_argument("--speed", type=_speed, default=_env("speed", d.speed),
+                       help="pacing multiplier: 0 = no waiting, 1 = realistic, 10 = ten times faster (LLMSIM_SPEED);"
+                            " per request: X-LLMSim-Speed header")
+    serve.add_argument("--strict-models", action="store_true", default=_flag(_env("strict_models", False)),
+                       help="unknown model names get the real API's model_not_found error instead of the default "
+                            "profile (LLMSIM_STRICT_MODELS)")
+    serve.add_argument("--store", default=_env("store", d.store),
+                       help="where responses and conversations live: memory, or sqlite:///path.db (relative) / "
+                            "sqlite:////abs/path.db, which survives restarts and is shared by workers (LLMSIM_STORE)")
     serve.add_argument("--store-max-entries", type=int, default=_env("store_max_entries", d.store_max_entries),
                        help="responses kept in the store; 0 stores nothing (LLMSIM_STORE_MAX_ENTRIES)")
     serve.add_argument("--store-ttl", type=float, default=_env("store_ttl", d.store_ttl_seconds),
@@ -53,12 +84,21 @@ def build_parser() -> argparse.ArgumentParser:
                        help="requests per minute per API key and model; unset = unlimited (LLMSIM_RPM)")
     serve.add_argument("--tpm", type=int, default=_env("tpm", None),
                        help="tokens per minute per API key and model; unset = unlimited (LLMSIM_TPM)")
+    serve.add_argument("--scenario", type=Path, default=_env("scenario", None),
+                       help="YAML/JSON scripted scenario to play (LLMSIM_SCENARIO); admin API: /llmsim/admin/scenarios")
+    serve.add_argument("--tool-call-rate", type=float, default=_env("tool_call_rate", d.tool_call_rate),
+                       help="sim: chance (0-1) of calling a tool the input did not ask for, under tool_choice auto "
+                            "(LLMSIM_TOOL_CALL_RATE)")
     serve.add_argument("--max-body-bytes", type=int, default=_env("max_body_bytes", d.max_body_bytes),
                        help="largest request body accepted (LLMSIM_MAX_BODY_BYTES)")
     serve.add_argument("--workers", type=int, default=_env("workers", d.workers),
                        help="worker processes; the memory store is per process (LLMSIM_WORKERS)")
     serve.add_argument("--worker-connections", type=int, default=_env("worker_connections", d.worker_connections),
                        help="open connections per worker (LLMSIM_WORKER_CONNECTIONS)")
+    scenario = commands.add_parser("scenario", help="work with scripted scenarios")
+    scenario_commands = scenario.add_subparsers(dest="action", required=True)
+    validate = scenario_commands.add_parser("validate", help="check a scenario file and list its problems")
+    validate.add_argument("file", type=Path)
     return parser
 
 
@@ -68,14 +108,21 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         host=args.host,
         port=int(args.port),
         backend=args.backend,
+        models=args.model or [m for m in str(_env("model", "")).split(",") if m],
+        allow_download=bool(args.allow_download),
+        trust_remote_code=bool(args.trust_remote_code),
         profiles_dir=[DEFAULT_PROFILES_DIR, *extra],
         seed=None if args.seed is None else int(args.seed),
         speed=float(args.speed),
+        strict_models=bool(args.strict_models),
+        store=str(args.store),
         store_max_entries=int(args.store_max_entries),
         store_ttl_seconds=float(args.store_ttl),
         api_key=args.api_key or None,
         admin_key=args.admin_key or None,
         faults_file=Path(args.faults) if args.faults else None,
+        scenario_file=Path(args.scenario) if args.scenario else None,
+        tool_call_rate=float(args.tool_call_rate),
         fault_rules=(args.fault or []) + str(_env("fault", "")).split(),
         rpm=None if args.rpm is None else int(args.rpm),
         tpm=None if args.tpm is None else int(args.tpm),
@@ -87,16 +134,28 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "scenario":
+        return scenarios.validate_command(args.file)
     settings = settings_from_args(args)
     try:
         load_catalog(settings.profiles_dir)  # fail before forking workers, naming the bad file and field
     except ProfileError as exc:
         print(f"llmsim: {exc}", file=sys.stderr)
         return 2
+    if settings.backend == "mlx" and (problem := check_models(settings.models, settings.allow_download)):
+        print(f"llmsim: {problem}", file=sys.stderr)
+        return 2
     try:
         fault_config(settings)  # a bad fault file or rule fails here too
     except FaultConfigError as exc:
         print(f"llmsim: {exc}", file=sys.stderr)
+        return 2
+    if settings.scenario_file and scenarios.validate_command(settings.scenario_file, quiet=True):
+        return 2
+    try:
+        prepare_store(settings.store)  # a bad --store fails here, and workers find the schema made
+    except (ValueError, sqlite3.Error) as exc:
+        print(f"llmsim: --store: {exc}", file=sys.stderr)
         return 2
     from llmsim.server import serve
 

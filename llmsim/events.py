@@ -14,10 +14,29 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from llmsim import ids
-from llmsim.backends.base import Delta, Finish, ReasoningDelta, TextDelta, ToolArgsDelta, ToolCallStart, Usage
+from llmsim.backends.base import (Delta, Finish, ReasoningDelta, TextAnnotation, TextDelta, ToolArgsDelta,
+                                  ToolCallStart, ToolItem, Usage)
 
 Event = dict[str, Any]
 TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed", "error"})
+# Events after which a stored snapshot of a running response is refreshed (not every delta: that is O(n²)).
+SNAPSHOT = TERMINAL | {"response.created", "response.queued", "response.in_progress", "response.output_item.added",
+                       "response.output_item.done"}
+# Built-in tool items: id prefix, events before the streamed field, the streamed field and its event
+# prefix, events after it. Each event is `response.<type>.<phase>` with item_id and output_index.
+HOSTED = {
+    "web_search_call": ("ws", ("in_progress", "searching"), None, ("completed",)),
+    "file_search_call": ("fs", ("in_progress", "searching"), None, ("completed",)),
+    "code_interpreter_call": ("ci", ("in_progress",), ("code", "response.code_interpreter_call_code"),
+                              ("interpreting", "completed")),
+    "image_generation_call": ("ig", ("in_progress", "generating"), None, ("completed",)),
+    "mcp_list_tools": ("mcpl", ("in_progress",), None, ("completed",)),
+    "mcp_call": ("mcp", ("in_progress",), ("arguments", "response.mcp_call_arguments"), ("completed",)),
+    "mcp_approval_request": ("mcpr", (), None, ()),
+}
+HOSTED_RESULTS = ("results", "outputs", "result", "output")  # null until the call completes
+STATUSED = {"web_search_call", "file_search_call", "code_interpreter_call", "image_generation_call", "mcp_call"}
+STREAM_CHUNK = 24  # characters per delta of a built-in item's streamed field
 
 
 class EventBuilder:
@@ -35,8 +54,13 @@ class EventBuilder:
     # --- public -------------------------------------------------------------------------------
 
     def run(self, deltas: Iterable[Delta]) -> Iterator[Event]:
-        """All events of one response: created, in_progress, items, then exactly one terminal event."""
-        yield self._lifecycle("response.created")
+        """All events of one response: created, in_progress, items, then exactly one terminal event.
+
+        A queued builder (see `queue`) has sent `response.created` already and starts at in_progress.
+        """
+        if self.sequence == 0:
+            yield self._lifecycle("response.created")
+        self.response["status"] = "in_progress"
         yield self._lifecycle("response.in_progress")
         try:
             for delta in deltas:
@@ -59,12 +83,45 @@ class EventBuilder:
             yield from self._open_call(delta)
         elif isinstance(delta, ToolArgsDelta):
             item = self.item
-            assert item is not None and item["type"] == "function_call", "ToolArgsDelta outside a tool call"
-            item["arguments"] += delta.text
-            yield self._event("response.function_call_arguments.delta", item_id=item["id"],
+            assert item is not None and item["type"] in ("function_call", "custom_tool_call"), \
+                "ToolArgsDelta outside a tool call"
+            field, kind = ("arguments", "function_call_arguments") if item["type"] == "function_call" else \
+                ("input", "custom_tool_call_input")
+            item[field] += delta.text
+            yield self._event(f"response.{kind}.delta", item_id=item["id"],
                               output_index=self._index, delta=delta.text, **self._obfuscation())
+        elif isinstance(delta, ToolItem):
+            yield from self._close()
+            yield from self._hosted(delta)
+        elif isinstance(delta, TextAnnotation):
+            item = self.item
+            assert item is not None and item["type"] == "message", "TextAnnotation outside a message"
+            annotations = item["content"][0]["annotations"]
+            annotations.append(dict(delta.annotation))
+            yield self._event("response.output_text.annotation.added", item_id=item["id"],
+                              output_index=self._index, content_index=0, annotation_index=len(annotations) - 1,
+                              annotation=dict(delta.annotation))
         elif isinstance(delta, Finish):
             yield from self._finish(delta)
+
+    def queue(self) -> list[Event]:
+        """A background response's first events, sent before it runs: created and queued."""
+        self.response["status"] = "queued"
+        return [self._lifecycle("response.created"), self._lifecycle("response.queued")]
+
+    def detached(self) -> EventBuilder:
+        """A builder that carries on from this one's sequence with its own copy of the response."""
+        clone = copy.copy(self)
+        clone.response = copy.deepcopy(self.response)
+        return clone
+
+    def cancel(self) -> Iterator[Event]:
+        """Stop where generation is: the open item ends incomplete and the response cancelled.
+
+        The API defines no terminal event for a cancelled response; its stream just ends.
+        """
+        yield from self._close(status="incomplete")
+        self.response["status"] = "cancelled"
 
     def fail(self, code: str, message: str) -> Iterator[Event]:
         """End the response as failed (after closing what is open)."""
@@ -130,9 +187,43 @@ class EventBuilder:
                           content_index=0, delta=delta.text, logprobs=delta.logprobs, **self._obfuscation())
 
     def _open_call(self, delta: ToolCallStart) -> Iterator[Event]:
-        item = {"id": ids.new("fc"), "type": "function_call", "status": "in_progress", "arguments": "",
-                "call_id": delta.call_id, "name": delta.name}
+        if delta.kind == "custom_tool_call":
+            item = {"id": ids.new("ctc"), "type": "custom_tool_call", "call_id": delta.call_id, "name": delta.name,
+                    "input": ""}
+        else:
+            item = {"id": ids.new("fc"), "type": "function_call", "status": "in_progress", "arguments": "",
+                    "call_id": delta.call_id, "name": delta.name}
         yield self._open(item)
+
+    def _hosted(self, delta: ToolItem) -> Iterator[Event]:
+        """A built-in tool item, whole: added (in progress), its phase and stream events, done."""
+        kind = delta.item["type"]
+        prefix, before, streamed, after = HOSTED[kind]
+        final = {"id": ids.new(prefix), **delta.item}
+        shown = {k: None if k in HOSTED_RESULTS else v for k, v in final.items()}
+        if kind in STATUSED:
+            final["status"], shown["status"] = final.get("status", "completed"), "in_progress"
+        if streamed:
+            shown[streamed[0]] = ""
+        yield self._open(shown)
+        index = self._index
+        for phase in before:
+            yield self._event(f"response.{kind}.{phase}", item_id=final["id"], output_index=index)
+        if streamed:
+            field, event = streamed
+            text = final[field] or ""
+            for start in range(0, len(text), STREAM_CHUNK):
+                yield self._event(f"{event}.delta", item_id=final["id"], output_index=index,
+                                  delta=text[start:start + STREAM_CHUNK], **self._obfuscation())
+            yield self._event(f"{event}.done", item_id=final["id"], output_index=index, **{field: text})
+        for i, image in enumerate(delta.partial_images):
+            yield self._event("response.image_generation_call.partial_image", item_id=final["id"],
+                              output_index=index, partial_image_index=i, partial_image_b64=image)
+        for phase in after:
+            yield self._event(f"response.{kind}.{phase}", item_id=final["id"], output_index=index)
+        self.response["output"][index] = final
+        self.item = None
+        yield self._event("response.output_item.done", output_index=index, item=copy.deepcopy(final))
 
     def _close(self, status: str = "completed") -> Iterator[Event]:
         """Finish the open item: its done events, then output_item.done."""
@@ -164,6 +255,9 @@ class EventBuilder:
             item["status"] = status
             yield self._event("response.function_call_arguments.done", item_id=item["id"], output_index=index,
                               name=item["name"], arguments=item["arguments"])
+        elif item["type"] == "custom_tool_call":
+            yield self._event("response.custom_tool_call_input.done", item_id=item["id"], output_index=index,
+                              input=item["input"])
         yield self._event("response.output_item.done", output_index=index, item=copy.deepcopy(item))
 
     def _finish(self, finish: Finish) -> Iterator[Event]:
@@ -196,7 +290,7 @@ class EventBuilder:
 def usage_dict(usage: Usage) -> dict[str, Any]:
     return {
         "input_tokens": usage.input_tokens,
-        "input_tokens_details": {"cached_tokens": usage.cached_tokens},
+        "input_tokens_details": {"cached_tokens": usage.cached_tokens, "cache_write_tokens": usage.cache_write_tokens},
         "output_tokens": usage.output_tokens,
         "output_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
         "total_tokens": usage.input_tokens + usage.output_tokens,

@@ -6,20 +6,23 @@ and, once drained, the final Response. Storing happens when the stream ends.
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from llmsim import ids, schema, translate
+from llmsim import ids, schema, toolspec, translate
+from llmsim.background import BackgroundRunner, follow
 from llmsim.backends.base import Backend, Delta, Prompt
 from llmsim.errors import APIError, not_found
-from llmsim.events import EventBuilder
+from llmsim.events import TERMINAL, EventBuilder
 from llmsim.faults import Admission
 from llmsim.pacing import Pacer
 from llmsim.profiles import Catalog
 from llmsim.response import new_response
-from llmsim.store import ResponseStore, StoredResponse
+from llmsim.scenarios import Player
+from llmsim.store import ConversationStore, MemoryConversations, ResponseStore, StoredResponse
 
 SerializedEvent = tuple[str, str]  # (event type, JSON data)
 
@@ -47,12 +50,15 @@ def dumps(data: Any) -> str:
 
 class Pipeline:
     def __init__(self, catalog: Catalog, backend: Backend, store: ResponseStore, seed: int | None = None,
-                 pacer: Pacer | None = None) -> None:
+                 pacer: Pacer | None = None, conversations: ConversationStore | None = None) -> None:
         self.catalog = catalog
         self.backend = backend
         self.store = store
+        self.conversations = conversations or MemoryConversations()
+        self.background = BackgroundRunner(store, lambda event: (event["type"], dumps(event)))
         self.seed = seed
         self.pacer = pacer or Pacer(speed=0.0)
+        self.scenarios = Player()  # scripted replies (llmsim/scenarios.py); none loaded by default
 
     def create(self, body: Any, *, seed: int | None = None, recent: StoredResponse | None = None,
                speed: float | None = None, admit: Callable[[Prompt, bool], Admission] | None = None) -> Run:
@@ -60,15 +66,16 @@ class Pipeline:
         `admit`: rate limits and faults (llmsim/api/chaos.py), checked once the prompt is known."""
         request = schema.parse(schema.CreateRequest, body)
         schema.check_metadata(request.metadata)
-        if request.background:
-            raise APIError("Background mode is not available on this server yet.", param="background",
-                           code="unsupported_parameter")
+        toolspec.check(request)
+        if request.background and not request.store:
+            raise APIError("Background mode requires store=true.", param="background", code="invalid_value")
         profile = self.catalog.resolve(request.model)
         history = self.history(request.previous_response_id, request.conversation_id, recent)
         items = translate.normalize_items(request.input, history)
         effort, summary = translate.resolve_reasoning(request, profile)
         prompt = translate.build_prompt(request, profile, history + items, self.seed if seed is None else seed,
                                         effort, summary)
+        prompt, scripted_fault = self.scenarios.direct(prompt, body, request.stream)
         response = new_response(request, profile, ids.new("resp"), prompt.tools, effort, summary)
         builder = EventBuilder(
             response,
@@ -78,7 +85,10 @@ class Pipeline:
         )
         record = StoredResponse(response, items, history)
         admission = admit(prompt, request.stream) if admit else Admission()
+        admission.stream_fault = scripted_fault or admission.stream_fault
         deltas = admission.deltas(self.generate(prompt, speed))
+        if request.background:
+            return self._background(builder, deltas, record, request.stream)
         events = admission.events(builder, self._events(builder, deltas, record, request.store), dumps)
         return Run(builder, events, request.stream, record)
 
@@ -94,7 +104,10 @@ class Pipeline:
                 "'conversation'.", param=None, code="mutually_exclusive_parameters",
             )
         if conversation_id:
-            raise not_found("Conversation", conversation_id, param="conversation")
+            conversation = self.conversations.items(conversation_id)
+            if conversation is None:
+                raise not_found("Conversation", conversation_id, param="conversation")
+            return conversation
         if not previous_response_id:
             return []
         previous = recent if recent is not None and recent.id == previous_response_id else \
@@ -117,6 +130,24 @@ class Pipeline:
         for event in builder.run(deltas):
             serialized = event["type"], dumps(event)
             record.events.append(serialized)
+            if event["type"] in TERMINAL:  # settled before the client can see the end: nothing completed is lost
+                self._add_turn(record.input_items, builder.response)
+                if store:
+                    self.store.put(record)
             yield serialized
-        if store:
-            self.store.put(record)
+
+    def _background(self, builder: EventBuilder, deltas: Iterator[Delta], record: StoredResponse, stream: bool
+                    ) -> Run:
+        """Answer at once with the queued response; a worker generates it, the store carries its events."""
+        queued = [(event["type"], dumps(event)) for event in builder.queue()]
+        self.store.put(StoredResponse(copy.deepcopy(builder.response), record.input_items, record.history, queued))
+        self.background.submit(builder.detached(), deltas, lambda response: self._add_turn(record.input_items,
+                                                                                           response))
+        events = follow(self.store, builder.response["id"]) if stream else iter(list(queued))
+        return Run(builder, events, stream, record)
+
+    def _add_turn(self, items: list[dict[str, Any]], response: dict[str, Any]) -> None:
+        """A completed response in a conversation adds its input and output items to it."""
+        conversation = response.get("conversation")
+        if conversation and response["status"] == "completed":
+            self.conversations.add_items(conversation["id"], [*items, *response["output"]])

@@ -117,7 +117,8 @@ def resolve_reasoning(request: CreateRequest, profile: Profile) -> tuple[str | N
             f"Supported values are: {listed}.", param="reasoning.effort", code="unsupported_value",
         )
     for param in ("temperature", "top_p"):
-        if getattr(request, param) is not None and not (profile.sampling_with_reasoning and effort == "none"):
+        if getattr(request, param) is not None and not profile.sampling_always and not (
+                profile.sampling_with_reasoning and effort == "none"):
             raise _unsupported(param)
     return effort, summary or None
 
@@ -172,4 +173,5 @@ def build_prompt(request: CreateRequest, profile: Profile, items: list[dict[str,
         reasoning_summary=summary if effort not in (None, "none") else None,
         seed=_seed(seed, request.model, turns, instructions),
         metadata=request.metadata or {},
+        include=tuple(request.include),
     )

@@ -4,11 +4,27 @@ from __future__ import annotations
 
 from llmsim.backends.base import Backend
 from llmsim.config import Settings
+from llmsim.profiles import Catalog, load_catalog
+
+BACKENDS = ("sim", "mlx")
 
 
 def load_backend(settings: Settings) -> Backend:
     if settings.backend == "sim":
         from llmsim.backends.sim import SimBackend
 
-        return SimBackend()
-    raise ValueError(f"unknown backend {settings.backend!r}; available: sim")
+        return SimBackend(tool_call_rate=settings.tool_call_rate)
+    if settings.backend == "mlx":
+        from llmsim.backends import mlx
+        from llmsim.backends.mlx_models import parse_specs
+
+        return mlx.load(parse_specs(settings.models), settings.allow_download, settings.trust_remote_code)
+    raise ValueError(f"unknown backend {settings.backend!r}; available: {', '.join(BACKENDS)}")
+
+
+def load_models(backend: Backend, settings: Settings) -> Catalog:
+    """The models a client may ask for: the backend's own when it serves real ones, else the profiles."""
+    profiles = getattr(backend, "profiles", None)
+    if profiles is not None:
+        return Catalog(profiles, strict=True)  # a model that is not loaded gets model_not_found
+    return load_catalog(settings.profiles_dir, strict=settings.strict_models)

@@ -43,6 +43,23 @@ class Prompt:
     reasoning_summary: str | None = None
     seed: int | None = None
     metadata: dict[str, str] = field(default_factory=dict)
+    include: tuple[str, ...] = ()
+    script: Script | None = None  # a scenario's scripted reply: the backend says/calls exactly this
+
+
+@dataclass(frozen=True)
+class ScriptedCall:
+    name: str
+    arguments: str  # JSON text for a function tool, free text for a custom tool
+
+
+@dataclass(frozen=True)
+class Script:
+    """What a scenario rule dictates for one response; unset parts are simulated as usual."""
+
+    text: str | None = None
+    tool_calls: tuple[ScriptedCall, ...] = ()
+    reasoning_summary: str | None = None
 
 
 @dataclass(frozen=True)
@@ -63,6 +80,8 @@ class TextDelta:
 
 @dataclass(frozen=True)
 class ToolCallStart:
+    """A call the client runs: kind `function_call` (arguments stream) or `custom_tool_call` (input streams)."""
+
     call_id: str
     name: str
     kind: str = "function_call"
@@ -80,6 +99,7 @@ class Usage:
     output_tokens: int
     reasoning_tokens: int = 0
     cached_tokens: int = 0
+    cache_write_tokens: int = 0
 
 
 @dataclass(frozen=True)
@@ -88,7 +108,25 @@ class Finish:
     usage: Usage
 
 
-Delta = ReasoningDelta | TextDelta | ToolCallStart | ToolArgsDelta | Finish
+@dataclass(frozen=True)
+class ToolItem:
+    """A whole built-in tool item (web_search_call, mcp_call, mcp_approval_request, ...), without its id:
+    the event builder emits the lifecycle events its type streams. `partial_images` are base64 images
+    shown while an image_generation_call runs."""
+
+    item: dict[str, Any]
+    tokens: int = 0
+    partial_images: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class TextAnnotation:
+    """A citation on the message text written so far (url_citation, file_citation, ...)."""
+
+    annotation: dict[str, Any]
+
+
+Delta = ReasoningDelta | TextDelta | ToolCallStart | ToolArgsDelta | ToolItem | TextAnnotation | Finish
 
 
 class Backend(Protocol):

@@ -1,4 +1,5 @@
-"""The simulator: plausible text from faker, reasoning scaled by effort, exact token accounting.
+"""The simulator: plausible text from faker, reasoning scaled by effort, exact token accounting;
+tool calls and schema-valid JSON as planned by `backends.tools`.
 
 Everything random draws from one `random.Random` seeded by the prompt, so the same
 seed and input give the same words in any process.
@@ -6,14 +7,17 @@ seed and input give the same words in any process.
 
 from __future__ import annotations
 
+import json
 import math
 import random
 from collections.abc import Iterator
 
 from faker import Faker
 
-from llmsim import tokens
-from llmsim.backends.base import Delta, Finish, Prompt, ReasoningDelta, TextDelta, Usage
+from llmsim import jsongen, tokens
+from llmsim.backends.base import (Delta, Finish, Prompt, ReasoningDelta, TextAnnotation, TextDelta, ToolArgsDelta,
+                                  ToolCallStart, ToolItem, Usage)
+from llmsim.backends.tools import Call, Planner, Say, Step
 
 # Reasoning tokens per visible output token, by effort (spec R4.3.1).
 REASONING_MULTIPLIER = {"minimal": 0.5, "low": 1.5, "medium": 3.0, "high": 6.0, "xhigh": 10.0}
@@ -21,14 +25,16 @@ REASONING_MULTIPLIER = {"minimal": 0.5, "low": 1.5, "medium": 3.0, "high": 6.0, 
 SUMMARY_SHARE = {"concise": 0.05, "auto": 0.10, "detailed": 0.15}
 # Visible answer length in tokens, by text.verbosity.
 LENGTH_RANGE = {"low": (12, 60), "medium": (30, 160), "high": (90, 400)}
+JSON_OBJECT = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
 REASONING_CHUNK = 16  # hidden reasoning tokens per delta: fine enough for pacing, cheap to emit
 
 
 class SimBackend:
     name = "sim"
 
-    def __init__(self, length_range: dict[str, tuple[int, int]] | None = None) -> None:
+    def __init__(self, length_range: dict[str, tuple[int, int]] | None = None, tool_call_rate: float = 0.0) -> None:
         self.length_range = length_range or LENGTH_RANGE
+        self.tool_call_rate = tool_call_rate
 
     def generate(self, prompt: Prompt) -> Iterator[Delta]:
         rng = random.Random(prompt.seed)
@@ -37,27 +43,71 @@ class SimBackend:
         encoding = tokens.encoding(prompt.profile.encoding)
 
         low, high = self.length_range[prompt.verbosity]
-        answer = encoding.encode_ordinary(self._compose(fake, encoding, rng.randint(low, high)))
+        target = rng.randint(low, high)
+        steps = Planner(prompt, rng, fake, self.tool_call_rate).plan()
+        says = {id(step): encoding.encode_ordinary(step.text if step.text is not None else
+                                                   self._answer(prompt, fake, encoding, target, rng))
+                for step in steps if isinstance(step, Say)}
+        content = sum(len(says[id(s)]) if isinstance(s, Say) else self._step_tokens(s, encoding) for s in steps)
         planned_reasoning = (
-            math.ceil(REASONING_MULTIPLIER[prompt.reasoning_effort] * len(answer)) if prompt.reasoning_effort else 0
+            math.ceil(REASONING_MULTIPLIER[prompt.reasoning_effort] * content) if prompt.reasoning_effort else 0
         )
         budget = prompt.max_output_tokens
         reasoning = min(planned_reasoning, budget) if budget is not None else planned_reasoning
-        visible = answer if budget is None else answer[: max(0, budget - reasoning)]
+        left = None if budget is None else max(0, budget - reasoning)
 
         if prompt.reasoning_effort:
             for start in range(0, reasoning, REASONING_CHUNK):
                 yield ReasoningDelta(tokens=min(REASONING_CHUNK, reasoning - start))
-            if prompt.reasoning_summary:
-                words = max(1, round(SUMMARY_SHARE[prompt.reasoning_summary] * reasoning))
-                summary = self._words(fake, words)
+            scripted = prompt.script.reasoning_summary if prompt.script else None
+            if scripted or prompt.reasoning_summary:
+                words = max(1, round(SUMMARY_SHARE[prompt.reasoning_summary or "auto"] * reasoning))
+                summary = scripted.split(" ") if scripted else self._words(fake, words)
                 for i, word in enumerate(summary):
                     yield ReasoningDelta(summary=word if i == 0 else " " + word)
 
-        yield from self._stream_text(visible, encoding, rng, prompt)
-        truncated = len(visible) < len(answer) or reasoning < planned_reasoning
-        usage = Usage(prompt.input_tokens, reasoning + len(visible), reasoning)
-        yield Finish("length" if truncated else "stop", usage)
+        spent, truncated = 0, reasoning < planned_reasoning
+        for step in steps:
+            if isinstance(step, Say):
+                answer = says[id(step)]
+                visible = answer if left is None else answer[: max(0, left - spent)]
+                truncated = truncated or len(visible) < len(answer)
+                yield from self._stream_text(visible, encoding, rng, prompt)
+                written = encoding.decode(visible)
+                for note in step.annotations:
+                    if note.get("end_index", note.get("index", 0)) <= len(written):
+                        yield TextAnnotation(note)
+                spent += len(visible)
+            elif isinstance(step, Call):
+                yield ToolCallStart(step.call_id, step.name, step.kind)
+                for piece in self._stream_text(encoding.encode_ordinary(step.text), encoding, rng, prompt):
+                    yield ToolArgsDelta(piece.text, piece.tokens)
+                spent += self._step_tokens(step, encoding)
+            else:
+                count = self._step_tokens(step, encoding)
+                yield ToolItem(step.result.item, count, step.result.partial_images)
+                spent += count
+        usage = Usage(prompt.input_tokens, reasoning + spent, reasoning)
+        called = any(isinstance(s, Call) for s in steps)
+        yield Finish("length" if truncated else "tool_calls" if called else "stop", usage)
+
+    def _answer(self, prompt: Prompt, fake: Faker, encoding: object, target: int, rng: random.Random) -> str:
+        """Simulated answer text: JSON when text.format asks for it, prose otherwise."""
+        fmt = prompt.text_format
+        if fmt.get("type") == "json_schema":
+            return json.dumps(jsongen.generate(fmt["schema"], rng, fake), ensure_ascii=False)
+        if fmt.get("type") == "json_object":
+            return json.dumps(jsongen.generate(JSON_OBJECT, rng, fake), ensure_ascii=False)
+        return self._compose(fake, encoding, target)
+
+    @staticmethod
+    def _step_tokens(step: Step, encoding: object) -> int:
+        if isinstance(step, Call):
+            return len(encoding.encode_ordinary(step.text))  # type: ignore[attr-defined]
+        item = step.result.item  # type: ignore[union-attr]
+        shown = item.get("code") or item.get("arguments") or item.get("revised_prompt") or \
+            json.dumps(item.get("action") or item.get("queries") or "")
+        return len(encoding.encode_ordinary(shown))  # type: ignore[attr-defined]
 
     @staticmethod
     def _compose(fake: Faker, encoding: object, target_tokens: int) -> str:

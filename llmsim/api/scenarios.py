@@ -1,0 +1,63 @@
+"""/llmsim/admin/scenarios: load, inspect, rewind and unload the scripted scenario at run time.
+
+A scenario is sent as JSON, or as YAML with a YAML content type. Mounted once (not under the
+API prefixes); the admin key guards it when one is set.
+"""
+
+from __future__ import annotations
+
+from flask import Blueprint, jsonify, request
+from flask.typing import ResponseReturnValue
+
+from llmsim import scenarios
+from llmsim.api.http import int_arg, json_body, require_admin_key, services
+from llmsim.errors import APIError
+
+bp = Blueprint("scenarios", __name__, url_prefix="/llmsim/admin/scenarios")
+bp.before_request(require_admin_key)
+YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml", "text/plain")
+
+
+def _player() -> scenarios.Player:
+    return services().pipeline.scenarios
+
+
+@bp.put("")
+@bp.post("")
+def load() -> ResponseReturnValue:
+    """Replace the scenario; it plays from its first turn."""
+    try:
+        if request.mimetype in YAML_TYPES:
+            scenario = scenarios.parse_text(request.get_data(as_text=True), "scenario")
+        else:
+            scenario = scenarios.parse(json_body(), "scenario")
+    except scenarios.ScenarioError as exc:
+        raise APIError(str(exc), param="scenario", code="invalid_scenario") from None
+    _player().load(scenario)
+    return jsonify(_player().state())
+
+
+@bp.get("")
+def current() -> ResponseReturnValue:
+    return jsonify(_player().state())
+
+
+@bp.delete("")
+def unload() -> ResponseReturnValue:
+    _player().load(None)
+    return jsonify(_player().state())
+
+
+@bp.post("/reset")
+def reset() -> ResponseReturnValue:
+    """Back to the first turn, rule counts and transcript cleared."""
+    _player().reset()
+    return jsonify(_player().state())
+
+
+@bp.get("/transcript")
+def transcript() -> ResponseReturnValue:
+    """The requests received since the last load or reset, oldest first, each with the step that answered it
+    (`rules[i]`, `turns[i]`, or null when the simulator did)."""
+    limit = int_arg("limit", scenarios.TRANSCRIPT, low=1, high=scenarios.TRANSCRIPT)
+    return jsonify({"object": "list", "data": list(_player().transcript)[-limit:]})

@@ -1,0 +1,277 @@
+"""What the simulator does with tools: follow tool_choice, call what the input asks for, answer from outputs.
+
+`plan` turns a Prompt into Steps (client-run calls, built-in items, the answer message);
+the sim backend turns Steps into Deltas. A tool is "asked for" when the last user message
+shares words with its name (counted double) or description; `call_rate` adds random calls
+under tool_choice auto, for agents that must cope with unprompted calls.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import rstr
+from faker import Faker
+
+from llmsim import jsongen
+from llmsim.backends import hosted
+from llmsim.backends.base import Prompt, Turn
+
+THRESHOLD = 2  # one name word, or two description words
+STOPWORDS = frozenset(
+    "the and for with that this from what whats which who how are was were you your our can could would should "
+    "please tell give get set use using make about into any all some have has had will shall just then than "
+    "them they their there here when where why its it's not but also more most very much many one two".split()
+)
+HOSTED_WORDS = {
+    "web_search": "search web internet online latest news today current recent browse lookup",
+    "file_search": "file files document documents docs pdf knowledge uploaded manual",
+    "code_interpreter": "calculate compute code python run execute plot chart analyze analyse math sum",
+    "image_generation": "image picture draw drawing illustration logo photo paint sketch render",
+}
+CLIENT_OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
+
+
+@dataclass
+class Call:
+    """A call the client runs; the response ends after the calls."""
+
+    kind: str  # function_call | custom_tool_call
+    name: str
+    text: str
+    call_id: str
+
+
+@dataclass
+class Hosted:
+    result: hosted.HostedResult
+
+
+@dataclass
+class Say:
+    """The answer message: `text` None means simulated prose (or JSON when a text format asks)."""
+
+    text: str | None = None
+    annotations: list[dict[str, Any]] = field(default_factory=list)
+
+
+Step = Call | Hosted | Say
+
+
+def _words(text: str) -> set[str]:
+    text = re.sub(r"([a-z])([A-Z])", r"\1 \2", text).lower()
+    return {w for w in re.findall(r"[a-z0-9]+", text) if len(w) >= 3 and w not in STOPWORDS}
+
+
+def _similar(a: str, b: str) -> bool:
+    return a == b or (min(len(a), len(b)) >= 4 and (a.startswith(b) or b.startswith(a)))
+
+
+def _score(query: set[str], tool: dict[str, Any]) -> int:
+    kind = tool["type"]
+    if kind in ("function", "custom"):
+        name, description = tool.get("name", ""), tool.get("description") or ""
+    elif kind == "mcp":
+        name = tool.get("server_label", "")
+        description = " ".join([tool.get("server_description") or "", *hosted.mcp_tool_names(tool)])
+    else:
+        name, description = "", HOSTED_WORDS.get("web_search" if kind in hosted.WEB_SEARCH_TYPES else kind, "")
+        return 2 * sum(any(_similar(q, w) for q in query) for w in _words(description))
+    hits = lambda words: sum(any(_similar(q, w) for q in query) for w in words)  # noqa: E731
+    return 2 * hits(_words(name)) + hits(_words(description) - _words(name))
+
+
+def _refers(ref: dict[str, Any], tool: dict[str, Any]) -> bool:
+    """Whether a tool_choice / allowed_tools entry names `tool`."""
+    kind = ref.get("type")
+    if kind in ("function", "custom"):
+        return tool["type"] == kind and tool.get("name") == ref.get("name")
+    if kind == "mcp":
+        return tool["type"] == "mcp" and tool.get("server_label") == ref.get("server_label")
+    if kind in hosted.WEB_SEARCH_TYPES:
+        return tool["type"] in hosted.WEB_SEARCH_TYPES
+    return tool["type"] == kind
+
+
+def last_user_text(turns: list[Turn]) -> str:
+    return next((t.text for t in reversed(turns) if t.role == "user" and t.kind == "message"), "")
+
+
+def pending(turns: list[Turn]) -> list[Turn]:
+    """Items after the last user message that the model has not answered yet (tool outputs, approvals)."""
+    tail: list[Turn] = []
+    for turn in reversed(turns):
+        if turn.role == "user" and turn.kind == "message":
+            break
+        if turn.kind == "message" and turn.role == "assistant":
+            return []
+        tail.append(turn)
+    return tail[::-1]
+
+
+class Planner:
+    def __init__(self, prompt: Prompt, rng: random.Random, fake: Faker, call_rate: float = 0.0) -> None:
+        self.prompt = prompt
+        self.rng = rng
+        self.fake = fake
+        self.call_rate = call_rate
+
+    def plan(self) -> list[Step]:
+        prompt = self.prompt
+        script = prompt.script
+        if script and (script.text is not None or script.tool_calls):
+            steps: list[Step] = [self._scripted_call(c.name, c.arguments) for c in script.tool_calls]
+            return steps if steps and script.text is None else [*steps, Say(script.text)]
+        steps = self._mcp_list()
+        waiting = pending(prompt.turns)
+        approvals = [json.loads(t.text) for t in waiting if t.kind == "mcp_approval_response"]
+        if approvals:
+            return steps + self._approved(approvals)
+        chosen = self._choose(bool([t for t in waiting if t.kind in CLIENT_OUTPUTS]))
+        if not chosen:
+            outputs = [t for t in waiting if t.kind in CLIENT_OUTPUTS]
+            return steps + [Say(self._from_outputs(outputs) if outputs else None)]
+        return steps + self._calls(chosen)
+
+    # --- choosing -----------------------------------------------------------------------------
+
+    def _choose(self, answered: bool) -> list[dict[str, Any]]:
+        prompt, choice = self.prompt, self.prompt.tool_choice
+        if choice == "none" or not prompt.tools:
+            return []
+        mode, pool = "auto", prompt.tools
+        if isinstance(choice, dict):
+            if choice.get("type") != "allowed_tools":
+                return [t for t in prompt.tools if _refers(choice, t)][:1]
+            mode = choice.get("mode", "auto")
+            pool = [t for t in prompt.tools if any(_refers(ref, t) for ref in choice.get("tools", []))]
+        elif choice == "required":
+            mode = "required"
+        if mode == "auto" and answered:
+            return []
+        query = _words(last_user_text(prompt.turns))
+        ranked = sorted(((s, -i, t) for i, t in enumerate(pool) if (s := _score(query, t)) >= THRESHOLD),
+                        key=lambda x: (x[0], x[1]), reverse=True)
+        picked = [t for _, _, t in ranked]
+        if not picked and pool and (mode == "required" or (self.call_rate and self.rng.random() < self.call_rate)):
+            picked = [self.rng.choice(pool)]
+        if not prompt.parallel_tool_calls:
+            picked = picked[:1]
+        return picked[:prompt.max_tool_calls] if prompt.max_tool_calls else picked
+
+    # --- acting -------------------------------------------------------------------------------
+
+    def _calls(self, chosen: list[dict[str, Any]]) -> list[Step]:
+        prompt, rng, fake = self.prompt, self.rng, self.fake
+        query = last_user_text(prompt.turns) or fake.sentence()
+        steps: list[Step] = []
+        answers: list[Say] = []
+        for tool in chosen:
+            kind = tool["type"]
+            if kind == "function":
+                steps.append(Call("function_call", tool["name"], self._arguments(tool.get("parameters")),
+                                  self._call_id()))
+                continue
+            if kind == "custom":
+                steps.append(Call("custom_tool_call", tool["name"], self._custom_input(tool), self._call_id()))
+                continue
+            if kind in hosted.WEB_SEARCH_TYPES:
+                result = hosted.web_search(query, prompt.include, rng, fake)
+            elif kind == "file_search":
+                result = hosted.file_search(tool, query, prompt.include, rng, fake)
+            elif kind == "code_interpreter":
+                result = hosted.code_interpreter(tool, prompt.include, rng)
+            elif kind == "image_generation":
+                result = hosted.image_generation(tool, query, rng)
+            elif kind == "mcp":
+                name = self._mcp_pick(tool, query)
+                arguments = json.dumps(jsongen.generate(hosted.MCP_INPUT_SCHEMA, rng, fake))
+                result = hosted.mcp_approval_request(tool, name, arguments) if hosted.needs_approval(tool, name) \
+                    else hosted.mcp_call(tool, name, arguments, fake)
+            else:  # computer use, shells, patches: client-side tools the simulator does not drive
+                continue
+            steps.append(Hosted(result))
+            if result.answer is not None:
+                answers.append(Say(result.answer.text, result.answer.annotations))
+        if any(isinstance(s, Call) or s.result.answer is None for s in steps if not isinstance(s, Say)):
+            return steps  # the client acts next: no answer yet
+        if not steps:
+            return [Say()]
+        text = " ".join(a.text or "" for a in answers)
+        annotations, offset = [], 0
+        for answer in answers:
+            for note in answer.annotations:
+                shifted = dict(note)
+                for key in ("start_index", "end_index", "index"):
+                    if key in shifted:
+                        shifted[key] += offset
+                annotations.append(shifted)
+            offset += len(answer.text or "") + 1
+        return steps + [Say(text, annotations)]
+
+    def _scripted_call(self, name: str, arguments: str) -> Call:
+        custom = any(t["type"] == "custom" and t.get("name") == name for t in self.prompt.tools)
+        return Call("custom_tool_call" if custom else "function_call", name, arguments, self._call_id())
+
+    def _call_id(self) -> str:
+        return "call_" + rstr.Rstr(self.rng).xeger(r"[A-Za-z0-9]{24}")
+
+    def _arguments(self, parameters: dict[str, Any] | None) -> str:
+        schema = parameters or {"type": "object", "properties": {}}
+        return json.dumps(jsongen.generate(schema, self.rng, self.fake), ensure_ascii=False)
+
+    def _custom_input(self, tool: dict[str, Any]) -> str:
+        fmt = tool.get("format") or {}
+        if fmt.get("type") == "grammar" and fmt.get("syntax") == "regex":
+            return rstr.Rstr(self.rng).xeger(fmt["definition"])
+        return self.fake.sentence(nb_words=self.rng.randint(4, 10))
+
+    def _from_outputs(self, outputs: list[Turn]) -> str:
+        """An answer that quotes what the tools returned, so an agent test can see the round trip."""
+        names = {t.call_id: t.name for t in self.prompt.turns if t.kind == "function_call"}
+        parts = []
+        for turn in outputs:
+            if turn.kind == "function_call_output":
+                name, text = names.get(turn.call_id) or "the tool", turn.text
+            else:
+                item = json.loads(turn.text)
+                name, text = "the tool", item.get("output") if isinstance(item.get("output"), str) else turn.text
+            parts.append(f"{name} returned {text[:400]}")
+        return f"Here is what I found: {'; '.join(parts)}. {self.fake.sentence(nb_words=self.rng.randint(6, 12))}"
+
+    # --- MCP ----------------------------------------------------------------------------------
+
+    def _mcp_list(self) -> list[Step]:
+        """Servers whose tools are not listed in the conversation yet get an mcp_list_tools item first."""
+        listed = {json.loads(t.text).get("server_label") for t in self.prompt.turns if t.kind == "mcp_list_tools"}
+        return [Hosted(hosted.HostedResult(hosted.mcp_list_tools(tool, self.fake)))
+                for tool in self.prompt.tools
+                if tool["type"] == "mcp" and tool.get("server_label") not in listed and self.prompt.tool_choice != "none"]
+
+    def _mcp_pick(self, tool: dict[str, Any], query: str) -> str:
+        names = hosted.mcp_tool_names(tool)
+        words = _words(query)
+        return max(names, key=lambda n: sum(any(_similar(q, w) for q in words) for w in _words(n)))
+
+    def _approved(self, approvals: list[dict[str, Any]]) -> list[Step]:
+        requests = {json.loads(t.text).get("id"): json.loads(t.text) for t in self.prompt.turns
+                    if t.kind == "mcp_approval_request"}
+        servers = {t.get("server_label"): t for t in self.prompt.tools if t["type"] == "mcp"}
+        steps: list[Step] = []
+        texts: list[str] = []
+        for approval in approvals:
+            request = requests.get(approval.get("approval_request_id"))
+            if request is None:
+                continue
+            if not approval.get("approve"):
+                texts.append(f"I did not call {request['name']} on {request['server_label']}, as you declined.")
+                continue
+            tool = servers.get(request["server_label"], {"server_label": request["server_label"]})
+            result = hosted.mcp_call(tool, request["name"], request["arguments"], self.fake, request.get("id"))
+            steps.append(Hosted(result))
+            texts.append(result.answer.text if result.answer else "")
+        return steps + [Say(" ".join(texts) if texts else None)]

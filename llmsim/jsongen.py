@@ -1,0 +1,293 @@
+"""JSON Schema → a plausible instance that validates, and the schema checks the real API makes.
+
+Used for function-call arguments and structured outputs. Generation is driven by one
+`random.Random`, so a seeded request always produces the same JSON. Strings honour
+`format`, `pattern` (via rstr), lengths and enums; numbers honour bounds and `multipleOf`;
+`$ref`, `anyOf`/`oneOf`/`allOf` and recursive definitions are followed, with depth bounded.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import uuid
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import rstr
+from faker import Faker
+from jsonschema import Draft202012Validator, SchemaError
+
+MAX_DEPTH = 6  # past this, optional parts are dropped and null/empty branches preferred
+_NAME_HINTS = {  # property name → faker provider, so arguments look like what a model would fill in
+    "city": "city", "location": "city", "town": "city", "country": "country", "name": "name",
+    "first_name": "first_name", "last_name": "last_name", "username": "user_name", "email": "email",
+    "address": "address", "street": "street_address", "company": "company", "phone": "phone_number",
+    "url": "url", "title": "sentence", "query": "sentence", "q": "sentence", "text": "sentence",
+    "description": "sentence", "summary": "sentence", "message": "sentence", "content": "sentence",
+    "language": "language_name", "currency": "currency_code", "color": "color_name", "job": "job",
+}
+
+
+class SchemaUnsatisfiable(ValueError):
+    """The schema admits no value (e.g. `false`, or an empty enum)."""
+
+
+class Generator:
+    def __init__(self, root: dict[str, Any] | bool, rng: random.Random, fake: Faker | None = None) -> None:
+        self.root = root
+        self.rng = rng
+        if fake is None:
+            fake = Faker()
+            fake.seed_instance(rng.getrandbits(64))
+        self.fake = fake
+
+    def value(self, schema: dict[str, Any] | bool | None = None, hint: str = "", depth: int = 0) -> Any:
+        schema = self.root if schema is None else schema
+        if schema is True or schema == {}:
+            return self._string({}, hint)
+        if schema is False:
+            raise SchemaUnsatisfiable("schema 'false' admits no value")
+        if "$ref" in schema:
+            target = self._resolve(schema["$ref"])
+            rest = {k: v for k, v in schema.items() if k != "$ref"}
+            return self.value({**target, **rest} if rest else target, hint, depth + 1)
+        if "const" in schema:
+            return schema["const"]
+        if "enum" in schema:
+            if not schema["enum"]:
+                raise SchemaUnsatisfiable("empty enum")
+            return self.rng.choice(schema["enum"])
+        if "allOf" in schema:
+            return self.value(self._merge(schema), hint, depth)
+        for key in ("anyOf", "oneOf"):
+            if key in schema:
+                branches = schema[key]
+                if depth >= MAX_DEPTH:
+                    branches = sorted(branches, key=self._weight)[:1]
+                base = {k: v for k, v in schema.items() if k != key}
+                return self.value({**base, **self.rng.choice(branches)}, hint, depth + 1)
+        kind = schema.get("type")
+        if isinstance(kind, list):
+            kinds = [k for k in kind if k != "null"] or ["null"]
+            kind = "null" if depth >= MAX_DEPTH and "null" in kind else self.rng.choice(kinds)
+        if kind is None:
+            kind = "object" if "properties" in schema else "array" if "items" in schema else "string"
+        if kind == "object":
+            return self._object(schema, depth)
+        if kind == "array":
+            return self._array(schema, hint, depth)
+        if kind == "integer":
+            return self._integer(schema)
+        if kind == "number":
+            return self._number(schema)
+        if kind == "boolean":
+            return self.rng.random() < 0.5
+        if kind == "null":
+            return None
+        return self._string(schema, hint)
+
+    # --- structure ----------------------------------------------------------------------------
+
+    def _resolve(self, ref: str) -> Any:
+        if not ref.startswith("#"):
+            raise SchemaUnsatisfiable(f"only local $ref is supported, got '{ref}'")
+        node: Any = self.root
+        for part in filter(None, ref[1:].split("/")):
+            node = node[part.replace("~1", "/").replace("~0", "~")]
+        return node
+
+    def _merge(self, schema: dict[str, Any]) -> dict[str, Any]:
+        merged: dict[str, Any] = {k: v for k, v in schema.items() if k != "allOf"}
+        for part in schema["allOf"]:
+            part = self._resolve(part["$ref"]) if isinstance(part, dict) and "$ref" in part else part
+            if not isinstance(part, dict):
+                continue
+            for key, value in part.items():
+                if key == "properties":
+                    merged["properties"] = {**merged.get("properties", {}), **value}
+                elif key == "required":
+                    merged["required"] = sorted(set(merged.get("required", [])) | set(value))
+                else:
+                    merged.setdefault(key, value)
+        return merged
+
+    @staticmethod
+    def _weight(branch: Any) -> int:
+        """Cheaper branches first when depth runs out: null, scalars, then containers, then refs."""
+        if not isinstance(branch, dict):
+            return 1
+        kind = branch.get("type")
+        if kind == "null":
+            return 0
+        if "$ref" in branch or kind in ("object", "array"):
+            return 3
+        return 1
+
+    def _object(self, schema: dict[str, Any], depth: int) -> dict[str, Any]:
+        properties: dict[str, Any] = schema.get("properties", {})
+        required = [p for p in schema.get("required", [])]
+        optional = [p for p in properties if p not in required]
+        chosen = set(required)
+        if depth < MAX_DEPTH:
+            chosen |= {p for p in optional if self.rng.random() < 0.5}
+        low = schema.get("minProperties", 0)
+        for name in optional:
+            if len(chosen) >= low:
+                break
+            chosen.add(name)
+        out: dict[str, Any] = {}
+        for name in list(properties) + [p for p in required if p not in properties]:
+            if name in chosen:
+                sub = properties.get(name, schema.get("additionalProperties", True))
+                out[name] = self.value(True if sub is False else sub, name, depth + 1)
+        extra = schema.get("additionalProperties", True)
+        while len(out) < low and extra is not False:
+            out[f"{self.fake.word()}_{len(out)}"] = self.value(extra, "", depth + 1)
+        return out
+
+    def _array(self, schema: dict[str, Any], hint: str, depth: int) -> list[Any]:
+        prefix = schema.get("prefixItems", [])
+        items = schema.get("items", True)
+        low = max(schema.get("minItems", 0), len(prefix) if items is False else 0)
+        high = schema.get("maxItems", low + (0 if depth >= MAX_DEPTH else 3))
+        count = low if depth >= MAX_DEPTH else self.rng.randint(low, max(low, min(high, low + 3)))
+        singular = hint[:-1] if hint.endswith("s") else hint
+        out: list[Any] = []
+        attempts = 0
+        while len(out) < count and attempts < count * 20 + 20:
+            attempts += 1
+            sub = prefix[len(out)] if len(out) < len(prefix) else items
+            value = self.value(sub, singular, depth + 1)
+            if schema.get("uniqueItems") and value in out:
+                continue
+            out.append(value)
+        return out
+
+    # --- scalars ------------------------------------------------------------------------------
+
+    def _bounds(self, schema: dict[str, Any], step: float) -> tuple[float, float]:
+        low = schema.get("minimum", -math.inf)
+        high = schema.get("maximum", math.inf)
+        if "exclusiveMinimum" in schema:
+            low = max(low, schema["exclusiveMinimum"] + step)
+        if "exclusiveMaximum" in schema:
+            high = min(high, schema["exclusiveMaximum"] - step)
+        if low == -math.inf and high == math.inf:
+            low, high = 0, 100
+        elif low == -math.inf:
+            low = high - 100
+        elif high == math.inf:
+            high = low + 100
+        if low > high:
+            raise SchemaUnsatisfiable(f"no number in [{low}, {high}]")
+        return low, high
+
+    def _integer(self, schema: dict[str, Any]) -> int:
+        low, high = self._bounds(schema, 1)
+        return int(self._multiple(math.ceil(low), math.floor(high), schema.get("multipleOf") or 1))
+
+    def _number(self, schema: dict[str, Any]) -> float | int:
+        step = schema.get("multipleOf")
+        low, high = self._bounds(schema, step or 0.01)
+        if step:
+            return self._multiple(low, high, step)
+        value = round(self.rng.uniform(low, high), 2)
+        return value if low <= value <= high else low
+
+    def _multiple(self, low: float, high: float, step: float) -> float | int:
+        first, last = math.ceil(low / step), math.floor(high / step)
+        if first > last:
+            raise SchemaUnsatisfiable(f"no multiple of {step} in [{low}, {high}]")
+        value = self.rng.randint(first, last) * step
+        return int(value) if float(value).is_integer() else value
+
+    def _string(self, schema: dict[str, Any], hint: str) -> str:
+        low, high = schema.get("minLength", 0), schema.get("maxLength")
+        if "pattern" in schema:
+            text = rstr.Rstr(self.rng).xeger(schema["pattern"])
+        elif "format" in schema:
+            text = self._format(schema["format"])
+        else:
+            provider = _NAME_HINTS.get(hint.lower())
+            text = str(getattr(self.fake, provider)()) if provider else " ".join(self.fake.words(self.rng.randint(1, 3)))
+        if high is not None and len(text) > high and "pattern" not in schema:
+            text = text[:high]
+        if len(text) < low and "pattern" not in schema:
+            text += "x" * (low - len(text))
+        return text
+
+    def _format(self, fmt: str) -> str:
+        moment = datetime(2020, 1, 1, tzinfo=timezone.utc) + timedelta(seconds=self.rng.randint(0, 10**8))
+        fake = self.fake
+        formats = {
+            "date-time": lambda: moment.isoformat().replace("+00:00", "Z"),
+            "date": lambda: moment.date().isoformat(),
+            "time": lambda: moment.time().isoformat() + "Z",
+            "duration": lambda: f"P{self.rng.randint(1, 30)}DT{self.rng.randint(0, 23)}H",
+            "email": fake.email,
+            "idn-email": fake.email,
+            "hostname": fake.domain_name,
+            "idn-hostname": fake.domain_name,
+            "ipv4": fake.ipv4,
+            "ipv6": fake.ipv6,
+            "uri": fake.url,
+            "url": fake.url,
+            "iri": fake.url,
+            "uri-reference": fake.uri_path,
+            "uuid": lambda: str(uuid.UUID(int=self.rng.getrandbits(128), version=4)),
+        }
+        return formats.get(fmt, lambda: fake.word())()
+
+
+def generate(schema: dict[str, Any] | bool, rng: random.Random, fake: Faker | None = None) -> Any:
+    """One instance of `schema`, drawn from `rng`."""
+    return Generator(schema, rng, fake).value()
+
+
+# --- the checks the real API makes ------------------------------------------------------------
+
+
+def schema_error(schema: Any, *, strict: bool, require_object: bool) -> str | None:
+    """Why the API would reject `schema` ("In context=(...), ..."), or None when it is acceptable."""
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        return f"In context={tuple(exc.path)!r}, {exc.message}."
+    if require_object and schema.get("type") != "object":
+        return f"schema must be a JSON Schema of 'type: \"object\"', got 'type: \"{schema.get('type')}\"'."
+    if strict:
+        return _strict_error(schema, ())
+    return None
+
+
+def _strict_error(node: Any, context: tuple[str, ...]) -> str | None:
+    """Structured Outputs' strict rules: closed objects whose properties are all required."""
+    if isinstance(node, list):
+        for i, item in enumerate(node):
+            found = _strict_error(item, (*context, str(i)))
+            if found:
+                return found
+        return None
+    if not isinstance(node, dict):
+        return None
+    if node.get("type") == "object" or "properties" in node:
+        if node.get("additionalProperties") is not False:
+            return (f"In context={context!r}, 'additionalProperties' is required to be supplied and to be "
+                    "false.")
+        missing = [p for p in node.get("properties", {}) if p not in node.get("required", [])]
+        if missing:
+            return (f"In context={context!r}, 'required' is required to be supplied and to be an array "
+                    f"including every key in properties. Missing '{missing[0]}'.")
+    for key, value in node.items():
+        if key in ("properties", "$defs", "definitions"):
+            for name, sub in value.items():
+                found = _strict_error(sub, (*context, key, name))
+                if found:
+                    return found
+        elif key in ("items", "anyOf", "allOf", "oneOf", "prefixItems", "additionalProperties", "not"):
+            found = _strict_error(value, (*context, key))
+            if found:
+                return found
+    return None
+

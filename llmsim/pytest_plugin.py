@@ -1,0 +1,132 @@
+"""pytest plugin, registered by the `pytest11` entry point when llmsim is installed.
+
+    def test_agent(llmsim):
+        llmsim.load_scenario({"turns": [{"text": "Hello!"}]})
+        reply = llmsim.client.responses.create(model="gpt-4o", input="hi")
+        assert reply.output_text == "Hello!"
+        assert llmsim.requests[0]["input"] == "hi"
+
+`llmsim_server` (one per session) runs a real server on a free port with the flags of the
+`llmsim_flags` fixture (override it in a conftest.py); `llmsim` is the per-test handle and
+starts each test with no scenario, no faults and an empty transcript. The openai SDK is
+imported only when a test uses the fixtures, so the plugin costs nothing elsewhere.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from llmsim.testing import ServerProcess
+
+if TYPE_CHECKING:
+    import httpx
+    import openai
+
+ADMIN = "/llmsim/admin"
+
+
+class LLMSim:
+    """A running LLMSim: its URLs, a configured openai client, and the admin API as methods."""
+
+    def __init__(self, server: ServerProcess, admin_key: str | None = None) -> None:
+        import httpx
+
+        self.server = server
+        self.base_url = server.base_url
+        headers = {"Authorization": f"Bearer {admin_key}"} if admin_key else {}
+        self._admin: httpx.Client = httpx.Client(base_url=server.url + ADMIN, headers=headers, timeout=30)
+        self.client = self.openai_client()
+
+    def openai_client(self, **options: Any) -> openai.OpenAI:
+        """An `openai.OpenAI` for this server; retries off unless `max_retries` says otherwise."""
+        import openai
+
+        return openai.OpenAI(**{"base_url": self.base_url, "api_key": "sk-llmsim", "max_retries": 0, **options})
+
+    def async_openai_client(self, **options: Any) -> openai.AsyncOpenAI:
+        import openai
+
+        return openai.AsyncOpenAI(**{"base_url": self.base_url, "api_key": "sk-llmsim", "max_retries": 0, **options})
+
+    # --- scenarios ----------------------------------------------------------------------------
+
+    def load_scenario(self, scenario: dict[str, Any] | str | Path) -> dict[str, Any]:
+        """A dict, a path to a YAML/JSON file, or YAML/JSON text; it plays from its first turn."""
+        if isinstance(scenario, dict):
+            return self._call("PUT", "/scenarios", json=scenario)
+        text = Path(scenario).read_text() if isinstance(scenario, Path) or Path(scenario).is_file() else scenario
+        return self._call("PUT", "/scenarios", content=text, headers={"Content-Type": "application/yaml"})
+
+    def clear_scenario(self) -> None:
+        self._call("DELETE", "/scenarios")
+
+    @property
+    def transcript(self) -> list[dict[str, Any]]:
+        """Every request since the test began: its body, model and the scenario step that answered it."""
+        return self._call("GET", "/scenarios/transcript")["data"]
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        """The bodies of the requests the server received since the test began, oldest first."""
+        return [entry["request"] for entry in self.transcript]
+
+    # --- faults (llmsim/faults.py) ------------------------------------------------------------
+
+    def set_faults(self, *rules: dict[str, Any] | str, **config: Any) -> dict[str, Any]:
+        """Replace the fault config: rules as dicts (`{"kind": "rate_limit", "first": 2}`) or kinds (`"500"`),
+        plus any other FaultConfig field (`seed`, `rate_limits`)."""
+        faults = [{"kind": rule} if isinstance(rule, str) else rule for rule in rules]
+        return self._call("PUT", "/faults", json={"faults": faults, **config})
+
+    def clear_faults(self) -> None:
+        self._call("PUT", "/faults", json={})
+        self._call("POST", "/faults/reset")
+
+    @property
+    def fault_log(self) -> list[dict[str, Any]]:
+        """The chaos layer's log: each generating request with the fault applied to it."""
+        return self._call("GET", "/requests")["data"]
+
+    def reset(self) -> None:
+        """No scenario, no faults, empty transcript and logs."""
+        self.clear_scenario()
+        self.clear_faults()
+
+    def close(self) -> None:
+        self._admin.close()
+        self.client.close()
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+        response = self._admin.request(method, path, **kwargs)
+        if response.status_code >= 400:
+            raise AssertionError(f"LLMSim admin {method} {path}: {response.status_code} {response.text}")
+        return json.loads(response.text)
+
+
+@pytest.fixture(scope="session")
+def llmsim_flags() -> tuple[str, ...]:
+    """`llmsim serve` flags for the session's server: no pacing and a fixed seed, for fast, repeatable tests."""
+    return ("--speed", "0", "--seed", "0")
+
+
+@pytest.fixture(scope="session")
+def llmsim_server(llmsim_flags: tuple[str, ...]) -> Iterator[ServerProcess]:
+    with ServerProcess(*llmsim_flags) as server:
+        yield server
+
+
+@pytest.fixture
+def llmsim(llmsim_server: ServerProcess, llmsim_flags: tuple[str, ...]) -> Iterator[LLMSim]:
+    admin_key = next((b for a, b in zip(llmsim_flags, llmsim_flags[1:]) if a == "--admin-key"), None)
+    handle = LLMSim(llmsim_server, admin_key)
+    handle.reset()
+    try:
+        yield handle
+    finally:
+        handle.reset()
+        handle.close()

@@ -1,0 +1,45 @@
+"""The 400s the real API gives for tools, tool_choice and text.format before it generates anything."""
+
+from __future__ import annotations
+
+from llmsim import jsongen
+from llmsim.backends.hosted import WEB_SEARCH_TYPES
+from llmsim.errors import APIError
+from llmsim.schema import CreateRequest, FunctionTool, TextFormatJsonSchema
+
+
+def check(request: CreateRequest) -> None:
+    fmt = request.text.format
+    if isinstance(fmt, TextFormatJsonSchema):
+        error = jsongen.schema_error(fmt.schema_, strict=bool(fmt.strict), require_object=True)
+        if error:
+            raise APIError(f"Invalid schema for response_format '{fmt.name}': {error}", param="text.format.schema",
+                           code="invalid_json_schema")
+    for i, tool in enumerate(request.tools):
+        if isinstance(tool, FunctionTool) and tool.parameters is not None:
+            # strict is enforced when the client asks for it; an unset strict falls back to best effort
+            strict = "strict" in tool.model_fields_set and bool(tool.strict)
+            error = jsongen.schema_error(tool.parameters, strict=strict, require_object=True)
+            if error:
+                raise APIError(f"Invalid schema for function '{tool.name}': {error}", param=f"tools[{i}].parameters",
+                               code="invalid_function_parameters")
+    _check_choice(request)
+
+
+def _check_choice(request: CreateRequest) -> None:
+    choice = request.tool_choice_data
+    if not isinstance(choice, dict) or choice["type"] == "allowed_tools":
+        return
+    kind = choice["type"]
+    tools = [tool.model_dump(by_alias=True) for tool in request.tools]
+    if kind in ("function", "custom"):
+        found = any(t["type"] == kind and t.get("name") == choice.get("name") for t in tools)
+    elif kind == "mcp":
+        found = any(t["type"] == "mcp" and t.get("server_label") == choice.get("server_label") for t in tools)
+    elif kind in WEB_SEARCH_TYPES:
+        found = any(t["type"] in WEB_SEARCH_TYPES for t in tools)
+    else:
+        found = any(t["type"] == kind for t in tools)
+    if not found:
+        raise APIError(f"Tool choice '{kind}' not found in 'tools' parameter.", param="tool_choice",
+                       code="invalid_value")
