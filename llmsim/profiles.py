@@ -13,6 +13,9 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from llmsim.errors import APIError
+from llmsim.latency import Timing
+from llmsim.pricing import Pricing
 from llmsim.ratelimit import Limits
 
 Effort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
@@ -48,6 +51,8 @@ class Profile(BaseModel):
     max_output_tokens: int = Field(16_384, gt=0)
     reasoning: ReasoningSpec | None = None
     sampling_with_reasoning: bool = False  # temperature/top_p allowed only when effort is "none"
+    timing: Timing | None = None  # unset: responses come as fast as they are made
+    pricing: Pricing | None = None  # unset: no cost reported
     rate_limits: Limits | None = None  # rpm / tpm per API key; unset: the fault config's (llmsim/ratelimit.py)
 
     @property
@@ -62,10 +67,11 @@ class ProfileFile(BaseModel):
 
 
 class Catalog:
-    """Name → Profile, aliases included; unknown names get the `default` profile."""
+    """Name → Profile, aliases included; unknown names get the `default` profile, or an error when strict."""
 
-    def __init__(self, profiles: list[Profile]) -> None:
+    def __init__(self, profiles: list[Profile], strict: bool = False) -> None:
         self.profiles = profiles
+        self.strict = strict
         self._by_name: dict[str, Profile] = {}
         for profile in profiles:
             for name in (profile.id, *profile.aliases, *([profile.snapshot] if profile.snapshot else [])):
@@ -79,6 +85,8 @@ class Catalog:
         known = self._by_name.get(name)
         if known is not None:
             return known
+        if self.strict:  # the Responses API's answer to an unknown model
+            raise APIError(f"The requested model '{name}' does not exist.", param="model", code="model_not_found")
         return self.default.model_copy(update={"id": name, "snapshot": None, "aliases": []})
 
     def listed(self) -> list[Profile]:
@@ -89,23 +97,32 @@ def load_file(path: Path) -> list[Profile]:
     try:
         raw = yaml.safe_load(path.read_text())
         spec = ProfileFile.model_validate(raw)
-        return [Profile.model_validate({**spec.defaults, **entry}) for entry in spec.models]
+        return [_profile(path, spec.defaults, entry, i) for i, entry in enumerate(spec.models)]
     except yaml.YAMLError as exc:
         raise ProfileError(f"{path}: not valid YAML: {exc}") from exc
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '(file)'}: {err['msg']}" for err in exc.errors()
-        )
-        raise ProfileError(f"{path}: {problems}") from exc
+        raise ProfileError(f"{path}: {_problems(exc)}") from exc
 
 
-def load_catalog(dirs: list[Path]) -> Catalog:
+def _profile(path: Path, defaults: dict[str, Any], entry: dict[str, Any], index: int) -> Profile:
+    try:
+        return Profile.model_validate({**defaults, **entry})
+    except ValidationError as exc:  # name the entry, so the field is findable in a file of many models
+        name = f" ({entry['id']})" if isinstance(entry.get("id"), str) else ""
+        raise ProfileError(f"{path}: models[{index}]{name}: {_problems(exc)}") from exc
+
+
+def _problems(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(str(p) for p in err['loc']) or '(file)'}: {err['msg']}" for err in exc.errors())
+
+
+def load_catalog(dirs: list[Path], strict: bool = False) -> Catalog:
     profiles: list[Profile] = []
     for directory in dirs:
         if not directory.is_dir():
             raise ProfileError(f"{directory}: profiles directory does not exist")
         for path in sorted(directory.glob("*.yaml")) + sorted(directory.glob("*.yml")):
             profiles.extend(load_file(path))
-    return Catalog(profiles)
+    return Catalog(profiles, strict)
 
 

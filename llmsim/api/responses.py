@@ -9,10 +9,12 @@ from llmsim.api.chaos import gate
 from llmsim.api.http import bool_arg, int_arg, json_body, services
 from llmsim.api.sse import sse_response
 from llmsim.errors import APIError, not_found
+from llmsim.pricing import COST_HEADER, Pricing, response_cost
 from llmsim.store import StoredResponse
 
 bp = Blueprint("responses", __name__)
 SEED_HEADER = "X-LLMSim-Seed"
+SPEED_HEADER = "X-LLMSim-Speed"
 
 
 def _seed() -> int | None:
@@ -26,6 +28,35 @@ def _seed() -> int | None:
                        code="invalid_value") from None
 
 
+def _speed() -> float | None:
+    raw = request.headers.get(SPEED_HEADER)
+    if raw is None:
+        return None
+    try:
+        speed = float(raw)
+    except ValueError:
+        speed = -1.0
+    if not 0 <= speed < float("inf"):
+        raise APIError(f"Invalid {SPEED_HEADER} header: expected a number >= 0, got '{raw}'.", param=SPEED_HEADER,
+                       code="invalid_value")
+    return speed
+
+
+def _pricing(model: str) -> Pricing | None:
+    catalog = services().catalog
+    return (catalog.get(model) or catalog.default).pricing
+
+
+def _cost_headers(response: dict) -> dict[str, str]:
+    cost = response_cost(_pricing(response["model"]), response)
+    return {COST_HEADER: cost} if cost is not None else {}
+
+
+def _cost_comment(pricing: Pricing | None, response: dict) -> str | None:
+    cost = response_cost(pricing, response)
+    return None if cost is None else f"{COST_HEADER}: {cost}"
+
+
 def _stored(response_id: str) -> StoredResponse:
     record = services().pipeline.store.get(response_id)
     if record is None:
@@ -35,22 +66,23 @@ def _stored(response_id: str) -> StoredResponse:
 
 @bp.post("/responses")
 def create() -> ResponseReturnValue:
-    run = services().pipeline.create(json_body(), seed=_seed(), admit=gate("responses"))
-    if run.stream:
-        return sse_response(run.events)
+    run = services().pipeline.create(json_body(), seed=_seed(), speed=_speed(), admit=gate("responses"))
+    if run.stream:  # the cost is known only at the end: an SSE comment after the last event
+        pricing = _pricing(run.response["model"])
+        return sse_response(run.events, lambda: _cost_comment(pricing, run.response))
     response = run.drain()
     if response["status"] == "failed":
         error = response["error"] or {}
         raise APIError(error.get("message", "The model failed."), status=500, type="server_error",
                        code=error.get("code"))
-    return jsonify(response)
+    return jsonify(response), _cost_headers(response)
 
 
 @bp.get("/responses/<response_id>")
 def retrieve(response_id: str) -> ResponseReturnValue:
     record = _stored(response_id)
     if not bool_arg("stream"):
-        return jsonify(record.response)
+        return jsonify(record.response), _cost_headers(record.response)
     after = int_arg("starting_after", -1, low=-1)
     return sse_response(record.events[after + 1:])  # an event's sequence_number is its index
 

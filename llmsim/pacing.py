@@ -1,0 +1,111 @@
+"""Realistic timing: wraps a backend's deltas and waits before each one as the model's profile says.
+
+The first delta waits the time to first token (a sampled base plus input_tokens at the
+prefill rate), hidden reasoning tokens take their time at the reasoning rate, and every
+further visible token waits one inter-token latency. Waits run against a schedule (a
+late wake-up shortens the next wait) so gaps keep their configured distribution under load.
+
+Waiting is `time.sleep`, looked up at call time: in the gevent workers it is monkey-patched,
+so a sleeping stream is a parked greenlet, not a blocked thread. The same goes for the
+per-model queue (a `threading.BoundedSemaphore`, patched to gevent's).
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from llmsim.backends.base import Delta, Prompt, ReasoningDelta, TextDelta, ToolArgsDelta
+from llmsim.latency import Concurrency, Timing
+
+
+def _sleep(seconds: float) -> None:
+    time.sleep(seconds)  # not bound at import: gevent patches `time.sleep` after this module may be loaded
+
+
+class ModelLoad:
+    """Sequences running for one model in this process, and the queue past its limit."""
+
+    def __init__(self, concurrency: Concurrency | None) -> None:
+        self.concurrency = concurrency
+        self.running = 0
+        self.waiting = 0
+        self._slots = threading.BoundedSemaphore(concurrency.max_sequences) if concurrency else None
+
+    @contextmanager
+    def slot(self) -> Iterator[None]:
+        if self._slots is not None:
+            self.waiting += 1
+            try:
+                self._slots.acquire()
+            finally:
+                self.waiting -= 1
+        self.running += 1
+        try:
+            yield
+        finally:
+            self.running -= 1
+            if self._slots is not None:
+                self._slots.release()
+
+    def factor(self) -> float:
+        return self.concurrency.factor(self.running) if self.concurrency else 1.0
+
+
+class Pacer:
+    """Paces deltas for every request of a server; `speed` divides every wait (0 = never wait)."""
+
+    def __init__(self, speed: float = 1.0, *, sleep: Callable[[float], None] = _sleep,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.speed = speed
+        self.sleep = sleep
+        self.clock = clock
+        self.loads: dict[str, ModelLoad] = {}
+
+    def pace(self, deltas: Iterator[Delta], prompt: Prompt, speed: float | None = None) -> Iterator[Delta]:
+        """`deltas` with the waits of `prompt.profile`; `speed` overrides the server's for one request."""
+        speed = self.speed if speed is None else speed
+        timing = prompt.profile.timing
+        if speed <= 0 or timing is None:
+            return deltas  # nothing to wait for: not even the per-model queue
+        name = prompt.profile.id
+        load = self.loads.get(name)
+        if load is None or load.concurrency != timing.concurrency:
+            load = self.loads[name] = ModelLoad(timing.concurrency)
+        rng = random.Random(f"llmsim-pacing:{prompt.seed}") if prompt.seed is not None else random.Random()
+        return self._paced(deltas, timing, load, rng, speed, prompt.input_tokens)
+
+    def _paced(self, deltas: Iterator[Delta], timing: Timing, load: ModelLoad, rng: random.Random, speed: float,
+               input_tokens: int) -> Iterator[Delta]:
+        with load.slot():
+            schedule = self.clock()
+            first = True
+            for delta in deltas:
+                ms = delay_ms(delta, timing, rng, first)
+                if first:
+                    ms += timing.ttft_ms.sample(rng) + 1000.0 * input_tokens / timing.prefill_tokens_per_s
+                    first = False
+                if ms > 0:
+                    schedule = self._wait_until(schedule + ms * load.factor() / 1000.0 / speed)
+                yield delta
+
+    def _wait_until(self, target: float) -> float:
+        """Sleep until `target`; when already past it, start the schedule again from now (no bursts)."""
+        now = self.clock()
+        if target <= now:
+            return now
+        self.sleep(target - now)
+        return target
+
+
+def delay_ms(delta: Delta, timing: Timing, rng: random.Random, first: bool) -> float:
+    """The time `delta` takes to generate, in ms; the first token of a response is the TTFT's."""
+    if isinstance(delta, ReasoningDelta) and not (delta.text or delta.summary):
+        return 1000.0 * max(0, delta.tokens - first) / timing.reasoning_tokens_per_s
+    if isinstance(delta, (TextDelta, ToolArgsDelta, ReasoningDelta)):
+        tokens = max(1, delta.tokens) - first
+        return sum(timing.itl_ms.sample(rng) for _ in range(tokens))
+    return 0.0  # a tool call's start and the finish come with the tokens around them
