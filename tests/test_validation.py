@@ -1,0 +1,167 @@
+"""Every bad input gets the OpenAI error envelope with the right status, and never costs stored data."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import httpx
+import openai
+import pytest
+
+from llmsim.testing import ServerProcess
+
+
+def assert_envelope(response: httpx.Response, status: int, code: str | None = None, param: str | None = None) -> dict:
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert set(body) == {"error"} and set(body["error"]) == {"message", "type", "param", "code"}
+    assert body["error"]["message"] and "Traceback" not in body["error"]["message"]
+    if code is not None:
+        assert body["error"]["code"] == code
+    if param is not None:
+        assert body["error"]["param"] == param
+    return body["error"]
+
+
+BAD_BODIES = [
+    ({"input": "hi"}, "missing_required_parameter", "model"),
+    ({"model": "gpt-4o", "input": "hi", "frequency_penalty": 1}, "unknown_parameter", "frequency_penalty"),
+    ({"model": "gpt-4o", "input": [{"role": "user", "content": "x", "contnet": 1}]}, "unknown_parameter",
+     "input[0].contnet"),
+    ({"model": 4, "input": "hi"}, "invalid_type", "model"),
+    ({"model": "gpt-4o", "input": 5}, "invalid_type", "input"),
+    ({"model": "gpt-4o", "input": "hi", "temperature": "1"}, "invalid_type", "temperature"),
+    ({"model": "gpt-4o", "input": "hi", "temperature": 2.5}, "decimal_above_max_value", "temperature"),
+    ({"model": "gpt-4o", "input": "hi", "top_p": -0.1}, "decimal_below_min_value", "top_p"),
+    ({"model": "gpt-4o", "input": "hi", "top_logprobs": 21}, "integer_above_max_value", "top_logprobs"),
+    ({"model": "gpt-4o", "input": "hi", "max_output_tokens": 15}, "integer_below_min_value", "max_output_tokens"),
+    ({"model": "gpt-4o", "input": "hi", "max_output_tokens": 16385}, "integer_above_max_value",
+     "max_output_tokens"),
+    ({"model": "gpt-4o", "input": "hi", "stream": "yes"}, "invalid_type", "stream"),
+    ({"model": "gpt-4o", "input": [{"type": "bogus"}]}, "invalid_value", "input[0].type"),
+    ({"model": "gpt-4o", "input": [{"role": "wizard", "content": "x"}]}, "invalid_value", "input[0].role"),
+    ({"model": "gpt-4o", "input": [{"role": "user", "content": [{"type": "input_txt", "text": "x"}]}]},
+     "invalid_value", "input[0].content[0].type"),
+    ({"model": "gpt-4o", "input": [{"role": "user", "content": [{"type": "input_text"}]}]},
+     "missing_required_parameter", "input[0].content[0].text"),
+    ({"model": "gpt-4o", "input": [{"type": "function_call_output", "call_id": "c"}]},
+     "missing_required_parameter", "input[0].output"),
+    ({"model": "gpt-4o", "input": [{"type": "item_reference", "id": "msg_nowhere"}]}, None, "input"),
+    ({"model": "gpt-4o", "input": "hi", "tools": [{"type": "function", "name": "bad name"}]}, "invalid_value",
+     "tools[0].name"),
+    ({"model": "gpt-4o", "input": "hi", "tools": [{"type": "teleport"}]}, "invalid_value", "tools[0].type"),
+    ({"model": "gpt-4o", "input": "hi", "tool_choice": "sometimes"}, "invalid_value", "tool_choice"),
+    ({"model": "gpt-4o", "input": "hi", "tool_choice": {"type": "function"}}, "missing_required_parameter",
+     "tool_choice.name"),
+    ({"model": "gpt-4o", "input": "hi", "text": {"format": {"type": "json_schema", "name": "x"}}},
+     "missing_required_parameter", "text.format.schema"),
+    ({"model": "gpt-4o", "input": "hi", "text": {"verbosity": "loud"}}, "invalid_value", "text.verbosity"),
+    ({"model": "gpt-4o", "input": "hi", "include": ["everything"]}, "invalid_value", "include[0]"),
+    ({"model": "gpt-4o", "input": "hi", "truncation": "sometimes"}, "invalid_value", "truncation"),
+    ({"model": "gpt-4o", "input": "hi", "metadata": {"a": 1}}, "invalid_type", "metadata.a"),
+    ({"model": "gpt-4o", "input": "hi", "metadata": {f"k{i}": "v" for i in range(17)}},
+     "object_above_max_properties", "metadata"),
+    ({"model": "gpt-4o", "input": "hi", "metadata": {"k" * 65: "v"}}, "string_above_max_length", "metadata"),
+    ({"model": "gpt-4o", "input": "hi", "metadata": {"k": "v" * 513}}, "string_above_max_length", "metadata.k"),
+    ({"model": "gpt-4o", "input": "hi", "previous_response_id": "resp_1", "conversation": "conv_1"},
+     "mutually_exclusive_parameters", None),
+    ({"model": "gpt-4", "input": "word " * 9000}, "context_length_exceeded", "input"),
+]
+
+
+@pytest.mark.parametrize(("body", "code", "param"), BAD_BODIES, ids=[str(i) for i in range(len(BAD_BODIES))])
+def test_bad_request_bodies(server: ServerProcess, body: dict, code: str | None, param: str | None) -> None:
+    status = 404 if param == "input" and code is None else 400
+    assert_envelope(httpx.post(f"{server.base_url}/responses", json=body), status, code, param)
+
+
+def test_the_sdk_surfaces_validation_errors(client: openai.OpenAI) -> None:
+    with pytest.raises(openai.BadRequestError) as error:
+        client.responses.create(model="gpt-4o", input="hi", extra_body={"bogus": True})
+    assert error.value.body == {"message": "Unknown parameter: 'bogus'.", "type": "invalid_request_error",
+                                "param": "bogus", "code": "unknown_parameter"}
+
+
+def test_unknown_previous_response(client: openai.OpenAI) -> None:
+    with pytest.raises(openai.NotFoundError) as error:
+        client.responses.create(model="gpt-4o", input="hi", previous_response_id="resp_doesnotexist")
+    assert error.value.body["message"] == "Previous response with id 'resp_doesnotexist' not found."
+
+
+def test_item_reference_resolves_from_history(client: openai.OpenAI) -> None:
+    first = client.responses.create(model="gpt-4o", input="Remember this.")
+    message_id = first.output[0].id
+    second = client.responses.create(model="gpt-4o", previous_response_id=first.id, input=[
+        {"type": "item_reference", "id": message_id}, {"role": "user", "content": "Again?"}])
+    items = client.responses.input_items.list(second.id, order="asc")
+    assert items.data[0].id == message_id and items.data[0].role == "assistant"
+
+
+@pytest.mark.parametrize(("method", "path", "kwargs", "status", "code"), [
+    ("POST", "/responses", {"content": b"{not json", "headers": {"content-type": "application/json"}}, 400, None),
+    ("POST", "/responses", {"content": b'"just a string"', "headers": {"content-type": "application/json"}}, 400,
+     "invalid_type"),
+    ("POST", "/responses", {"content": b"model=gpt-4o", "headers": {"content-type": "text/plain"}}, 415,
+     "unsupported_content_type"),
+    ("POST", "/responses", {"content": b"\xff\xfe", "headers": {"content-type": "application/json"}}, 400, None),
+    ("PUT", "/responses", {}, 405, None),
+    ("PATCH", "/responses/resp_1", {}, 405, None),
+    ("GET", "/no/such/endpoint", {}, 404, None),
+    ("GET", "/responses/resp_nope", {}, 404, None),
+    ("GET", "/responses/resp_nope/input_items", {}, 404, None),
+    ("DELETE", "/responses/resp_nope", {}, 404, None),
+    ("GET", "/models/gpt-404", {}, 404, "model_not_found"),
+])
+def test_http_level_errors(server: ServerProcess, method: str, path: str, kwargs: dict, status: int,
+                           code: str | None) -> None:
+    assert_envelope(httpx.request(method, f"{server.base_url}{path}", **kwargs), status, code)
+
+
+def test_query_parameters_are_validated(client: openai.OpenAI, server: ServerProcess) -> None:
+    response = client.responses.create(model="gpt-4o", input="hi")
+    base = f"{server.base_url}/responses/{response.id}"
+    assert_envelope(httpx.get(f"{base}/input_items", params={"limit": 0}), 400, "invalid_value", "limit")
+    assert_envelope(httpx.get(f"{base}/input_items", params={"limit": "ten"}), 400, "invalid_type", "limit")
+    assert_envelope(httpx.get(f"{base}/input_items", params={"order": "up"}), 400, "invalid_value", "order")
+    assert_envelope(httpx.get(f"{base}/input_items", params={"after": "msg_x"}), 404, None, "after")
+    assert_envelope(httpx.get(base, params={"stream": "true", "starting_after": "x"}), 400, "invalid_type")
+
+
+def test_oversized_body_gets_413(start_server: Callable[..., ServerProcess]) -> None:
+    server = start_server("--max-body-bytes", "2048")
+    body = {"model": "gpt-4o", "input": "x" * 4096}
+    error = assert_envelope(httpx.post(f"{server.base_url}/responses", json=body), 413)
+    assert "2048" in error["message"]
+    assert httpx.post(f"{server.base_url}/responses", json={"model": "gpt-4o", "input": "ok"}).status_code == 200
+
+
+def test_api_key(start_server: Callable[..., ServerProcess]) -> None:
+    server = start_server("--api-key", "sk-right")
+    good = openai.OpenAI(base_url=server.base_url, api_key="sk-right", max_retries=0)
+    assert good.responses.create(model="gpt-4o", input="hi").status == "completed"
+    assert good.models.list().data
+    with pytest.raises(openai.AuthenticationError) as error:
+        openai.OpenAI(base_url=server.base_url, api_key="sk-wrong-key", max_retries=0).responses.create(
+            model="gpt-4o", input="hi")
+    assert error.value.status_code == 401 and error.value.body["code"] == "invalid_api_key"
+    assert "sk-right" not in error.value.body["message"]
+    assert_envelope(httpx.post(f"{server.base_url}/responses", json={"model": "gpt-4o", "input": "hi"}), 401,
+                    "invalid_api_key")
+
+
+def test_api_key_from_environment(start_server: Callable[..., ServerProcess]) -> None:
+    server = start_server(env={"LLMSIM_API_KEY": "sk-env"})
+    assert httpx.get(f"{server.base_url}/models").status_code == 401
+    assert httpx.get(f"{server.base_url}/models", headers={"Authorization": "Bearer sk-env"}).status_code == 200
+
+
+def test_bad_requests_never_lose_stored_data(client: openai.OpenAI, server: ServerProcess) -> None:
+    kept = client.responses.create(model="gpt-4o", input="keep me")
+    for body, _, _ in BAD_BODIES:
+        httpx.post(f"{server.base_url}/responses", json={**body, "previous_response_id": kept.id}
+                   if "previous_response_id" not in body else body)
+    httpx.post(f"{server.base_url}/responses", content=b"{", headers={"content-type": "application/json"})
+    httpx.delete(f"{server.base_url}/responses/resp_other")
+    again = client.responses.retrieve(kept.id)
+    assert again.output_text == kept.output_text
+    assert [i.content[0].text for i in client.responses.input_items.list(kept.id)] == ["keep me"]
