@@ -358,7 +358,10 @@ class InputTokensRequest(_Request):
 # --- pydantic errors → OpenAI errors -----------------------------------------------------------
 
 _TAGS = ITEM_TAGS | {"builtin", "function", "other", "input_text", "input_image", "input_file", "output_text",
-                     "refusal", "text", "json_object", "json_schema", "str", "ConversationRef"}
+                     "refusal", "text", "json_object", "json_schema", "str", "ConversationRef",
+                     # llmsim/chat_schema.py's branches: message roles and chat content parts
+                     "system", "developer", "user", "assistant", "tool", "image_url", "input_audio", "file", "custom",
+                     "allowed_tools"}
 _UNION_FIELDS = {"tool_choice", "format", "conversation", "output", "instructions"}
 _TYPE_NAMES = {
     "string_type": "a string", "int_type": "an integer", "float_type": "a decimal", "bool_type": "a boolean",
@@ -414,10 +417,11 @@ def _error(err: dict[str, Any]) -> APIError:
         )
     if kind in ("literal_error", "union_tag_invalid", "enum"):
         expected = ctx.get("expected", ctx.get("expected_tags", ""))
+        discriminator = str(ctx.get("discriminator", "type")).strip("'")  # `type`, or `role` for chat messages
         return APIError(
             f"Invalid value: '{value if kind != 'union_tag_invalid' else ctx.get('tag')}'. "
             f"Supported values are: {expected}.",
-            param=param + (".type" if kind == "union_tag_invalid" else ""), code="invalid_value",
+            param=param + (f".{discriminator}" if kind == "union_tag_invalid" else ""), code="invalid_value",
         )
     if kind == "invalid_item":
         tag = value.get("type") if isinstance(value, dict) else None

@@ -10,6 +10,7 @@ even with `store: false`, and a failed turn evicts it.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from flask import Blueprint
@@ -18,8 +19,11 @@ from flask_sock import Sock
 from simple_websocket import ConnectionClosed
 
 from llmsim.api.http import INVALID_JSON, services
-from llmsim.api.responses import _seed
+from llmsim.api.chaos import gate
+from llmsim.api.responses import _seed, _speed
+from llmsim.backends.base import Prompt
 from llmsim.errors import APIError
+from llmsim.faults import Admission, ConnectionDropped
 from llmsim.pipeline import Pipeline, dumps
 from llmsim.store import StoredResponse
 
@@ -44,16 +48,19 @@ def _options(state: BlueprintSetupState) -> None:
 
 @Sock().route("/responses", bp=bp)
 def responses_socket(ws: Connection) -> None:
-    Session(ws, services().pipeline, _seed()).serve()
+    Session(ws, services().pipeline, seed=_seed(), speed=_speed(), admit=gate("responses")).serve()
 
 
 class Session:
     """One connection: reads client events and answers each `response.create` with its stream."""
 
-    def __init__(self, ws: Connection, pipeline: Pipeline, seed: int | None = None) -> None:
+    def __init__(self, ws: Connection, pipeline: Pipeline, *, seed: int | None = None, speed: float | None = None,
+                 admit: Callable[[Prompt, bool], Admission] | None = None) -> None:
         self.ws = ws
         self.pipeline = pipeline
         self.seed = seed
+        self.speed = speed
+        self.admit = admit  # rate limits and faults, as for POST /responses
         self.recent: StoredResponse | None = None
 
     def serve(self) -> None:
@@ -61,7 +68,7 @@ class Session:
         try:
             while True:
                 self.handle(self.ws.receive())
-        except (ConnectionClosed, OSError):
+        except (ConnectionClosed, ConnectionDropped, OSError):  # dropped: an injected fault cuts the connection
             return
 
     def handle(self, message: str | bytes) -> None:
@@ -84,7 +91,8 @@ class Session:
             raise APIError("Unsupported parameter: 'generate' is not supported by this server.", param="generate",
                            code="unsupported_parameter")
         body.pop("type")
-        run = self.pipeline.create({**body, "stream": True}, seed=self.seed, recent=self.recent)
+        run = self.pipeline.create({**body, "stream": True}, seed=self.seed, speed=self.speed, admit=self.admit,
+                                   recent=self.recent)
         events = run.events
         try:
             for _, data in events:
