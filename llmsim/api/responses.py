@@ -5,9 +5,11 @@ from __future__ import annotations
 from flask import Blueprint, jsonify, request
 from flask.typing import ResponseReturnValue
 
+from llmsim import background, compaction
 from llmsim.api.chaos import gate
 from llmsim.api.http import bool_arg, int_arg, json_body, services
 from llmsim.api.sse import sse_response
+from llmsim.background import follow
 from llmsim.errors import APIError, not_found
 from llmsim.pricing import COST_HEADER, Pricing, response_cost
 from llmsim.store import StoredResponse
@@ -84,7 +86,7 @@ def retrieve(response_id: str) -> ResponseReturnValue:
     if not bool_arg("stream"):
         return jsonify(record.response), _cost_headers(record.response)
     after = int_arg("starting_after", -1, low=-1)
-    return sse_response(record.events[after + 1:])  # an event's sequence_number is its index
+    return sse_response(follow(services().pipeline.store, response_id, after))  # waits while it runs
 
 
 @bp.delete("/responses/<response_id>")
@@ -99,6 +101,7 @@ def cancel(response_id: str) -> ResponseReturnValue:
     record = _stored(response_id)
     if not record.response.get("background"):
         raise APIError("Cannot cancel a synchronous response.")
+    record = background.cancel(services().pipeline.store, response_id) or record  # a final one comes back as is
     return jsonify(record.response)
 
 
@@ -131,3 +134,8 @@ def input_items(response_id: str) -> ResponseReturnValue:
 def input_tokens() -> ResponseReturnValue:
     count = services().pipeline.count_input_tokens(json_body())
     return jsonify({"object": "response.input_tokens", "input_tokens": count})
+
+
+@bp.post("/responses/compact")
+def compact() -> ResponseReturnValue:
+    return jsonify(compaction.compact(services().pipeline, json_body()))

@@ -1,9 +1,14 @@
-"""The store interface every backend (memory now, SQLite later) implements."""
+"""The store interfaces every backend (memory, SQLite) implements, and the records they hold."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+SerializedEvent = tuple[str, str]  # (event type, JSON data); an event's sequence_number is its index
+# Statuses after which a response changes no more.
+FINAL_STATUSES = frozenset({"completed", "failed", "incomplete", "cancelled"})
 
 
 @dataclass
@@ -13,11 +18,15 @@ class StoredResponse:
     response: dict[str, Any]
     input_items: list[dict[str, Any]]
     history: list[dict[str, Any]] = field(default_factory=list)  # items before this response's input
-    events: list[tuple[str, str]] = field(default_factory=list)  # (type, JSON) of each stream event, in order
+    events: list[SerializedEvent] = field(default_factory=list)  # stream events so far, in order
 
     @property
     def id(self) -> str:
         return self.response["id"]
+
+    @property
+    def status(self) -> str:
+        return str(self.response.get("status"))
 
     def context(self) -> list[dict[str, Any]]:
         """The items a response chained from this one inherits: history, input, then output."""
@@ -25,10 +34,69 @@ class StoredResponse:
 
 
 class ResponseStore(Protocol):
+    """Responses by id, bounded by entry count and age.
+
+    A background response is `put` when queued, then grows through `append` while it runs; any
+    process sharing the store can `tail` it or `cancel` it.
+    """
+
     def put(self, record: StoredResponse) -> None: ...
 
     def get(self, response_id: str) -> StoredResponse | None: ...
 
     def delete(self, response_id: str) -> bool: ...
+
+    def __len__(self) -> int: ...
+
+    def append(self, response_id: str, events: list[SerializedEvent], response: dict[str, Any] | None = None,
+               *, force: bool = False) -> bool:
+        """Add events (and the latest response snapshot) to a stored response, atomically.
+
+        Returns False, writing nothing, when the response is gone or asked to cancel (unless `force`):
+        that is how a running job learns it must stop.
+        """
+        ...
+
+    def tail(self, response_id: str, after: int) -> tuple[str, list[SerializedEvent]] | None:
+        """(status, events with sequence_number > after), read together; None if there is no such response."""
+        ...
+
+    def cancel(self, response_id: str) -> StoredResponse | None:
+        """Ask a response to stop: a queued one is cancelled at once, a running one by its worker when it next
+        appends. Returns the record as it now is."""
+        ...
+
+
+@dataclass
+class StoredConversation:
+    id: str
+    metadata: dict[str, str]
+    created_at: int = field(default_factory=lambda: int(time.time()))
+
+    def public(self) -> dict[str, Any]:
+        """The Conversation object as the SDK's type defines it."""
+        return {"id": self.id, "object": "conversation", "created_at": self.created_at, "metadata": self.metadata}
+
+
+class ConversationStore(Protocol):
+    """Conversations and their items, in order; bounded by entry count and age like responses."""
+
+    def create(self, conversation: StoredConversation, items: list[dict[str, Any]]) -> None: ...
+
+    def get(self, conversation_id: str) -> StoredConversation | None: ...
+
+    def set_metadata(self, conversation_id: str, metadata: dict[str, str]) -> StoredConversation | None: ...
+
+    def delete(self, conversation_id: str) -> bool: ...
+
+    def add_items(self, conversation_id: str, items: list[dict[str, Any]]) -> bool:
+        """Append items; False if the conversation does not exist."""
+        ...
+
+    def items(self, conversation_id: str) -> list[dict[str, Any]] | None:
+        """All items, oldest first; None if the conversation does not exist."""
+        ...
+
+    def delete_item(self, conversation_id: str, item_id: str) -> bool: ...
 
     def __len__(self) -> int: ...

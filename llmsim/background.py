@@ -1,0 +1,111 @@
+"""Background responses: run on a pool of workers, with their events in the store as they happen.
+
+Everything goes through the store, never through this process's memory, so with SQLite any
+worker process can follow a running response's events or cancel it. Workers are
+`threading` threads, which gevent's patching (in the server) turns into greenlets.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from llmsim.events import SNAPSHOT, TERMINAL, EventBuilder
+from llmsim.store import FINAL_STATUSES, ResponseStore, SerializedEvent, StoredResponse
+
+log = logging.getLogger("llmsim")
+POLL_SECONDS = 0.02  # how often a follower looks for new events of a running response
+CANCEL_WAIT_SECONDS = 5.0  # how long a cancel waits for the response's worker to stop it
+
+Serialize = Callable[[dict[str, Any]], SerializedEvent]
+
+
+def follow(store: ResponseStore, response_id: str, after: int = -1,
+           poll_seconds: float = POLL_SECONDS) -> Iterator[SerializedEvent]:
+    """The stored events of a response past sequence number `after`, waiting for more until it is final."""
+    while True:
+        state = store.tail(response_id, after)
+        if state is None:  # deleted or expired meanwhile
+            return
+        status, events = state
+        yield from events
+        after += len(events)
+        if status in FINAL_STATUSES and not events:
+            return
+        if not events:
+            time.sleep(poll_seconds)
+
+
+def cancel(store: ResponseStore, response_id: str, wait_seconds: float = CANCEL_WAIT_SECONDS,
+           poll_seconds: float = POLL_SECONDS) -> StoredResponse | None:
+    """Cancel a response and wait until its worker, in whichever process, has stopped and settled it.
+
+    A worker that never answers (its process was killed) leaves it to us after `wait_seconds`.
+    """
+    record = store.cancel(response_id)
+    deadline = time.monotonic() + wait_seconds
+    while record is not None and record.status not in FINAL_STATUSES:
+        state = store.tail(response_id, 1 << 62)  # just the status
+        if state is None:
+            return None
+        if state[0] in FINAL_STATUSES:
+            return store.get(response_id)
+        if time.monotonic() > deadline:
+            record.response = {**record.response, "status": "cancelled"}
+            store.append(response_id, [], record.response, force=True)
+            return record
+        time.sleep(poll_seconds)
+    return record
+
+
+class BackgroundRunner:
+    """At most `size` background responses generate at once; the rest wait, queued."""
+
+    def __init__(self, store: ResponseStore, serialize: Serialize, size: int = 64) -> None:
+        self.store = store
+        self.serialize = serialize
+        self._slots = threading.BoundedSemaphore(size)
+
+    def submit(self, builder: EventBuilder, deltas: Iterator[Any],
+               on_end: Callable[[dict[str, Any]], None]) -> None:
+        """Run `builder` over `deltas` later; `on_end(response)` runs before the terminal event is stored."""
+        threading.Thread(target=self._run, args=(builder, deltas, on_end), daemon=True,
+                         name=f"background-{builder.response['id']}").start()
+
+    def _run(self, builder: EventBuilder, deltas: Iterator[Any],
+             on_end: Callable[[dict[str, Any]], None]) -> None:
+        response_id = builder.response["id"]
+        with self._slots:
+            try:
+                if self.store.append(response_id, []):  # False: cancelled (or deleted) while queued
+                    self._generate(builder, deltas, on_end)
+            except Exception:
+                log.exception("background response %s failed", response_id)
+                builder.response.update(status="failed", error={"code": "server_error",
+                                                                "message": "The server failed to run the response."})
+                self.store.append(response_id, [], builder.response, force=True)
+            finally:
+                close = getattr(deltas, "close", None)
+                if close is not None:
+                    close()  # stops the backend (and frees its pacing slot) when we stopped early
+
+    def _generate(self, builder: EventBuilder, deltas: Iterator[Any],
+                  on_end: Callable[[dict[str, Any]], None]) -> None:
+        response_id = builder.response["id"]
+        for event in builder.run(deltas):
+            if event["type"] in TERMINAL:
+                on_end(builder.response)
+            snapshot = builder.response if event["type"] in SNAPSHOT else None
+            serialized = self.serialize(event)
+            if not self.store.append(response_id, [serialized], snapshot):
+                self._cancelled(builder, serialized)
+                return
+            time.sleep(0)  # let requests (a cancel, say) in between events when nothing paces them
+
+    def _cancelled(self, builder: EventBuilder, pending: SerializedEvent) -> None:
+        """Asked to stop: store the event already made, close what is open, end the response cancelled."""
+        events = [pending, *(self.serialize(event) for event in builder.cancel())]
+        self.store.append(builder.response["id"], events, builder.response, force=True)

@@ -1,0 +1,247 @@
+"""SQLite stores: survive restarts and kill -9, and are shared by every worker process of the server.
+
+WAL mode lets readers run while one process writes; every change is one `BEGIN IMMEDIATE`
+transaction, so a completed response is either wholly on disk or not at all. Nothing is
+cached in the process: each read goes to the database, so no worker ever sees stale state.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from llmsim.store.base import FINAL_STATUSES, SerializedEvent, StoredConversation, StoredResponse
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS responses (
+    id TEXT PRIMARY KEY, stored_at REAL NOT NULL, status TEXT NOT NULL,
+    response TEXT NOT NULL, input_items TEXT NOT NULL, history TEXT NOT NULL,
+    stopping INTEGER NOT NULL DEFAULT 0);
+CREATE INDEX IF NOT EXISTS responses_by_age ON responses (stored_at);
+CREATE TABLE IF NOT EXISTS events (
+    response_id TEXT NOT NULL REFERENCES responses (id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL, type TEXT NOT NULL, data TEXT NOT NULL,
+    PRIMARY KEY (response_id, seq)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS conversations (
+    id TEXT PRIMARY KEY, stored_at REAL NOT NULL, created_at INTEGER NOT NULL, metadata TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS conversations_by_age ON conversations (stored_at);
+CREATE TABLE IF NOT EXISTS conversation_items (
+    position INTEGER PRIMARY KEY AUTOINCREMENT,
+    conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+    item_id TEXT NOT NULL, item TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS items_by_conversation ON conversation_items (conversation_id, position);
+"""
+
+
+def _dumps(data: Any) -> str:
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+
+
+class Database:
+    """One connection per process, used under a lock (greenlet-aware once gevent has patched threading)."""
+
+    def __init__(self, path: str | Path, busy_timeout_s: float = 30.0) -> None:
+        self.path = str(path)
+        self._conn = sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None,
+                                     check_same_thread=False)
+        self._lock = threading.Lock()
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA synchronous=NORMAL")  # durable against a killed process; WAL makes it cheap
+        self._conn.execute("PRAGMA foreign_keys=ON")
+        with self.write() as conn:
+            for statement in SCHEMA.split(";"):  # not executescript: it would commit the transaction early
+                conn.execute(statement)
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction: taken at once (no upgrade deadlocks between processes), committed or rolled back."""
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    @contextmanager
+    def read(self) -> Iterator[sqlite3.Connection]:
+        """A read transaction: one consistent snapshot for several queries."""
+        with self._lock:
+            self._conn.execute("BEGIN")
+            try:
+                yield self._conn
+            finally:
+                self._conn.execute("COMMIT")
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+
+class _Limits:
+    """The memory stores' bounds, as SQL: entries past `max_entries` (oldest first) and older than the TTL go."""
+
+    def __init__(self, table: str, max_entries: int, ttl_seconds: float, clock: Callable[[], float]) -> None:
+        self.table = table
+        self.max_entries = max_entries
+        self.ttl_seconds = ttl_seconds
+        self.clock = clock
+
+    def horizon(self) -> float:
+        return self.clock() - self.ttl_seconds if self.ttl_seconds > 0 else float("-inf")
+
+    def enforce(self, conn: sqlite3.Connection) -> None:
+        if self.ttl_seconds > 0:
+            conn.execute(f"DELETE FROM {self.table} WHERE stored_at <= ?", (self.horizon(),))
+        conn.execute(f"DELETE FROM {self.table} WHERE id IN (SELECT id FROM {self.table} "
+                     "ORDER BY stored_at DESC, rowid DESC LIMIT -1 OFFSET ?)", (self.max_entries,))
+
+
+class SQLiteStore:
+    """Responses and their stream events in SQLite."""
+
+    def __init__(self, db: Database, max_entries: int = 1024, ttl_seconds: float = 3600.0,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.db = db
+        self.limits = _Limits("responses", max_entries, ttl_seconds, clock)
+
+    def put(self, record: StoredResponse) -> None:
+        if self.limits.max_entries <= 0:
+            return
+        with self.db.write() as conn:
+            conn.execute("DELETE FROM responses WHERE id = ?", (record.id,))
+            conn.execute("INSERT INTO responses VALUES (?, ?, ?, ?, ?, ?, 0)",
+                         (record.id, self.limits.clock(), record.status, _dumps(record.response),
+                          _dumps(record.input_items), _dumps(record.history)))
+            conn.executemany("INSERT INTO events VALUES (?, ?, ?, ?)",
+                             [(record.id, seq, kind, data) for seq, (kind, data) in enumerate(record.events)])
+            self.limits.enforce(conn)
+
+    def get(self, response_id: str) -> StoredResponse | None:
+        with self.db.read() as conn:
+            row = conn.execute("SELECT response, input_items, history FROM responses WHERE id = ? AND stored_at > ?",
+                               (response_id, self.limits.horizon())).fetchone()
+            if row is None:
+                return None
+            events = conn.execute("SELECT type, data FROM events WHERE response_id = ? ORDER BY seq",
+                                  (response_id,)).fetchall()
+        return StoredResponse(json.loads(row[0]), json.loads(row[1]), json.loads(row[2]), [tuple(e) for e in events])
+
+    def delete(self, response_id: str) -> bool:
+        with self.db.write() as conn:
+            return conn.execute("DELETE FROM responses WHERE id = ?", (response_id,)).rowcount > 0
+
+    def __len__(self) -> int:
+        with self.db.read() as conn:
+            return int(conn.execute("SELECT COUNT(*) FROM responses WHERE stored_at > ?",
+                                    (self.limits.horizon(),)).fetchone()[0])
+
+    def append(self, response_id: str, events: list[SerializedEvent], response: dict[str, Any] | None = None,
+               *, force: bool = False) -> bool:
+        with self.db.write() as conn:
+            row = conn.execute("SELECT status, stopping FROM responses WHERE id = ?", (response_id,)).fetchone()
+            if row is None or (not force and (row[0] == "cancelled" or row[1])):
+                return False
+            start = conn.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM events WHERE response_id = ?",
+                                 (response_id,)).fetchone()[0]
+            conn.executemany("INSERT INTO events VALUES (?, ?, ?, ?)",
+                             [(response_id, start + i, kind, data) for i, (kind, data) in enumerate(events)])
+            if response is not None:
+                conn.execute("UPDATE responses SET status = ?, response = ? WHERE id = ?",
+                             (response["status"], _dumps(response), response_id))
+            return True
+
+    def tail(self, response_id: str, after: int) -> tuple[str, list[SerializedEvent]] | None:
+        with self.db.read() as conn:
+            row = conn.execute("SELECT status FROM responses WHERE id = ? AND stored_at > ?",
+                               (response_id, self.limits.horizon())).fetchone()
+            if row is None:
+                return None
+            events = conn.execute("SELECT type, data FROM events WHERE response_id = ? AND seq > ? ORDER BY seq",
+                                  (response_id, after)).fetchall()
+        return row[0], [tuple(e) for e in events]
+
+    def cancel(self, response_id: str) -> StoredResponse | None:
+        with self.db.write() as conn:
+            row = conn.execute("SELECT status, response FROM responses WHERE id = ?", (response_id,)).fetchone()
+            if row is not None and row[0] == "queued":
+                response = {**json.loads(row[1]), "status": "cancelled"}
+                conn.execute("UPDATE responses SET status = 'cancelled', response = ? WHERE id = ?",
+                             (_dumps(response), response_id))
+            elif row is not None and row[0] not in FINAL_STATUSES:
+                conn.execute("UPDATE responses SET stopping = 1 WHERE id = ?", (response_id,))
+        return self.get(response_id)
+
+
+class SQLiteConversations:
+    """Conversations and their items in SQLite; items keep their insertion order."""
+
+    def __init__(self, db: Database, max_entries: int = 1024, ttl_seconds: float = 3600.0,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.db = db
+        self.limits = _Limits("conversations", max_entries, ttl_seconds, clock)
+
+    def create(self, conversation: StoredConversation, items: list[dict[str, Any]]) -> None:
+        if self.limits.max_entries <= 0:
+            return
+        with self.db.write() as conn:
+            conn.execute("INSERT INTO conversations VALUES (?, ?, ?, ?)",
+                         (conversation.id, self.limits.clock(), conversation.created_at, _dumps(conversation.metadata)))
+            self._insert_items(conn, conversation.id, items)
+            self.limits.enforce(conn)
+
+    def get(self, conversation_id: str) -> StoredConversation | None:
+        with self.db.read() as conn:
+            row = conn.execute("SELECT created_at, metadata FROM conversations WHERE id = ? AND stored_at > ?",
+                               (conversation_id, self.limits.horizon())).fetchone()
+        return None if row is None else StoredConversation(conversation_id, json.loads(row[1]), row[0])
+
+    def set_metadata(self, conversation_id: str, metadata: dict[str, str]) -> StoredConversation | None:
+        with self.db.write() as conn:
+            changed = conn.execute("UPDATE conversations SET metadata = ?, stored_at = ? WHERE id = ? AND stored_at > ?",
+                                   (_dumps(metadata), self.limits.clock(), conversation_id,
+                                    self.limits.horizon())).rowcount
+        return self.get(conversation_id) if changed else None
+
+    def delete(self, conversation_id: str) -> bool:
+        with self.db.write() as conn:
+            return conn.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,)).rowcount > 0
+
+    def add_items(self, conversation_id: str, items: list[dict[str, Any]]) -> bool:
+        with self.db.write() as conn:
+            touched = conn.execute("UPDATE conversations SET stored_at = ? WHERE id = ? AND stored_at > ?",
+                                   (self.limits.clock(), conversation_id, self.limits.horizon())).rowcount
+            if touched:
+                self._insert_items(conn, conversation_id, items)
+            return touched > 0
+
+    def items(self, conversation_id: str) -> list[dict[str, Any]] | None:
+        with self.db.read() as conn:
+            if conn.execute("SELECT 1 FROM conversations WHERE id = ? AND stored_at > ?",
+                            (conversation_id, self.limits.horizon())).fetchone() is None:
+                return None
+            rows = conn.execute("SELECT item FROM conversation_items WHERE conversation_id = ? ORDER BY position",
+                                (conversation_id,)).fetchall()
+        return [json.loads(row[0]) for row in rows]
+
+    def delete_item(self, conversation_id: str, item_id: str) -> bool:
+        with self.db.write() as conn:
+            return conn.execute("DELETE FROM conversation_items WHERE conversation_id = ? AND item_id = ?",
+                                (conversation_id, item_id)).rowcount > 0
+
+    def __len__(self) -> int:
+        with self.db.read() as conn:
+            return int(conn.execute("SELECT COUNT(*) FROM conversations WHERE stored_at > ?",
+                                    (self.limits.horizon(),)).fetchone()[0])
+
+    @staticmethod
+    def _insert_items(conn: sqlite3.Connection, conversation_id: str, items: list[dict[str, Any]]) -> None:
+        conn.executemany("INSERT INTO conversation_items (conversation_id, item_id, item) VALUES (?, ?, ?)",
+                         [(conversation_id, item["id"], _dumps(item)) for item in items])

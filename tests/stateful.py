@@ -1,0 +1,65 @@
+"""Helpers shared by the conversation, background and SQLite tests."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+import openai
+from openai.types.responses import Response
+
+from llmsim.testing import ServerProcess
+
+# A model whose pacing is fixed and slow enough to act while it generates: 5 ms to the first token,
+# then 40 ms per token. Paced only when a request asks for speed 1 (the test servers run at speed 0).
+SLOW_PROFILE = """
+models:
+  - id: slow-model
+    timing:
+      ttft_ms: {kind: normal, mean: 5, stddev: 0}
+      itl_ms: {kind: normal, mean: 40, stddev: 0}
+      prefill_tokens_per_s: 1000000
+      reasoning_tokens_per_s: 1000
+"""
+PACED = {"X-LLMSim-Speed": "1"}
+FINAL = ("completed", "failed", "incomplete", "cancelled")
+T = TypeVar("T")
+
+
+def slow_profiles(directory: Path) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "slow.yaml").write_text(SLOW_PROFILE)
+    return directory
+
+
+def client_for(server: ServerProcess) -> openai.OpenAI:
+    return openai.OpenAI(base_url=server.base_url, api_key="sk-test", max_retries=0)
+
+
+def until(check: Callable[[], T | None], timeout: float = 30.0, every: float = 0.02) -> T:
+    """Poll `check` until it returns something truthy; fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"condition not met within {timeout}s"
+        time.sleep(every)
+
+
+def wait_final(client: openai.OpenAI, response_id: str) -> Response:
+    return until(lambda: (r := client.responses.retrieve(response_id)).status in FINAL and r)
+
+
+def kill_hard(server: ServerProcess) -> None:
+    """kill -9 the server and every worker it forked: nothing gets to clean up or flush."""
+    assert server.process is not None
+    pid = server.process.pid
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    for process_id in [pid, *map(int, children)]:
+        os.kill(process_id, signal.SIGKILL)
+    server.process.wait()
