@@ -351,16 +351,6 @@ class Completion:
         return {"id": self.id, "object": kind, "created": self.created, "model": self.model,
                 "service_tier": self.service_tier, "system_fingerprint": self.fingerprint}
 
-    def run(self, deltas: Iterator[Delta], index: int) -> Choice:
-        """Drain one choice (non-streaming)."""
-        choice = self._choice(index)
-        for delta in deltas:
-            for _ in choice.feed(delta):
-                pass
-            if choice.done:
-                break
-        return choice
-
     def body(self) -> dict[str, Any]:
         return {
             **self._envelope("chat.completion"),

@@ -262,3 +262,29 @@ def test_faults_and_auth_apply_to_chat(start_server: Any) -> None:
     with pytest.raises(openai.AuthenticationError):
         openai.OpenAI(base_url=server.base_url, api_key="sk-wrong", max_retries=0).chat.completions.create(
             model="gpt-4o", messages=USER)
+
+
+@pytest.mark.parametrize("fault", ["stream_error;after_events=3", "stream_failed;after_events=3"])
+def test_a_stream_fault_ends_the_chat_stream_with_an_error(client: openai.OpenAI, fault: str) -> None:
+    stream = client.chat.completions.create(model="gpt-4o", messages=USER, stream=True,
+                                            extra_headers={"X-LLMSim-Fault": fault})
+    received = []
+    with pytest.raises(openai.APIError) as error:
+        for chunk in stream:
+            received.append(chunk)
+    assert len(received) == 3
+    assert "error" in str(error.value).lower()
+
+
+def test_a_stream_fault_fails_a_non_streaming_completion(client: openai.OpenAI) -> None:
+    with pytest.raises(openai.InternalServerError) as error:
+        client.chat.completions.create(model="gpt-4o", messages=USER, extra_headers={"X-LLMSim-Fault": "stream_failed"})
+    assert error.value.body["type"] == "server_error"
+
+
+def test_a_dropped_stream_raises_in_the_sdk(client: openai.OpenAI) -> None:
+    stream = client.chat.completions.create(model="gpt-4o", messages=USER, stream=True,
+                                            extra_headers={"X-LLMSim-Fault": "stream_drop;after_events=2"})
+    with pytest.raises((httpx.RemoteProtocolError, openai.APIConnectionError)):
+        for _ in stream:
+            pass

@@ -121,6 +121,18 @@ def test_errors_are_error_events_and_the_connection_survives(client: openai.Open
     assert {event.stream_id for event in events} == {"lane-a"}  # the lane is echoed on every event
 
 
+def test_faults_reach_websocket_mode(client: openai.OpenAI) -> None:
+    with client.responses.connect(extra_headers={"X-LLMSim-Fault": "rate_limit"}) as connection:
+        connection.response.create(model="gpt-4o", input="Hi.")
+        limited = connection.recv()
+    assert isinstance(limited, ResponseWsError) and limited.status == 429
+    assert limited.error.code == "rate_limit_exceeded" and limited.error.headers["retry-after"]
+    with client.responses.connect(extra_headers={"X-LLMSim-Fault": "stream_failed;after_events=4"}) as connection:
+        connection.response.create(model="gpt-4o", input="Hi.")
+        events = until_terminal(connection)
+    assert events[-1].type == "response.failed" and events[-1].response.error.code == "server_error"
+
+
 @pytest.mark.parametrize("prefix", ["/openai/v1", "/v1", "/v3", ""])
 def test_every_mount_point_accepts_the_upgrade(server: ServerProcess, prefix: str) -> None:
     client = openai.OpenAI(base_url=server.url + prefix, api_key="sk-test", max_retries=0)

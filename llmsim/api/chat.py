@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from contextlib import closing
+from typing import Any
 
 from flask import Blueprint, Response, jsonify
 from flask.typing import ResponseReturnValue
@@ -15,9 +17,11 @@ from llmsim.api.responses import _seed, _speed
 from llmsim.api.sse import SSE_HEADERS
 from llmsim.backends.base import Delta, Prompt
 from llmsim.errors import APIError
-from llmsim.pipeline import dumps
+from llmsim.faults import ConnectionDropped
+from llmsim.pipeline import SerializedEvent, dumps
 
 bp = Blueprint("chat", __name__)
+CHUNK = "chat.completion.chunk"
 
 
 @bp.post("/chat/completions")
@@ -34,27 +38,58 @@ def create() -> ResponseReturnValue:
         return admission.deltas(pipeline.generate(choice_prompt, speed))
 
     completion = chat.Completion(request, profile, prompt)
-    prompts = chat.choice_prompts(prompt, request.n or 1)
+    chunks = _chunks(completion, chat.choice_prompts(prompt, request.n or 1), deltas)
+    events = admission.events(ErrorChunk(), chunks, ErrorChunk.dumps)  # type: ignore[arg-type]
     if request.stream:
-        return Response(_frames(completion, prompts, deltas), mimetype="text/event-stream", headers=SSE_HEADERS)
-    for index, choice_prompt in enumerate(prompts):
-        with closing(deltas(choice_prompt)) as stream:  # type: ignore[type-var]
-            completion.run(stream, index)
+        return Response(_frames(events), mimetype="text/event-stream", headers=SSE_HEADERS)
+    for kind, data in events:  # the same chunks, drained: the choices keep what they said
+        if kind == "error":
+            raise APIError(ErrorChunk.message(data), status=500, type="server_error")
     return jsonify(completion.body())
 
 
-def _frames(completion: chat.Completion, prompts: list[Prompt],
-            deltas: Callable[[Prompt], Iterator[Delta]]) -> Iterator[str]:
-    """`data: CHUNK` lines, choice after choice, then the usage chunk if asked, then `data: [DONE]`."""
+def _chunks(completion: chat.Completion, prompts: list[Prompt],
+            deltas: Callable[[Prompt], Iterator[Delta]]) -> Iterator[SerializedEvent]:
+    """Every choice's chunks, choice after choice, then the usage chunk when stream_options asks for it."""
     try:
         for index, choice_prompt in enumerate(prompts):
             with closing(deltas(choice_prompt)) as stream:  # type: ignore[type-var]
                 for chunk in completion.chunks(stream, index):
-                    yield f"data: {dumps(chunk)}\n\n"
-    except Exception as exc:  # noqa: BLE001 - mid-stream the status is sent: the error goes in the stream
-        error = APIError(f"The model failed to generate a response: {exc}", status=500, type="server_error")
-        yield f"data: {dumps(error.body())}\n\n"
+                    yield CHUNK, dumps(chunk)
+    except ConnectionDropped:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a backend failure mid-way becomes the stream's error chunk
+        event = ErrorChunk.error("server_error", f"The model failed to generate a response: {exc}")
+        yield "error", ErrorChunk.dumps(event)
         return
     if completion.include_usage:
-        yield f"data: {dumps(completion.usage_chunk())}\n\n"
-    yield "data: [DONE]\n\n"
+        yield CHUNK, dumps(completion.usage_chunk())
+
+
+def _frames(events: Iterator[SerializedEvent]) -> Iterator[str]:
+    """`data: CHUNK` lines, then `data: [DONE]` unless the stream ended in an error."""
+    kind = None
+    for kind, data in events:
+        yield f"data: {data}\n\n"
+    if kind != "error":
+        yield "data: [DONE]\n\n"
+
+
+class ErrorChunk:
+    """How a chat stream ends in error (`data: {"error": {...}}`, which the SDK raises on); it stands in for the
+    event builder when an injected stream fault ends the stream."""
+
+    @staticmethod
+    def error(code: str | None, message: str, param: str | None = None) -> dict[str, Any]:
+        return {"type": "error", "error": {"message": message, "type": "server_error", "param": param, "code": code}}
+
+    def fail(self, code: str, message: str) -> Iterator[dict[str, Any]]:
+        yield self.error(code, message)
+
+    @staticmethod
+    def dumps(event: dict[str, Any]) -> str:
+        return dumps({"error": event["error"]})
+
+    @staticmethod
+    def message(data: str) -> str:
+        return str(json.loads(data)["error"]["message"])
