@@ -51,6 +51,7 @@ class Profile(BaseModel):
     max_output_tokens: int = Field(16_384, gt=0)
     reasoning: ReasoningSpec | None = None
     sampling_with_reasoning: bool = False  # temperature/top_p allowed only when effort is "none"
+    sampling_always: bool = False  # a local model: temperature/top_p allowed with any effort
     timing: Timing | None = None  # unset: responses come as fast as they are made
     pricing: Pricing | None = None  # unset: no cost reported
     rate_limits: Limits | None = None  # rpm / tpm per API key; unset: the fault config's (llmsim/ratelimit.py)

@@ -1,0 +1,197 @@
+"""Build MLX models on disk with no download: for the tests (tiny) and the bench (realistic size).
+
+Two kinds share one locally trained byte-level BPE tokenizer and a Qwen-style chat
+template with tools and thinking:
+- `build_random_model`: a real qwen2 architecture with random weights;
+- `build_scripted_model`: a model file (loaded with trust_remote_code) whose logits
+  force a scripted text, chosen by a trigger token in the prompt. It lets tests drive
+  the real generation path with output (tool calls, thinking) a random model never writes.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>", "<tool_call>",
+                  "</tool_call>"]
+
+CHAT_TEMPLATE = """\
+{%- if tools %}<|im_start|>system
+{% if messages[0].role == 'system' %}{{ messages[0].content }}
+
+{% endif %}# Tools
+
+You may call one or more functions. Function signatures are inside <tools></tools>:
+<tools>
+{%- for tool in tools %}
+{{ tool | tojson }}
+{%- endfor %}
+</tools>
+
+For each function call, return a json object with function name and arguments within <tool_call></tool_call> tags:
+<tool_call>
+{"name": <function-name>, "arguments": <args-json-object>}
+</tool_call><|im_end|>
+{% elif messages[0].role == 'system' %}<|im_start|>system
+{{ messages[0].content }}<|im_end|>
+{% endif %}
+{%- for message in messages %}
+{%- if message.role == 'user' or (message.role == 'system' and not loop.first) %}<|im_start|>{{ message.role }}
+{{ message.content }}<|im_end|>
+{% elif message.role == 'assistant' %}<|im_start|>assistant
+{{ message.content or '' }}
+{%- for call in message.tool_calls or [] %}
+<tool_call>
+{"name": "{{ call.function.name }}", "arguments": {{ call.function.arguments | tojson }}}
+</tool_call>
+{%- endfor %}<|im_end|>
+{% elif message.role == 'tool' %}<|im_start|>user
+<tool_response>
+{{ message.content }}
+</tool_response><|im_end|>
+{% endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}<|im_start|>assistant
+{% if enable_thinking is defined and enable_thinking is false %}<think>
+
+</think>
+
+{% endif %}{% endif %}"""
+
+_CORPUS = [
+    "The quick brown fox jumps over the lazy dog. Paris is the capital of France.",
+    "What is the weather like in Paris today? It is sunny and warm, about 21 degrees.",
+    "Let me think about this step by step. First, the user asks for the weather.",
+    '{"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}',
+    "You may call one or more functions. Function signatures are inside tools tags.",
+    "system user assistant tool response function name arguments description parameters",
+    "0123456789 []{}():;,.!?-_+=*/\\\"' \n\t abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ",
+]
+
+# The scripted model: logits that force script[trigger] token by token, then the end token.
+_SCRIPTED_MODEL = '''\
+"""A test model whose output is a script chosen by a trigger token in the prompt."""
+
+from dataclasses import dataclass, field
+
+import mlx.core as mx
+import mlx.nn as nn
+from mlx_lm.models.base import BaseModelArgs
+from mlx_lm.models.cache import KVCache
+
+
+@dataclass
+class ModelArgs(BaseModelArgs):
+    model_type: str
+    vocab_size: int
+    eos_token_id: int
+    scripts: dict = field(default_factory=dict)
+    default_script: list = field(default_factory=list)
+
+
+class Model(nn.Module):
+    def __init__(self, args: ModelArgs):
+        super().__init__()
+        self.args = args
+        self.bias = mx.zeros((1,))
+        self.scripts = {int(k): v for k, v in args.scripts.items()}
+        self.script = args.default_script
+        self.position = 0
+        self.layers = [None]
+
+    def make_cache(self):
+        return [KVCache()]
+
+    def __call__(self, inputs, cache=None, **_):
+        ids = inputs[0].tolist()
+        triggers = [t for t in ids if t in self.scripts]
+        if len(ids) > 1 or triggers:  # a new prompt: prefill chunks, then the last prompt token alone
+            self.script = self.scripts[triggers[-1]] if triggers else self.args.default_script
+            self.position = 0
+        if cache:
+            dummy = mx.zeros((1, 1, len(ids), 1))
+            cache[0].update_and_fetch(dummy, dummy)
+        target = self.script[self.position] if self.position < len(self.script) else self.args.eos_token_id
+        if len(ids) == 1:
+            self.position += 1
+        row = mx.where(mx.arange(self.args.vocab_size) == target, 0.0, -1e9) + self.bias
+        return mx.broadcast_to(row, (1, len(ids), self.args.vocab_size))
+'''
+
+
+def build_tokenizer(path: Path, extra_tokens: list[str] = (), vocab_size: int = 512) -> Any:
+    """Train a byte-level BPE on a few sentences and write tokenizer.json and tokenizer_config.json."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS + list(extra_tokens),
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tokenizer.train_from_iterator(_CORPUS * 4, trainer)
+    path.mkdir(parents=True, exist_ok=True)
+    tokenizer.save(str(path / "tokenizer.json"))
+    config = {"tokenizer_class": "PreTrainedTokenizerFast", "eos_token": "<|im_end|>", "pad_token": "<|endoftext|>",
+              "bos_token": None, "model_max_length": 32768, "chat_template": CHAT_TEMPLATE}
+    (path / "tokenizer_config.json").write_text(json.dumps(config, indent=2))
+    return tokenizer
+
+
+def _qwen2_config(vocab_size: int, size: str) -> dict[str, Any]:
+    shapes = {  # hidden, layers, heads, kv heads, intermediate
+        "tiny": (64, 2, 4, 2, 128),
+        "0.5b": (896, 24, 14, 2, 4864),  # Qwen2.5-0.5B's shape
+    }
+    hidden, layers, heads, kv_heads, intermediate = shapes[size]
+    return {
+        "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "vocab_size": vocab_size,
+        "hidden_size": hidden, "num_hidden_layers": layers, "num_attention_heads": heads,
+        "num_key_value_heads": kv_heads, "intermediate_size": intermediate, "rms_norm_eps": 1e-6,
+        "rope_theta": 1_000_000.0, "max_position_embeddings": 32768, "tie_word_embeddings": True,
+        "eos_token_id": None, "torch_dtype": "bfloat16",
+    }
+
+
+def build_random_model(path: Path, size: str = "tiny", vocab_size: int = 512, seed: int = 0) -> Path:
+    """A qwen2 model with random weights (`tiny` for tests, `0.5b` for the bench)."""
+    import mlx.core as mx
+    from mlx_lm.models import qwen2
+    from mlx_lm.utils import save_model
+
+    tokenizer = build_tokenizer(path, vocab_size=vocab_size)
+    config = _qwen2_config(tokenizer.get_vocab_size(), size)
+    config["eos_token_id"] = tokenizer.token_to_id("<|im_end|>")
+    if size != "tiny":  # a realistic model serves in bf16; wider vocabularies cost like a real one
+        config["vocab_size"] = max(config["vocab_size"], 151_936)
+    mx.random.seed(seed)
+    model = qwen2.Model(qwen2.ModelArgs.from_dict(config))
+    if size != "tiny":
+        model.set_dtype(mx.bfloat16)
+    save_model(path, model)
+    (path / "config.json").write_text(json.dumps(config, indent=2))
+    return path
+
+
+def build_scripted_model(path: Path, scripts: dict[str, str], default: str = "Hello there.") -> Path:
+    """A model that writes `scripts[trigger]` when the prompt holds the special token `trigger`."""
+    import mlx.core as mx
+
+    tokenizer = build_tokenizer(path, extra_tokens=list(scripts))
+
+    def encode(text: str) -> list[int]:
+        return tokenizer.encode(text, add_special_tokens=False).ids
+
+    eos = tokenizer.token_to_id("<|im_end|>")
+    config = {
+        "model_type": "scripted", "model_file": "scripted.py", "vocab_size": tokenizer.get_vocab_size(),
+        "eos_token_id": eos, "max_position_embeddings": 4096,
+        "scripts": {str(tokenizer.token_to_id(trigger)): encode(text) for trigger, text in scripts.items()},
+        "default_script": encode(default),
+    }
+    (path / "config.json").write_text(json.dumps(config, indent=2))
+    (path / "scripted.py").write_text(_SCRIPTED_MODEL)
+    mx.save_safetensors(str(path / "model.safetensors"), {"bias": mx.zeros((1,))})
+    return path
+

@@ -1,0 +1,200 @@
+"""The mlx backend through a real server and the openai SDK, on models built here with no download:
+a tiny random-weight qwen2 and a scripted model that writes tool calls and thinking on cue."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import openai
+import pytest
+
+from llmsim.backends.base import Finish, Prompt, Turn
+from llmsim.backends.mlx import load_model
+from llmsim.backends.mlx_fixture import build_random_model, build_scripted_model
+from llmsim.backends.mlx_models import ModelSpec
+from llmsim.testing import ServerProcess
+
+SCRIPTS = {
+    "<|s_tool|>": '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>',
+    "<|s_think|>": "<think>\nFirst, add two and two. That makes four.\n</think>\n\nThe answer is 4.",
+    "<|s_long|>": "one two three four five six seven eight nine ten " * 4,
+    "<|s_a|>": "Alpha says the quick brown fox jumps over the lazy dog.",
+    "<|s_b|>": "Bravo thinks Paris is the capital of France, and it is sunny.",
+    "<|s_c|>": "Charlie asks what is the weather like in Paris today?",
+}
+WEATHER = {"type": "function", "name": "get_weather", "description": "Weather in a city",
+           "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("mlx-models")
+    return {"tiny": build_random_model(root / "tiny"), "scripted": build_scripted_model(root / "scripted", SCRIPTS)}
+
+
+@pytest.fixture(scope="module")
+def mlx_server(models: dict[str, Path]) -> Iterator[ServerProcess]:
+    flags = ["--speed", "0", "--backend", "mlx", "--trust-remote-code"]
+    for alias, path in models.items():
+        flags += ["--model", f"{alias}={path}"]
+    with ServerProcess(*flags, startup_timeout=120) as process:
+        yield process
+
+
+@pytest.fixture(scope="module")
+def mlx(mlx_server: ServerProcess) -> openai.OpenAI:
+    return openai.OpenAI(base_url=mlx_server.base_url, api_key="sk-test", max_retries=0)
+
+
+def count_prompt(path: Path, messages: list[dict[str, str]], **options: object) -> int:
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(path))
+    return len(tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True,
+                                             return_dict=False, **options))
+
+
+def test_models_listed_are_the_loaded_ones(mlx: openai.OpenAI) -> None:
+    assert sorted(m.id for m in mlx.models.list()) == ["scripted", "tiny"]
+    assert mlx.models.retrieve("tiny").owned_by == "mlx"
+    with pytest.raises(openai.BadRequestError) as caught:
+        mlx.responses.create(model="gpt-4o", input="Hi")
+    assert caught.value.code == "model_not_found"
+    assert caught.value.body["param"] == "model"  # type: ignore[index]
+
+
+def test_stream_event_order_usage_and_max_tokens(mlx: openai.OpenAI, models: dict[str, Path]) -> None:
+    with mlx.responses.stream(model="tiny", input="Hello there", max_output_tokens=16, temperature=0) as stream:
+        events = list(stream)
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    assert [e.type for e in events[:2]] == ["response.created", "response.in_progress"]
+    assert events[-1].type == "response.incomplete"
+    added = [e.item.id for e in events if e.type == "response.output_item.added"]
+    done = [e.item.id for e in events if e.type == "response.output_item.done"]
+    assert added == done and added
+    final = events[-1].response
+    assert final.incomplete_details.reason == "max_output_tokens"
+    assert final.usage.output_tokens == 16
+    assert final.usage.input_tokens == count_prompt(models["tiny"], [{"role": "user", "content": "Hello there"}],
+                                                    enable_thinking=True)
+
+
+def test_stop_at_the_end_token(mlx: openai.OpenAI, models: dict[str, Path]) -> None:
+    from transformers import AutoTokenizer
+
+    response = mlx.responses.create(model="scripted", input="Say hello")
+    assert response.status == "completed"
+    assert response.output_text == "Hello there."
+    tokenizer = AutoTokenizer.from_pretrained(str(models["scripted"]))
+    assert response.usage.output_tokens == len(tokenizer.encode("Hello there.", add_special_tokens=False))
+    assert response.usage.output_tokens_details.reasoning_tokens == 0
+
+
+def test_max_output_tokens_makes_it_incomplete(mlx: openai.OpenAI) -> None:
+    response = mlx.responses.create(model="scripted", input="Count <|s_long|>", max_output_tokens=16)
+    assert response.status == "incomplete"
+    assert response.usage.output_tokens == 16
+    assert SCRIPTS["<|s_long|>"].startswith(response.output_text)
+    assert 0 < len(response.output_text) < len(SCRIPTS["<|s_long|>"].strip())
+
+
+def test_tool_call_streams_and_the_conversation_goes_on(mlx: openai.OpenAI) -> None:
+    with mlx.responses.stream(model="scripted", input="Weather? <|s_tool|>", tools=[WEATHER]) as stream:
+        types = [e.type for e in stream]
+        first = stream.get_final_response()
+    assert "response.function_call_arguments.delta" in types
+    assert types.index("response.function_call_arguments.done") < types.index("response.completed")
+    [call] = first.output
+    assert (call.type, call.name, json.loads(call.arguments)) == ("function_call", "get_weather", {"city": "Paris"})
+    assert "response.output_text.delta" not in types  # the markup never reaches the client
+
+    second = mlx.responses.create(model="scripted", previous_response_id=first.id, tools=[WEATHER], input=[
+        {"type": "function_call_output", "call_id": call.call_id, "output": '{"temp_c": 21}'}])
+    assert second.output_text == "Hello there."
+    # the second prompt starts with the first one and its output: that prefix comes from the KV cache
+    assert second.usage.input_tokens_details.cached_tokens >= first.usage.input_tokens
+
+
+def test_thinking_becomes_a_reasoning_item(mlx: openai.OpenAI) -> None:
+    with mlx.responses.stream(model="scripted", input="What is 2+2? <|s_think|>",
+                              reasoning={"effort": "medium", "summary": "auto"}) as stream:
+        types = [e.type for e in stream]
+        response = stream.get_final_response()
+    reasoning, message = response.output
+    assert reasoning.type == "reasoning" and message.type == "message"
+    assert reasoning.content[0].text == "First, add two and two. That makes four."
+    assert reasoning.summary[0].text == "First, add two and two. That makes four."
+    assert response.output_text == "The answer is 4."
+    assert types.index("response.reasoning_text.delta") < types.index("response.reasoning_summary_text.delta")
+    assert types.index("response.reasoning_summary_text.done") < types.index("response.output_text.delta")
+    usage = response.usage
+    assert 0 < usage.output_tokens_details.reasoning_tokens < usage.output_tokens
+
+
+def test_reasoning_effort_none_turns_thinking_off(mlx: openai.OpenAI, models: dict[str, Path]) -> None:
+    on = mlx.responses.create(model="tiny", input="Hi", reasoning={"effort": "medium"}, max_output_tokens=16)
+    off = mlx.responses.create(model="tiny", input="Hi", reasoning={"effort": "none"}, max_output_tokens=16,
+                               temperature=0.5)
+    messages = [{"role": "user", "content": "Hi"}]
+    assert on.usage.input_tokens == count_prompt(models["tiny"], messages, enable_thinking=True)
+    assert off.usage.input_tokens == count_prompt(models["tiny"], messages, enable_thinking=False)
+    assert off.usage.input_tokens > on.usage.input_tokens  # the template closed an empty thinking block
+
+
+def test_concurrent_requests_do_not_mix(mlx: openai.OpenAI) -> None:
+    """The scripted model keeps its script in the model object: interleaved steps would garble it."""
+    triggers = ["<|s_a|>", "<|s_b|>", "<|s_c|>"] * 2
+
+    def ask(trigger: str) -> str:
+        with mlx.responses.stream(model="scripted", input=f"Go {trigger}") as stream:
+            return "".join(e.delta for e in stream if e.type == "response.output_text.delta")
+
+    with ThreadPoolExecutor(len(triggers)) as pool:
+        answers = list(pool.map(ask, triggers))
+    assert answers == [SCRIPTS[t] for t in triggers]
+
+
+def test_client_disconnect_frees_the_model(mlx: openai.OpenAI) -> None:
+    with mlx.responses.stream(model="tiny", input="Write forever", max_output_tokens=4000) as stream:
+        for event in stream:
+            if event.type == "response.output_text.delta":
+                break
+    response = mlx.responses.create(model="scripted", input="Say hello")
+    assert response.output_text == "Hello there."
+
+
+def test_closing_the_generator_stops_generation(models: dict[str, Path]) -> None:
+    loaded = load_model(ModelSpec("tiny", str(models["tiny"])))
+    from llmsim.backends.mlx import MLXBackend
+
+    backend = MLXBackend([loaded])
+    prompt = Prompt(model="tiny", profile=loaded.profile, turns=[Turn("user", "Hello")], input_tokens=0,
+                    temperature=0.0, max_output_tokens=2000)
+    prompt_tokens = len(backend.render(loaded, prompt)[0])
+    deltas = backend.generate(prompt)
+    for _ in range(3):
+        next(deltas)
+    deltas.close()
+    assert not loaded.lock.locked()
+    assert prompt_tokens < len(loaded.cache.tokens) < prompt_tokens + 10  # stopped, not run to 2000 tokens
+    finish = [d for d in backend.generate(prompt) if isinstance(d, Finish)]
+    assert finish[0].usage.cached_tokens == prompt_tokens - 1  # the same prompt again: all but its last token
+    assert finish[0].usage.output_tokens > 3
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--model", "/nonexistent/model-dir"], "not a directory and not a Hugging Face repo id"),
+    (["--model", "small=mlx-community/not-cached"], "pass --allow-download to fetch it"),
+    ([], "needs at least one --model"),
+])
+def test_bad_model_flags_stop_the_server(flags: list[str], message: str, tmp_path: Path) -> None:
+    result = subprocess.run([sys.executable, "-m", "llmsim", "serve", "--backend", "mlx", *flags],
+                            capture_output=True, text=True, timeout=60,
+                            env={"HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"})
+    assert result.returncode == 2
+    assert message in result.stderr
