@@ -75,7 +75,7 @@ class Pipeline:
         effort, summary = translate.resolve_reasoning(request, profile)
         prompt = translate.build_prompt(request, profile, history + items, self.seed if seed is None else seed,
                                         effort, summary)
-        prompt, scripted_fault = self.scenarios.direct(prompt, body, request.stream)
+        prompt, admission = self.admit(prompt, body, request.stream, admit)
         response = new_response(request, profile, ids.new("resp"), prompt.tools, effort, summary)
         builder = EventBuilder(
             response,
@@ -84,13 +84,20 @@ class Pipeline:
                                           request.stream_options.include_obfuscation is not False),
         )
         record = StoredResponse(response, items, history)
-        admission = admit(prompt, request.stream) if admit else Admission()
-        admission.stream_fault = scripted_fault or admission.stream_fault
         deltas = admission.deltas(self.generate(prompt, speed))
         if request.background:
             return self._background(builder, deltas, record, request.stream)
         events = admission.events(builder, self._events(builder, deltas, record, request.store), dumps)
         return Run(builder, events, request.stream, record)
+
+    def admit(self, prompt: Prompt, body: Any, stream: bool, admit: Callable[[Prompt, bool], Admission] | None
+              ) -> tuple[Prompt, Admission]:
+        """Scenarios, then rate limits and faults: what every transport (Responses, Chat Completions) applies
+        between the prompt and the backend. Raises the HTTP faults; the Admission carries a stream fault."""
+        prompt, scripted_fault = self.scenarios.direct(prompt, body, stream)
+        admission = admit(prompt, stream) if admit else Admission()
+        admission.stream_fault = scripted_fault or admission.stream_fault
+        return prompt, admission
 
     def generate(self, prompt: Prompt, speed: float | None = None) -> Iterator[Delta]:
         """The backend's deltas: every transport (Responses, Chat Completions) comes through this one call."""

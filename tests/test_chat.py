@@ -288,3 +288,20 @@ def test_a_dropped_stream_raises_in_the_sdk(client: openai.OpenAI) -> None:
     with pytest.raises((httpx.RemoteProtocolError, openai.APIConnectionError)):
         for _ in stream:
             pass
+
+
+def test_scenarios_script_chat_replies(start_server: Any, tmp_path: Any) -> None:
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text(
+        "rules:\n"
+        "  - match: {input_contains: weather}\n"
+        "    tool_calls: [{name: get_weather, arguments: {city: Oslo, unit: c}}]\n"
+        "turns:\n"
+        "  - text: Scripted hello.\n")
+    server = start_server("--scenario", str(scenario))
+    client = openai.OpenAI(base_url=server.base_url, api_key="sk-test", max_retries=0)
+    hello = client.chat.completions.create(model="gpt-4o", messages=USER)
+    assert hello.choices[0].message.content == "Scripted hello."
+    call = client.chat.completions.create(model="gpt-4o", tools=[WEATHER], messages=[
+        {"role": "user", "content": "What is the weather?"}]).choices[0].message.tool_calls[0]
+    assert (call.function.name, json.loads(call.function.arguments)) == ("get_weather", {"city": "Oslo", "unit": "c"})

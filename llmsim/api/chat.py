@@ -1,4 +1,4 @@
-"""POST /chat/completions: the same prompt rules, backends, pacing, rate limits and faults as /responses."""
+"""POST /chat/completions: the same prompt rules, backends, scenarios, pacing, rate limits and faults as /responses."""
 
 from __future__ import annotations
 
@@ -27,11 +27,12 @@ CHUNK = "chat.completion.chunk"
 @bp.post("/chat/completions")
 def create() -> ResponseReturnValue:
     pipeline = services().pipeline
-    request = chat.parse(json_body())
+    body = json_body()
+    request = chat.parse(body)
     profile = pipeline.catalog.resolve(request.model)
     seed = _seed()
     prompt = chat.build_prompt(request, profile, pipeline.seed if seed is None else seed)
-    admission = gate("chat.completions")(prompt, bool(request.stream))
+    prompt, admission = pipeline.admit(prompt, body, bool(request.stream), gate("chat.completions"))
     speed = _speed()
 
     def deltas(choice_prompt: Prompt) -> Iterator[Delta]:
