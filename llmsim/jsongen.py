@@ -1,7 +1,8 @@
 """JSON Schema → a plausible instance that validates, and the schema checks the real API makes.
 
 Used for function-call arguments and structured outputs. Generation is driven by one
-`random.Random`, so a seeded request always produces the same JSON. Strings honour
+`random.Random`, so a seeded request always produces the same JSON. A schema no value
+satisfies still gets an answer (the nearest one), never an exception. Strings honour
 `format`, `pattern` (via rstr), lengths and enums; numbers honour bounds and `multipleOf`;
 `$ref`, `anyOf`/`oneOf`/`allOf` and recursive definitions are followed, with depth bounded.
 """
@@ -29,14 +30,12 @@ _NAME_HINTS = {  # property name → faker provider, so arguments look like what
 }
 
 
-class SchemaUnsatisfiable(ValueError):
-    """The schema admits no value (e.g. `false`, or an empty enum)."""
-
-
 class Generator:
-    def __init__(self, root: dict[str, Any] | bool, rng: random.Random, fake: Faker | None = None) -> None:
+    def __init__(self, root: dict[str, Any] | bool, rng: random.Random, fake: Faker | None = None,
+                 hints: dict[str, str] | None = None) -> None:
         self.root = root
         self.rng = rng
+        self.hints = hints or {}
         if fake is None:
             fake = Faker()
             fake.seed_instance(rng.getrandbits(64))
@@ -47,7 +46,7 @@ class Generator:
         if schema is True or schema == {}:
             return self._string({}, hint)
         if schema is False:
-            raise SchemaUnsatisfiable("schema 'false' admits no value")
+            return None  # nothing is valid: like a model, answer anyway
         if "$ref" in schema:
             target = self._resolve(schema["$ref"])
             rest = {k: v for k, v in schema.items() if k != "$ref"}
@@ -55,9 +54,7 @@ class Generator:
         if "const" in schema:
             return schema["const"]
         if "enum" in schema:
-            if not schema["enum"]:
-                raise SchemaUnsatisfiable("empty enum")
-            return self.rng.choice(schema["enum"])
+            return self.rng.choice(schema["enum"]) if schema["enum"] else None
         if "allOf" in schema:
             return self.value(self._merge(schema), hint, depth)
         for key in ("anyOf", "oneOf"):
@@ -90,10 +87,10 @@ class Generator:
     # --- structure ----------------------------------------------------------------------------
 
     def _resolve(self, ref: str) -> Any:
-        if not ref.startswith("#"):
-            raise SchemaUnsatisfiable(f"only local $ref is supported, got '{ref}'")
         node: Any = self.root
-        for part in filter(None, ref[1:].split("/")):
+        for part in filter(None, ref.partition("#")[2].split("/")):
+            if not isinstance(node, dict) or part.replace("~1", "/").replace("~0", "~") not in node:
+                return {}  # a remote or dangling $ref: anything goes
             node = node[part.replace("~1", "/").replace("~0", "~")]
         return node
 
@@ -179,9 +176,7 @@ class Generator:
             low = high - 100
         elif high == math.inf:
             high = low + 100
-        if low > high:
-            raise SchemaUnsatisfiable(f"no number in [{low}, {high}]")
-        return low, high
+        return low, max(low, high)  # empty ranges answer their lower bound, as a model would, invalid or not
 
     def _integer(self, schema: dict[str, Any]) -> int:
         low, high = self._bounds(schema, 1)
@@ -198,7 +193,7 @@ class Generator:
     def _multiple(self, low: float, high: float, step: float) -> float | int:
         first, last = math.ceil(low / step), math.floor(high / step)
         if first > last:
-            raise SchemaUnsatisfiable(f"no multiple of {step} in [{low}, {high}]")
+            return low
         value = self.rng.randint(first, last) * step
         return int(value) if float(value).is_integer() else value
 
@@ -208,6 +203,8 @@ class Generator:
             text = rstr.Rstr(self.rng).xeger(schema["pattern"])
         elif "format" in schema:
             text = self._format(schema["format"])
+        elif hint.lower() in self.hints:
+            text = self.hints[hint.lower()]
         else:
             provider = _NAME_HINTS.get(hint.lower())
             text = str(getattr(self.fake, provider)()) if provider else " ".join(self.fake.words(self.rng.randint(1, 3)))
@@ -240,9 +237,10 @@ class Generator:
         return formats.get(fmt, lambda: fake.word())()
 
 
-def generate(schema: dict[str, Any] | bool, rng: random.Random, fake: Faker | None = None) -> Any:
-    """One instance of `schema`, drawn from `rng`."""
-    return Generator(schema, rng, fake).value()
+def generate(schema: dict[str, Any] | bool, rng: random.Random, fake: Faker | None = None,
+             hints: dict[str, str] | None = None) -> Any:
+    """One instance of `schema`, drawn from `rng`; `hints` give free-form strings by property name."""
+    return Generator(schema, rng, fake, hints).value()
 
 
 # --- the checks the real API makes ------------------------------------------------------------

@@ -222,7 +222,16 @@ class Planner:
 
     def _arguments(self, parameters: dict[str, Any] | None) -> str:
         schema = parameters or {"type": "object", "properties": {}}
-        return json.dumps(jsongen.generate(schema, self.rng, self.fake), ensure_ascii=False)
+        return json.dumps(jsongen.generate(schema, self.rng, self.fake, self._hints()), ensure_ascii=False)
+
+    def _hints(self) -> dict[str, str]:
+        """Argument values taken from the question, as a model would: the place it names, the question itself."""
+        text = last_user_text(self.prompt.turns).strip()
+        hints = dict.fromkeys(("query", "q", "question", "prompt"), text) if text else {}
+        places = re.findall(r"\b(?:in|at|for|from|to|near) ((?:[A-Z][\w'-]+)(?: [A-Z][\w'-]+)*)", text)
+        if places:
+            hints.update(dict.fromkeys(("city", "location", "place", "town"), places[0]))
+        return hints
 
     def _custom_input(self, tool: dict[str, Any]) -> str:
         fmt = tool.get("format") or {}

@@ -1,0 +1,58 @@
+"""The pytest plugin: registered by entry point, its fixture serves a real LLMSim, scenarios and faults are
+set per test and reset between tests, and the requests the server received can be read back."""
+
+from __future__ import annotations
+
+from importlib.metadata import entry_points
+
+import openai
+import pytest
+
+from llmsim.pytest_plugin import LLMSim
+
+pytest_plugins = ["pytester"]
+
+INNER = '''
+import openai
+import pytest
+
+
+def test_scripted(llmsim):
+    llmsim.load_scenario({"turns": [{"text": "scripted"}]})
+    assert llmsim.client.responses.create(model="gpt-4o", input="hi").output_text == "scripted"
+    assert llmsim.requests == [{"model": "gpt-4o", "input": "hi"}]
+
+
+def test_faults(llmsim):
+    llmsim.set_faults({"kind": "server_error", "first": 1})
+    with pytest.raises(openai.InternalServerError):
+        llmsim.client.responses.create(model="gpt-4o", input="hi")
+    assert llmsim.client.responses.create(model="gpt-4o", input="hi").output_text
+
+
+def test_each_test_starts_clean(llmsim):
+    assert llmsim.requests == []
+    assert llmsim.client.responses.create(model="gpt-4o", input="hi").output_text != "scripted"
+'''
+
+
+def test_registered_by_entry_point() -> None:
+    plugins = {e.name: e.value for e in entry_points(group="pytest11")}
+    assert plugins.get("llmsim") == "llmsim.pytest_plugin"
+
+
+def test_fixture_in_a_fresh_pytest_run(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_inner=INNER)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")  # the plugin loads from the entry point
+    result.assert_outcomes(passed=3)
+
+
+def test_the_handle(llmsim: LLMSim) -> None:
+    assert llmsim.base_url.endswith("/openai/v1")
+    llmsim.set_faults("429")
+    with pytest.raises(openai.RateLimitError):
+        llmsim.client.responses.create(model="gpt-4o", input="hi")
+    assert llmsim.fault_log[-1]["fault"] == "rate_limit"
+    llmsim.clear_faults()
+    retrying = llmsim.openai_client(max_retries=3)
+    assert retrying.max_retries == 3 and retrying.responses.create(model="gpt-4o", input="hi").output_text
