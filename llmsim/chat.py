@@ -9,6 +9,7 @@ become `chat.completion` objects or `chat.completion.chunk`s.
 from __future__ import annotations
 
 import copy
+import re
 import secrets
 import string
 import time
@@ -16,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from llmsim import schema, translate
+from llmsim import schema, toolspec, translate
 from llmsim.backends.base import (Delta, Finish, Prompt, ReasoningDelta, TextAnnotation, TextDelta, ToolArgsDelta,
                                   ToolCallStart, Usage)
 from llmsim.chat_schema import AssistantMessage, ChatRequest, FunctionMessage, SystemMessage, ToolMessage, UserMessage
@@ -25,8 +26,14 @@ from llmsim.profiles import Profile
 
 ID_ALPHABET = string.ascii_letters + string.digits
 # Responses parameter names as a chat client knows them, for errors raised by the shared translator.
-CHAT_PARAMS = (("reasoning.effort", "reasoning_effort"), ("text.format", "response_format"),
-               ("text.verbosity", "verbosity"), ("input", "messages"))
+CHAT_PARAMS = (
+    (r"^reasoning\.effort", "reasoning_effort"),
+    (r"^text\.format\.schema", "response_format.json_schema.schema"),
+    (r"^text\.format", "response_format"),
+    (r"^text\.verbosity", "verbosity"),
+    (r"^input\b", "messages"),
+    (r"^(tools\[\d+\])\.parameters", r"\1.function.parameters"),
+)
 
 
 # --- request → Prompt --------------------------------------------------------------------------
@@ -182,10 +189,12 @@ def _output_limit(request: ChatRequest, profile: Profile) -> int | None:
 
 
 def _renamed(error: APIError) -> APIError:
-    for responses_name, chat_name in CHAT_PARAMS:
-        if error.param and (error.param == responses_name or error.param.startswith(responses_name + ".")):
-            error.message = error.message.replace(f"'{responses_name}", f"'{chat_name}")
-            error.param = chat_name + error.param[len(responses_name):]
+    for pattern, chat_name in CHAT_PARAMS:
+        if error.param and re.search(pattern, error.param):
+            renamed = re.sub(pattern, chat_name, error.param)
+            error.message = error.message.replace(f"'{error.param}'", f"'{renamed}'")
+            error.param = renamed
+            break
     return error
 
 
@@ -194,6 +203,7 @@ def build_prompt(request: ChatRequest, profile: Profile, seed: int | None) -> Pr
     limit = _output_limit(request, profile)
     try:
         responses = schema.parse(schema.CreateRequest, responses_body(request))
+        toolspec.check(responses)
         effort, summary = translate.resolve_reasoning(responses, profile)
         items = translate.normalize_items(responses.input, [])
         prompt = translate.build_prompt(responses, profile, items, request.seed if request.seed is not None

@@ -237,6 +237,14 @@ def test_json_object_gives_json(client: openai.OpenAI) -> None:
     ({"model": "gpt-4o", "messages": USER, "stream_options": {"include_usage": True}}, "stream_options",
      "invalid_value"),
     ({"model": "gpt-4o", "messages": USER, "max_tokens": 10_000_000}, "max_tokens", "invalid_value"),
+    ({"model": "gpt-4o", "messages": USER, "tools": [{"type": "function", "function": {
+        "name": "f", "parameters": {"type": "object", "properties": {"a": {"type": "strng"}}}}}]},
+     "tools[0].function.parameters", "invalid_function_parameters"),
+    ({"model": "gpt-4o", "messages": USER, "response_format": {"type": "json_schema", "json_schema": {
+        "name": "x", "strict": True, "schema": {"type": "object", "properties": {"a": {"type": "string"}}}}}},
+     "response_format.json_schema.schema", "invalid_json_schema"),
+    ({"model": "gpt-4o", "messages": USER, "tools": [WEATHER],
+      "tool_choice": {"type": "function", "function": {"name": "nope"}}}, "tool_choice", "invalid_value"),
 ])
 def test_bad_requests_get_the_error_envelope(server: ServerProcess, body: dict[str, Any], param: str,
                                              code: str) -> None:
