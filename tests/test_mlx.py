@@ -146,6 +146,22 @@ def test_reasoning_effort_none_turns_thinking_off(mlx: openai.OpenAI, models: di
     assert off.usage.input_tokens > on.usage.input_tokens  # the template closed an empty thinking block
 
 
+@pytest.mark.parametrize("seed", ["1", "2", "3"])
+def test_json_schema_output_always_parses(mlx: openai.OpenAI, seed: str) -> None:
+    """A random model writes noise; constrained decoding still makes it valid JSON of the schema."""
+    import jsonschema
+
+    schema = {"type": "object", "additionalProperties": False, "required": ["city", "temp_c", "sunny"],
+              "properties": {"city": {"type": "string", "enum": ["Paris", "Rome"]},
+                             "temp_c": {"type": "integer", "minimum": -30, "maximum": 50},
+                             "sunny": {"type": "boolean"}}}
+    response = mlx.responses.create(model="tiny", input="Weather?", max_output_tokens=64, extra_headers={
+        "X-LLMSim-Seed": seed}, text={"format": {"type": "json_schema", "name": "w", "schema": schema,
+                                                 "strict": True}})
+    assert response.status == "completed"
+    jsonschema.validate(json.loads(response.output_text), schema)
+
+
 def test_concurrent_requests_do_not_mix(mlx: openai.OpenAI) -> None:
     """The scripted model keeps its script in the model object: interleaved steps would garble it."""
     triggers = ["<|s_a|>", "<|s_b|>", "<|s_c|>"] * 2

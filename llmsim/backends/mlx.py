@@ -9,6 +9,7 @@ being read (client gone) stops generating at the next token.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Iterator
@@ -24,6 +25,7 @@ from llmsim.backends.mlx_cache import PromptCache
 from llmsim.backends.mlx_chat import to_messages, to_tools
 from llmsim.backends.mlx_models import ModelSpec, resolve
 from llmsim.backends.mlx_parsing import OutputParser, think_markers
+from llmsim.backends.mlx_schema import SchemaProcessor, lltokenizer_for, schema_of
 from llmsim.profiles import Profile, ReasoningSpec
 
 
@@ -55,6 +57,10 @@ class LoadedModel:
     cache: PromptCache
     lock: Semaphore = field(default_factory=Semaphore)
     worker: ThreadPool = field(default_factory=lambda: ThreadPool(1))
+
+    @functools.cached_property
+    def lltokenizer(self) -> Any:
+        return lltokenizer_for(self.tokenizer)
 
 
 
@@ -93,12 +99,12 @@ class MLXBackend:
     def profiles(self) -> list[Profile]:
         return [m.profile for m in self.models.values()]
 
-    def render(self, loaded: LoadedModel, prompt: Prompt) -> tuple[list[int], bool]:
+    def render(self, loaded: LoadedModel, prompt: Prompt, think: bool = True) -> tuple[list[int], bool]:
         """Prompt tokens from the model's chat template, and whether the template opened a thinking block."""
         tools = to_tools(prompt.tools, prompt.tool_choice)
         options: dict[str, Any] = {}
         if thinking_toggle(loaded.tokenizer):
-            options["enable_thinking"] = prompt.reasoning_effort is not None
+            options["enable_thinking"] = think and prompt.reasoning_effort is not None
         text = loaded.tokenizer.apply_chat_template(to_messages(prompt.turns), tools=tools or None,
                                                     add_generation_prompt=True, tokenize=False, **options)
         markers = think_markers(loaded.tokenizer)
@@ -117,17 +123,20 @@ class MLXBackend:
         from mlx_lm import stream_generate
         from mlx_lm.sample_utils import make_logits_processors, make_sampler
 
-        tokens, opened = self.render(loaded, prompt)
+        schema = schema_of(prompt.text_format)  # constrained output: no thinking, no tool markup
+        tokens, opened = self.render(loaded, prompt, think=schema is None)
         room = loaded.profile.context_window - len(tokens)
         if room <= 0:
             raise ValueError(f"the prompt has {len(tokens)} tokens; the context window is "
                              f"{loaded.profile.context_window}")
         limit = min(prompt.max_output_tokens or room, room)
-        parser = OutputParser(think=think_markers(loaded.tokenizer), in_think=opened, tools=bool(prompt.tools),
-                              summary=prompt.reasoning_summary)
+        parser = OutputParser(think=think_markers(loaded.tokenizer) if schema is None else None, in_think=opened,
+                              tools=bool(prompt.tools) and schema is None, summary=prompt.reasoning_summary)
         sampler = make_sampler(prompt.temperature, prompt.top_p, loaded.sampling.min_p,
                                top_k=loaded.sampling.top_k)
         processors = make_logits_processors(repetition_penalty=loaded.sampling.repetition_penalty)
+        if schema is not None:
+            processors.append(SchemaProcessor(loaded.lltokenizer, schema))
         cache, reused = loaded.cache.take(tokens)
         fed = list(tokens)
 
