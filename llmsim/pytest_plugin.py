@@ -59,8 +59,7 @@ class LLMSim:
         """A dict, a path to a YAML/JSON file, or YAML/JSON text; it plays from its first turn."""
         if isinstance(scenario, dict):
             return self._call("PUT", "/scenarios", json=scenario)
-        text = Path(scenario).read_text() if isinstance(scenario, Path) or Path(scenario).is_file() else scenario
-        return self._call("PUT", "/scenarios", content=text, headers={"Content-Type": "application/yaml"})
+        return self._call("PUT", "/scenarios", content=_text(scenario), headers={"Content-Type": "application/yaml"})
 
     def clear_scenario(self) -> None:
         self._call("DELETE", "/scenarios")
@@ -106,6 +105,16 @@ class LLMSim:
         if response.status_code >= 400:
             raise AssertionError(f"LLMSim admin {method} {path}: {response.status_code} {response.text}")
         return json.loads(response.text)
+
+
+def _text(source: str | Path) -> str:
+    """A file's text, or `source` itself when it is not a file's path."""
+    try:
+        return Path(source).read_text() if isinstance(source, Path) or Path(source).is_file() else source
+    except OSError:  # a long YAML string is no file name
+        if isinstance(source, Path):
+            raise
+        return source
 
 
 @pytest.fixture(scope="session")

@@ -4,6 +4,7 @@ set per test and reset between tests, and the requests the server received can b
 from __future__ import annotations
 
 from importlib.metadata import entry_points
+from pathlib import Path
 
 import openai
 import pytest
@@ -47,8 +48,14 @@ def test_fixture_in_a_fresh_pytest_run(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(passed=3)
 
 
-def test_the_handle(llmsim: LLMSim) -> None:
+def test_the_handle(llmsim: LLMSim, tmp_path: Path) -> None:
     assert llmsim.base_url.endswith("/openai/v1")
+    path = tmp_path / "scenario.yaml"
+    path.write_text("turns:\n  - text: from a file\n")
+    for source in (path, str(path)):
+        llmsim.load_scenario(source)
+        assert llmsim.client.responses.create(model="gpt-4o", input="hi").output_text == "from a file"
+    llmsim.clear_scenario()
     llmsim.set_faults("429")
     with pytest.raises(openai.RateLimitError):
         llmsim.client.responses.create(model="gpt-4o", input="hi")

@@ -95,6 +95,14 @@ def test_a_schema_whose_root_is_not_an_object_is_a_400(client: openai.OpenAI) ->
     assert caught.value.code == "invalid_json_schema"
 
 
+def test_a_schema_no_value_satisfies_still_gets_an_answer(client: openai.OpenAI) -> None:
+    schema = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 5, "maximum": 1}},
+              "required": ["n"], "additionalProperties": False}
+    response = client.responses.create(model="gpt-4o", input="hi", text={
+        "format": {"type": "json_schema", "name": "impossible", "schema": schema, "strict": True}})
+    assert response.status == "completed" and isinstance(json.loads(response.output_text)["n"], int)
+
+
 # --- random schemas ---------------------------------------------------------------------------
 
 NAMES = st.from_regex(r"[a-z][a-z_]{0,7}", fullmatch=True)

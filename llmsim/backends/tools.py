@@ -78,11 +78,13 @@ def _score(query: set[str], tool: dict[str, Any]) -> int:
     elif kind == "mcp":
         name = tool.get("server_label", "")
         description = " ".join([tool.get("server_description") or "", *hosted.mcp_tool_names(tool)])
-    else:
-        name, description = "", HOSTED_WORDS.get("web_search" if kind in hosted.WEB_SEARCH_TYPES else kind, "")
-        return 2 * sum(any(_similar(q, w) for q in query) for w in _words(description))
-    hits = lambda words: sum(any(_similar(q, w) for q in query) for w in words)  # noqa: E731
-    return 2 * hits(_words(name)) + hits(_words(description) - _words(name))
+    else:  # a built-in tool: its vocabulary counts like a name
+        name, description = HOSTED_WORDS.get("web_search" if kind in hosted.WEB_SEARCH_TYPES else kind, ""), ""
+    return 2 * _hits(query, _words(name)) + _hits(query, _words(description) - _words(name))
+
+
+def _hits(query: set[str], words: set[str]) -> int:
+    return sum(any(_similar(q, w) for q in query) for w in words)
 
 
 def _refers(ref: dict[str, Any], tool: dict[str, Any]) -> bool:
@@ -111,6 +113,18 @@ def pending(turns: list[Turn]) -> list[Turn]:
             return []
         tail.append(turn)
     return tail[::-1]
+
+
+def _joined(answers: list[hosted.Cited]) -> Say:
+    """One message from several tools' answers, their annotations shifted to the joined text."""
+    text, annotations = "", []
+    for answer in answers:
+        offset = len(text) + (1 if text else 0)
+        text = f"{text} {answer.text}" if text else answer.text
+        for note in answer.annotations:
+            annotations.append({k: v + offset if k in ("start_index", "end_index", "index") else v
+                                for k, v in note.items()})
+    return Say(text, annotations)
 
 
 class Planner:
@@ -169,7 +183,7 @@ class Planner:
         prompt, rng, fake = self.prompt, self.rng, self.fake
         query = last_user_text(prompt.turns) or fake.sentence()
         steps: list[Step] = []
-        answers: list[Say] = []
+        answers: list[hosted.Cited] = []
         for tool in chosen:
             kind = tool["type"]
             if kind == "function":
@@ -196,22 +210,12 @@ class Planner:
                 continue
             steps.append(Hosted(result))
             if result.answer is not None:
-                answers.append(Say(result.answer.text, result.answer.annotations))
-        if any(isinstance(s, Call) or s.result.answer is None for s in steps if not isinstance(s, Say)):
-            return steps  # the client acts next: no answer yet
+                answers.append(result.answer)
         if not steps:
             return [Say()]
-        text = " ".join(a.text or "" for a in answers)
-        annotations, offset = [], 0
-        for answer in answers:
-            for note in answer.annotations:
-                shifted = dict(note)
-                for key in ("start_index", "end_index", "index"):
-                    if key in shifted:
-                        shifted[key] += offset
-                annotations.append(shifted)
-            offset += len(answer.text or "") + 1
-        return steps + [Say(text, annotations)]
+        if len(answers) < len(steps):
+            return steps  # a client-run call or an approval request: the client acts next, no answer yet
+        return steps + [_joined(answers)]
 
     def _scripted_call(self, name: str, arguments: str) -> Call:
         custom = any(t["type"] == "custom" and t.get("name") == name for t in self.prompt.tools)
