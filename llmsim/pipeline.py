@@ -14,7 +14,7 @@ from typing import Any
 
 from llmsim import ids, schema, toolspec, translate
 from llmsim.background import BackgroundRunner, follow
-from llmsim.backends.base import Backend, Delta, Prompt
+from llmsim.backends.base import Backend, Delta, Finish, Prompt, Usage
 from llmsim.errors import APIError, not_found
 from llmsim.events import TERMINAL, EventBuilder
 from llmsim.faults import Admission
@@ -61,9 +61,11 @@ class Pipeline:
         self.scenarios = Player()  # scripted replies (llmsim/scenarios.py); none loaded by default
 
     def create(self, body: Any, *, seed: int | None = None, recent: StoredResponse | None = None,
-               speed: float | None = None, admit: Callable[[Prompt, bool], Admission] | None = None) -> Run:
+               speed: float | None = None, admit: Callable[[Prompt, bool], Admission] | None = None,
+               generate: bool = True) -> Run:
         """`recent`: a response held outside the store (WebSocket mode's connection-local cache) to chain from.
-        `admit`: rate limits and faults (llmsim/api/chaos.py), checked once the prompt is known."""
+        `admit`: rate limits and faults (llmsim/api/chaos.py), checked once the prompt is known.
+        `generate=False` (WebSocket mode's warm-up): a completed response with no output, to chain from."""
         request = schema.parse(schema.CreateRequest, body)
         schema.check_metadata(request.metadata)
         toolspec.check(request)
@@ -84,7 +86,8 @@ class Pipeline:
                                           request.stream_options.include_obfuscation is not False),
         )
         record = StoredResponse(response, items, history)
-        deltas = admission.deltas(self.generate(prompt, speed))
+        deltas = admission.deltas(self.generate(prompt, speed) if generate else
+                                  iter([Finish("stop", Usage(prompt.input_tokens, 0))]))
         if request.background:
             return self._background(builder, deltas, record, request.stream)
         events = admission.events(builder, self._events(builder, deltas, record, request.store), dumps)

@@ -313,3 +313,17 @@ def test_scenarios_script_chat_replies(start_server: Any, tmp_path: Any) -> None
     call = client.chat.completions.create(model="gpt-4o", tools=[WEATHER], messages=[
         {"role": "user", "content": "What is the weather?"}]).choices[0].message.tool_calls[0]
     assert (call.function.name, json.loads(call.function.arguments)) == ("get_weather", {"city": "Oslo", "unit": "c"})
+
+
+def test_streamed_choices_and_logprobs(client: openai.OpenAI) -> None:
+    with client.chat.completions.stream(model="gpt-4o", messages=USER, n=2, seed=4, logprobs=True,
+                                        top_logprobs=2) as stream:
+        chunks = [event.chunk for event in stream if event.type == "chunk"]
+        final = stream.get_final_completion()
+    assert {c.choices[0].index for c in chunks if c.choices} == {0, 1}
+    assert [c.finish_reason for c in final.choices] == ["stop", "stop"]
+    whole = client.chat.completions.create(model="gpt-4o", messages=USER, n=2, seed=4)
+    assert [c.message.content for c in final.choices] == [c.message.content for c in whole.choices]
+    streamed_tokens = [t.token for c in chunks if c.choices and c.choices[0].index == 0 and c.choices[0].logprobs
+                       for t in c.choices[0].logprobs.content]
+    assert "".join(streamed_tokens) == final.choices[0].message.content

@@ -66,6 +66,19 @@ def test_responses_in_sequence_chain_with_store_false(client: openai.OpenAI) -> 
     assert error.error.code == "previous_response_not_found" and error.error.param == "previous_response_id"
 
 
+def test_generate_false_warms_up_a_response_to_chain_from(client: openai.OpenAI) -> None:
+    with client.responses.connect() as connection:
+        connection.response.create(model="gpt-4o", input="Long shared context.", store=False, generate=False)
+        warm = until_terminal(connection)
+        connection.response.create(model="gpt-4o", input="Now answer.", store=False,
+                                   previous_response_id=warm[-1].response.id)
+        answer = until_terminal(connection)[-1].response
+    assert [e.type for e in warm] == ["response.created", "response.in_progress", "response.completed"]
+    assert warm[-1].response.output == [] and warm[-1].response.usage.output_tokens == 0
+    assert answer.status == "completed" and answer.output_text
+    assert answer.usage.input_tokens > warm[-1].response.usage.input_tokens
+
+
 def test_only_the_most_recent_response_is_cached(client: openai.OpenAI) -> None:
     with client.responses.connect() as connection:
         connection.response.create(model="gpt-4o", input="One.", store=False)

@@ -87,12 +87,12 @@ class Session:
         if body.get("background"):
             raise APIError("Background mode is not supported over WebSocket.", param="background",
                            code="unsupported_parameter")
-        if "generate" in body:
-            raise APIError("Unsupported parameter: 'generate' is not supported by this server.", param="generate",
-                           code="unsupported_parameter")
+        generate = body.pop("generate", True)
+        if not isinstance(generate, bool):
+            raise APIError("Invalid type for 'generate': expected a boolean.", param="generate", code="invalid_type")
         body.pop("type")
         run = self.pipeline.create({**body, "stream": True}, seed=self.seed, speed=self.speed, admit=self.admit,
-                                   recent=self.recent)
+                                   recent=self.recent, generate=generate)
         events = run.events
         try:
             for _, data in events:
