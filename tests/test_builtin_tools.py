@@ -7,17 +7,23 @@ from __future__ import annotations
 import base64
 import contextlib
 import io
+import json
 import re
 import struct
 import zlib
 from typing import Any
 
+import httpx
 import openai
 import pytest
 from openai.types.responses import (
-    ResponseCodeInterpreterToolCall, ResponseCustomToolCall, ResponseFileSearchToolCall, ResponseFunctionWebSearch,
+    Response, ResponseCodeInterpreterToolCall, ResponseCustomToolCall, ResponseFileSearchToolCall,
+    ResponseFunctionWebSearch, ResponseStreamEvent,
 )
 from openai.types.responses.response_output_item import ImageGenerationCall, McpApprovalRequest, McpCall, McpListTools
+from pydantic import TypeAdapter
+
+from llmsim.testing import ServerProcess
 
 
 def stream(client: openai.OpenAI, **body: Any) -> tuple[list[Any], Any]:
@@ -166,3 +172,39 @@ def test_custom_tool_with_a_regex_grammar(client: openai.OpenAI) -> None:
 def test_forcing_a_built_in_tool(client: openai.OpenAI, tool: dict[str, Any]) -> None:
     response = client.responses.create(model="gpt-4o", input="hello", tools=[tool], tool_choice={"type": tool["type"]})
     assert response.output[0].type.startswith(tool["type"].split("_")[0]) and response.output[-1].type == "message"
+
+
+ALL_TOOLS = [
+    ({"type": "web_search"}, "Search the web for news", ["web_search_call.action.sources"]),
+    ({"type": "file_search", "vector_store_ids": ["vs_1"]}, "Check my documents", ["file_search_call.results"]),
+    ({"type": "code_interpreter", "container": {"type": "auto"}}, "Calculate this in python",
+     ["code_interpreter_call.outputs"]),
+    ({"type": "image_generation", "partial_images": 1}, "Draw a cat picture", []),
+    ({**MCP, "require_approval": "never"}, "Ask deepwiki", []),
+    (MCP, "Ask deepwiki", []),
+    ({"type": "custom", "name": "shell", "description": "Run a shell command."}, "Run a shell command", []),
+    ({"type": "function", "name": "get_weather", "description": "Weather for a city.",
+      "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}, "Weather in Oslo?", []),
+]
+EVENT = TypeAdapter(ResponseStreamEvent)
+
+
+def _without_ids(output: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in item.items() if k not in ("id", "approval_request_id")} for item in output]
+
+
+@pytest.mark.parametrize(("tool", "text", "include"), ALL_TOOLS, ids=lambda v: v["type"] if isinstance(v, dict) else "")
+def test_streamed_and_plain_agree_and_every_event_is_an_sdk_type(server: ServerProcess, tool: dict[str, Any],
+                                                                 text: str, include: list[str]) -> None:
+    body = {"model": "gpt-4o", "input": text, "tools": [tool], "include": include}
+    headers = {"X-LLMSim-Seed": "7"}
+    plain = httpx.post(f"{server.base_url}/responses", json=body, headers=headers).json()
+    Response.model_validate(plain)
+    with httpx.stream("POST", f"{server.base_url}/responses", json={**body, "stream": True}, headers=headers) as sse:
+        events = [json.loads(line[6:]) for line in sse.iter_lines() if line.startswith("data: ")]
+    for event in events:
+        EVENT.validate_python(event)  # strict: a field the SDK's type lacks or mistypes fails here
+    final = events[-1]["response"]
+    assert events[-1]["type"] == "response.completed" and _without_ids(final["output"]) == _without_ids(plain["output"])
+    done = [e["item"] for e in events if e["type"] == "response.output_item.done"]
+    assert done == final["output"]
