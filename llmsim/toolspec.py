@@ -5,11 +5,15 @@ from __future__ import annotations
 from llmsim import jsongen
 from llmsim.backends.hosted import WEB_SEARCH_TYPES
 from llmsim.errors import APIError
-from llmsim.schema import CreateRequest, FunctionTool, TextFormatJsonSchema
+from llmsim.schema import CreateRequest, FunctionTool, TextFormatJsonObject, TextFormatJsonSchema
 
 
 def check(request: CreateRequest) -> None:
     fmt = request.text.format
+    if isinstance(fmt, TextFormatJsonObject) and not request.previous_response_id and not request.conversation and \
+            "json" not in request.model_dump_json(include={"input", "instructions"}).lower():
+        raise APIError("Response input messages must contain the word 'json' in some form to use 'text.format' of "
+                       "type 'json_object'.", param="input")
     if isinstance(fmt, TextFormatJsonSchema):
         error = jsongen.schema_error(fmt.schema_, strict=bool(fmt.strict), require_object=True)
         if error:

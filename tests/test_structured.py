@@ -54,6 +54,12 @@ def test_json_object_output_is_a_json_object(client: openai.OpenAI) -> None:
     assert isinstance(json.loads(response.output_text), dict)
 
 
+def test_json_object_needs_the_word_json_in_the_input(client: openai.OpenAI) -> None:
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.responses.create(model="gpt-4o", input="Answer please.", text={"format": {"type": "json_object"}})
+    assert "must contain the word 'json'" in caught.value.body["message"] and caught.value.body["param"] == "input"
+
+
 def test_parse_with_a_pydantic_model(client: openai.OpenAI) -> None:
     for seed in range(5):
         parsed = client.responses.parse(model="gpt-4o", input="Weather report please.", text_format=Report,

@@ -3,12 +3,15 @@ the answer after outputs come back, and the streaming events."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 
+import agents
 import jsonschema
 import openai
 import pytest
+from pydantic import BaseModel
 
 from llmsim.testing import ServerProcess
 
@@ -165,3 +168,40 @@ def test_tool_call_rate_makes_unprompted_calls(start_server: Callable[..., Serve
     client = openai.OpenAI(base_url=server.base_url, api_key="sk-test", max_retries=0)
     response = client.responses.create(model="gpt-4o", input="Tell me a short story.", tools=TOOLS)
     assert len(calls(response)) == 1
+
+
+class CityReport(BaseModel):
+    city: str
+    summary: str
+
+
+def test_a_structured_answer_after_tool_outputs_reuses_their_strings(client: openai.OpenAI) -> None:
+    history = [
+        {"role": "user", "content": "Weather report for Paris as JSON."},
+        {"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": '{"city": "Paris"}'},
+        {"type": "function_call_output", "call_id": "call_1", "output": '{"city": "Paris", "summary": "warm"}'},
+    ]
+    parsed = client.responses.parse(model="gpt-4o", input=history, tools=TOOLS, text_format=CityReport)
+    assert parsed.output_parsed == CityReport(city="Paris", summary="warm")
+
+
+def test_the_agents_sdk_streams_a_tool_loop_into_a_structured_output(server: ServerProcess) -> None:
+    agents.set_tracing_disabled(True)
+    seen: list[str] = []
+
+    @agents.function_tool
+    def get_weather(city: str) -> str:
+        """Get the current weather for a city."""
+        seen.append(city)
+        return json.dumps({"city": city, "summary": "sunny"})
+
+    async def run() -> object:
+        model = agents.OpenAIResponsesModel(model="gpt-4o", openai_client=openai.AsyncOpenAI(
+            base_url=server.base_url, api_key="sk-test", max_retries=0))
+        agent = agents.Agent(name="weather", model=model, tools=[get_weather], output_type=CityReport)
+        result = agents.Runner.run_streamed(agent, "What's the weather in Paris?")
+        kinds = [event.type async for event in result.stream_events()]
+        assert "raw_response_event" in kinds
+        return result.final_output
+
+    assert asyncio.run(run()) == CityReport(city="Paris", summary="sunny") and seen == ["Paris"]

@@ -46,7 +46,7 @@ class SimBackend:
         target = rng.randint(low, high)
         steps = Planner(prompt, rng, fake, self.tool_call_rate).plan()
         says = {id(step): encoding.encode_ordinary(step.text if step.text is not None else
-                                                   self._answer(prompt, fake, encoding, target, rng))
+                                                   self._answer(prompt, fake, encoding, target, rng, step.hints))
                 for step in steps if isinstance(step, Say)}
         content = sum(len(says[id(s)]) if isinstance(s, Say) else self._step_tokens(s, encoding) for s in steps)
         planned_reasoning = (
@@ -91,11 +91,12 @@ class SimBackend:
         called = any(isinstance(s, Call) for s in steps)
         yield Finish("length" if truncated else "tool_calls" if called else "stop", usage)
 
-    def _answer(self, prompt: Prompt, fake: Faker, encoding: object, target: int, rng: random.Random) -> str:
+    def _answer(self, prompt: Prompt, fake: Faker, encoding: object, target: int, rng: random.Random,
+                hints: dict[str, str]) -> str:
         """Simulated answer text: JSON when text.format asks for it, prose otherwise."""
         fmt = prompt.text_format
         if fmt.get("type") == "json_schema":
-            return json.dumps(jsongen.generate(fmt["schema"], rng, fake), ensure_ascii=False)
+            return json.dumps(jsongen.generate(fmt["schema"], rng, fake, hints), ensure_ascii=False)
         if fmt.get("type") == "json_object":
             return json.dumps(jsongen.generate(JSON_OBJECT, rng, fake), ensure_ascii=False)
         return self._compose(fake, encoding, target)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import random
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,6 +58,7 @@ class Say:
 
     text: str | None = None
     annotations: list[dict[str, Any]] = field(default_factory=list)
+    hints: dict[str, str] = field(default_factory=dict)  # string values for simulated JSON, by property name
 
 
 Step = Call | Hosted | Say
@@ -148,7 +150,9 @@ class Planner:
         chosen = self._choose(bool([t for t in waiting if t.kind in CLIENT_OUTPUTS]))
         if not chosen:
             outputs = [t for t in waiting if t.kind in CLIENT_OUTPUTS]
-            return steps + [Say(self._from_outputs(outputs) if outputs else None)]
+            if outputs and prompt.text_format.get("type", "text") == "text":
+                return steps + [Say(self._from_outputs(outputs))]
+            return steps + [Say(hints=self._hints(outputs))]  # JSON (as text.format asks) filled from the outputs
         return steps + self._calls(chosen)
 
     # --- choosing -----------------------------------------------------------------------------
@@ -228,13 +232,21 @@ class Planner:
         schema = parameters or {"type": "object", "properties": {}}
         return json.dumps(jsongen.generate(schema, self.rng, self.fake, self._hints()), ensure_ascii=False)
 
-    def _hints(self) -> dict[str, str]:
-        """Argument values taken from the question, as a model would: the place it names, the question itself."""
+    def _hints(self, outputs: Sequence[Turn] = ()) -> dict[str, str]:
+        """String values a model would reuse: the place the question names, the question itself, and the
+        string fields of JSON tool outputs."""
         text = last_user_text(self.prompt.turns).strip()
         hints = dict.fromkeys(("query", "q", "question", "prompt"), text) if text else {}
         places = re.findall(r"\b(?:in|at|for|from|to|near) ((?:[A-Z][\w'-]+)(?: [A-Z][\w'-]+)*)", text)
         if places:
             hints.update(dict.fromkeys(("city", "location", "place", "town"), places[0]))
+        for turn in outputs:
+            try:
+                data = json.loads(turn.text)
+            except ValueError:
+                continue
+            if isinstance(data, dict):
+                hints.update({k.lower(): v for k, v in data.items() if isinstance(v, str)})
         return hints
 
     def _custom_input(self, tool: dict[str, Any]) -> str:
