@@ -8,6 +8,7 @@ worker process can follow a running response's events or cancel it. Workers are
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -19,13 +20,45 @@ from llmsim.store import FINAL_STATUSES, ResponseStore, SerializedEvent, StoredR
 log = logging.getLogger("llmsim")
 POLL_SECONDS = 0.02  # how often a follower looks for new events of a running response
 CANCEL_WAIT_SECONDS = 5.0  # how long a cancel waits for the response's worker to stop it
+ORPHAN_CHECK_SECONDS = 1.0  # how long a follower waits without news before checking its worker is alive
 
 Serialize = Callable[[dict[str, Any]], SerializedEvent]
+
+
+def this_worker() -> str:
+    """This process's id, read when asked: the master imports this module before forking its workers."""
+    return str(os.getpid())
+
+
+def alive(worker: str) -> bool:
+    """Whether the process that runs a background response still runs (SQLite is one machine's)."""
+    try:
+        os.kill(int(worker), 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, ValueError):
+        return True
+    try:  # a killed worker whose parent died too can linger as a zombie nobody reaps
+        with open(f"/proc/{int(worker)}/stat") as stat:
+            return stat.read().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+def settle_orphan(store: ResponseStore, record: StoredResponse) -> StoredResponse:
+    """A response whose worker process died (kill -9, say) will never finish: it fails, so nobody waits forever."""
+    if record.status in FINAL_STATUSES or record.worker is None or alive(record.worker):
+        return record
+    record.response = {**record.response, "status": "failed", "error": {
+        "code": "server_error", "message": "The server stopped while generating this response."}}
+    store.append(record.id, [], record.response, force=True)
+    return record
 
 
 def follow(store: ResponseStore, response_id: str, after: int = -1,
            poll_seconds: float = POLL_SECONDS) -> Iterator[SerializedEvent]:
     """The stored events of a response past sequence number `after`, waiting for more until it is final."""
+    quiet_since = time.monotonic()
     while True:
         state = store.tail(response_id, after)
         if state is None:  # deleted or expired meanwhile
@@ -35,8 +68,15 @@ def follow(store: ResponseStore, response_id: str, after: int = -1,
         after += len(events)
         if status in FINAL_STATUSES and not events:
             return
-        if not events:
-            time.sleep(poll_seconds)
+        if events:
+            quiet_since = time.monotonic()
+            continue
+        if time.monotonic() - quiet_since > ORPHAN_CHECK_SECONDS:
+            record = store.get(response_id)
+            if record is not None:
+                settle_orphan(store, record)
+            quiet_since = time.monotonic()
+        time.sleep(poll_seconds)
 
 
 def cancel(store: ResponseStore, response_id: str, wait_seconds: float = CANCEL_WAIT_SECONDS,

@@ -7,12 +7,13 @@ and, once drained, the final Response. Storing happens when the stream ends.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from llmsim import ids, schema, toolspec, translate
+from llmsim import background, ids, schema, toolspec, translate
 from llmsim.background import BackgroundRunner, follow
 from llmsim.backends.base import Backend, Delta, Finish, Prompt, Usage
 from llmsim.errors import APIError, not_found
@@ -54,8 +55,8 @@ class Pipeline:
         self.catalog = catalog
         self.backend = backend
         self.store = store
-        self.conversations = conversations or MemoryConversations()
-        self.background = BackgroundRunner(store, lambda event: (event["type"], dumps(event)))
+        self.conversations = MemoryConversations() if conversations is None else conversations  # empty is falsy
+        self.runner = BackgroundRunner(store, lambda event: (event["type"], dumps(event)))
         self.seed = seed
         self.pacer = pacer or Pacer(speed=0.0)
         self.scenarios = Player()  # scripted replies (llmsim/scenarios.py); none loaded by default
@@ -150,9 +151,9 @@ class Pipeline:
                     ) -> Run:
         """Answer at once with the queued response; a worker generates it, the store carries its events."""
         queued = [(event["type"], dumps(event)) for event in builder.queue()]
-        self.store.put(StoredResponse(copy.deepcopy(builder.response), record.input_items, record.history, queued))
-        self.background.submit(builder.detached(), deltas, lambda response: self._add_turn(record.input_items,
-                                                                                           response))
+        self.store.put(StoredResponse(copy.deepcopy(builder.response), record.input_items, record.history, queued,
+                                      worker=background.this_worker()))
+        self.runner.submit(builder.detached(), deltas, functools.partial(self._add_turn, record.input_items))
         events = follow(self.store, builder.response["id"]) if stream else iter(list(queued))
         return Run(builder, events, stream, record)
 

@@ -82,7 +82,7 @@ def create() -> ResponseReturnValue:
 
 @bp.get("/responses/<response_id>")
 def retrieve(response_id: str) -> ResponseReturnValue:
-    record = _stored(response_id)
+    record = background.settle_orphan(services().pipeline.store, _stored(response_id))
     if not bool_arg("stream"):
         return jsonify(record.response), _cost_headers(record.response)
     after = int_arg("starting_after", -1, low=-1)

@@ -19,6 +19,7 @@ class StoredResponse:
     input_items: list[dict[str, Any]]
     history: list[dict[str, Any]] = field(default_factory=list)  # items before this response's input
     events: list[SerializedEvent] = field(default_factory=list)  # stream events so far, in order
+    worker: str | None = None  # the process generating it, for a background response
 
     @property
     def id(self) -> str:

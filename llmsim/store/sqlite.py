@@ -22,7 +22,7 @@ SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
     id TEXT PRIMARY KEY, stored_at REAL NOT NULL, status TEXT NOT NULL,
     response TEXT NOT NULL, input_items TEXT NOT NULL, history TEXT NOT NULL,
-    stopping INTEGER NOT NULL DEFAULT 0);
+    stopping INTEGER NOT NULL DEFAULT 0, worker TEXT);
 CREATE INDEX IF NOT EXISTS responses_by_age ON responses (stored_at);
 CREATE TABLE IF NOT EXISTS events (
     response_id TEXT NOT NULL REFERENCES responses (id) ON DELETE CASCADE,
@@ -117,22 +117,23 @@ class SQLiteStore:
             return
         with self.db.write() as conn:
             conn.execute("DELETE FROM responses WHERE id = ?", (record.id,))
-            conn.execute("INSERT INTO responses VALUES (?, ?, ?, ?, ?, ?, 0)",
+            conn.execute("INSERT INTO responses VALUES (?, ?, ?, ?, ?, ?, 0, ?)",
                          (record.id, self.limits.clock(), record.status, _dumps(record.response),
-                          _dumps(record.input_items), _dumps(record.history)))
+                          _dumps(record.input_items), _dumps(record.history), record.worker))
             conn.executemany("INSERT INTO events VALUES (?, ?, ?, ?)",
                              [(record.id, seq, kind, data) for seq, (kind, data) in enumerate(record.events)])
             self.limits.enforce(conn)
 
     def get(self, response_id: str) -> StoredResponse | None:
         with self.db.read() as conn:
-            row = conn.execute("SELECT response, input_items, history FROM responses WHERE id = ? AND stored_at > ?",
-                               (response_id, self.limits.horizon())).fetchone()
+            row = conn.execute("SELECT response, input_items, history, worker FROM responses "
+                               "WHERE id = ? AND stored_at > ?", (response_id, self.limits.horizon())).fetchone()
             if row is None:
                 return None
             events = conn.execute("SELECT type, data FROM events WHERE response_id = ? ORDER BY seq",
                                   (response_id,)).fetchall()
-        return StoredResponse(json.loads(row[0]), json.loads(row[1]), json.loads(row[2]), [tuple(e) for e in events])
+        return StoredResponse(json.loads(row[0]), json.loads(row[1]), json.loads(row[2]), [tuple(e) for e in events],
+                              row[3])
 
     def delete(self, response_id: str) -> bool:
         with self.db.write() as conn:
