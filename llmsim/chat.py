@@ -34,6 +34,8 @@ CHAT_PARAMS = (
     (r"^input\b", "messages"),
     (r"^(tools\[\d+\])\.parameters", r"\1.function.parameters"),
 )
+# ... and as the translator's messages name them.
+CHAT_WORDS = (("'text.format'", "'response_format'"), ("Response input messages", "'messages'"))
 
 
 # --- request → Prompt --------------------------------------------------------------------------
@@ -76,7 +78,7 @@ def _user_part(part: Any) -> dict[str, Any]:
 def input_items(request: ChatRequest) -> list[dict[str, Any]]:
     """The messages as Responses input items: what the translator and the backends read."""
     items: list[dict[str, Any]] = []
-    for message in request.messages:
+    for i, message in enumerate(request.messages):
         if isinstance(message, SystemMessage):
             items.append({"type": "message", "role": message.role, "content": _text(message.content)})
         elif isinstance(message, UserMessage):
@@ -85,6 +87,9 @@ def input_items(request: ChatRequest) -> list[dict[str, Any]]:
             items.append({"type": "message", "role": "user", "content": content})
         elif isinstance(message, AssistantMessage):
             text = _text(message.content) or message.refusal or ""
+            if message.content is None and not (message.refusal or message.tool_calls or message.function_call):
+                raise APIError("Invalid value for 'content': expected a string, got null.",
+                               param=f"messages[{i}].content", code="invalid_value")
             if text:
                 items.append({"type": "message", "role": "assistant", "content": text})
             for call in message.tool_calls or []:
@@ -195,6 +200,8 @@ def _renamed(error: APIError) -> APIError:
             error.message = error.message.replace(f"'{error.param}'", f"'{renamed}'")
             error.param = renamed
             break
+    for responses_words, chat_words in CHAT_WORDS:
+        error.message = error.message.replace(responses_words, chat_words)
     return error
 
 
@@ -345,11 +352,12 @@ class Completion:
         self.id = "chatcmpl-" + "".join(secrets.choice(ID_ALPHABET) for _ in range(29))
         self.created = int(time.time())
         self.model = profile.echo_name
-        self.service_tier = "default" if request.service_tier in (None, "auto") else request.service_tier
+        tier = request.service_tier
+        self.service_tier = "default" if tier in (None, "auto") else "priority" if tier == "fast" else tier
         self.fingerprint = "fp_" + secrets.token_hex(5)
         options = request.stream_options
         self.include_usage = bool(options and options.include_usage)
-        self.obfuscate = not (options and options.include_obfuscation is False)
+        self.obfuscate = bool(request.stream) and not (options and options.include_obfuscation is False)
         self.choices: list[Choice] = []
 
     def _choice(self, index: int) -> Choice:

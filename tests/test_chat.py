@@ -218,9 +218,12 @@ def test_parse_with_a_json_schema(client: openai.OpenAI) -> None:
 
 
 def test_json_object_gives_json(client: openai.OpenAI) -> None:
-    completion = client.chat.completions.create(model="gpt-4o", messages=USER,
-                                                response_format={"type": "json_object"})
+    completion = client.chat.completions.create(model="gpt-4o", response_format={"type": "json_object"}, messages=[
+        {"role": "user", "content": "Describe the sea as JSON."}])
     assert isinstance(json.loads(completion.choices[0].message.content), dict)
+    with pytest.raises(openai.BadRequestError) as error:  # the real API asks for the word in the messages
+        client.chat.completions.create(model="gpt-4o", messages=USER, response_format={"type": "json_object"})
+    assert error.value.body["param"] == "messages" and "'response_format'" in error.value.body["message"]
 
 
 @pytest.mark.parametrize("body, param, code", [
@@ -231,6 +234,7 @@ def test_json_object_gives_json(client: openai.OpenAI) -> None:
     ({"model": "gpt-4o", "messages": [{"role": "tool", "content": "x"}]}, "messages[0].tool_call_id",
      "missing_required_parameter"),
     ({"model": "gpt-4o", "messages": []}, "messages", "empty_array"),
+    ({"model": "gpt-4o", "messages": [{"role": "assistant"}]}, "messages[0].content", "invalid_value"),
     ({"model": "gpt-4o"}, "messages", "missing_required_parameter"),
     ({"model": "gpt-4o", "messages": USER, "n": 0}, "n", "integer_below_min_value"),
     ({"model": "gpt-4o", "messages": USER, "stop": ["a", "b", "c", "d", "e"]}, "stop", "invalid_value"),

@@ -18,8 +18,8 @@ from flask.blueprints import BlueprintSetupState
 from flask_sock import Sock
 from simple_websocket import ConnectionClosed
 
-from llmsim.api.http import INVALID_JSON, services
 from llmsim.api.chaos import gate
+from llmsim.api.http import INVALID_JSON, services
 from llmsim.api.responses import _seed, _speed
 from llmsim.backends.base import Prompt
 from llmsim.errors import APIError
@@ -108,6 +108,7 @@ class Session:
 
 
 def client_event(message: str | bytes) -> dict[str, Any]:
+    """A client event as a dict, or the error the real API answers a malformed one with."""
     try:
         body = json.loads(message)
     except (ValueError, UnicodeDecodeError):
@@ -115,12 +116,12 @@ def client_event(message: str | bytes) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise APIError("Invalid client event: expected a JSON object.", code="invalid_type")
     kind = body.get("type")
+    if kind is None:
+        raise APIError("Missing required parameter: 'type'.", param="type", code="missing_required_parameter")
     if kind not in CLIENT_EVENTS:
         supported = ", ".join(f"'{k}'" for k in CLIENT_EVENTS)
-        message = (f"Invalid value: '{kind}'. Supported values are: {supported}." if kind is not None
-                   else "Missing required parameter: 'type'.")
-        raise APIError(message, param="type", code="invalid_value" if kind is not None
-                       else "missing_required_parameter")
+        raise APIError(f"Invalid value: '{kind}'. Supported values are: {supported}.", param="type",
+                       code="invalid_value")
     return body
 
 
