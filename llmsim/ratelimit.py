@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from llmsim.errors import APIError
 
 ORGANIZATION = "org-llmsim"
+EPSILON = 1e-9  # refills are sums of floats: a whole request refilled may read 0.99999...
 DOCS = "Visit https://platform.openai.com/account/rate-limits to learn more."
 
 
@@ -164,7 +165,7 @@ class RateLimiter:
             token_bucket = self._bucket(key, "tokens", limits.tpm, now)
             verdict = Verdict(limits, requests, token_bucket, tokens)
             for kind, bucket, amount in (("requests", requests, 1), ("tokens", token_bucket, tokens)):
-                if bucket is not None and bucket.level < amount:
+                if bucket is not None and bucket.level + EPSILON < amount:
                     verdict.exceeded = kind
                     verdict.retry_after = bucket.wait(amount) if amount <= bucket.capacity else None
                     self.rejected += 1

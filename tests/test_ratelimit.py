@@ -1,0 +1,150 @@
+"""RPM/TPM token buckets: enforced over the window (an injected clock, no waiting) and over the wire."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import openai
+import pytest
+
+from llmsim.ratelimit import Limits, RateLimitConfig, RateLimiter, duration
+from llmsim.testing import ServerProcess
+
+KEY = ("sk-test", "gpt-4o")
+DURATION = re.compile(r"^(\d+ms|(\d+h)?(\d+m)?\d+(\.\d+)?s)$")
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_rpm_is_enforced_over_the_minute() -> None:
+    clock = Clock()
+    limiter = RateLimiter(clock)
+    limits = Limits(rpm=3)
+    assert all(limiter.acquire(KEY, limits, 0).allowed for _ in range(3))
+    rejected = limiter.acquire(KEY, limits, 0)
+    assert rejected.exceeded == "requests" and rejected.retry_after == pytest.approx(20.0)
+    headers = rejected.error("gpt-4o").headers
+    assert headers["retry-after"] == "20" and headers["retry-after-ms"] == "20000"
+    assert headers["x-ratelimit-remaining-requests"] == "0" and headers["x-ratelimit-reset-requests"] == "1m0s"
+    clock.now = 1019.9
+    assert not limiter.acquire(KEY, limits, 0).allowed
+    clock.now = 1020.0
+    assert limiter.acquire(KEY, limits, 0).allowed  # one request's worth refilled, no more
+    assert not limiter.acquire(KEY, limits, 0).allowed
+    clock.now += 60
+    verdict = limiter.acquire(KEY, limits, 0)
+    assert verdict.headers() == {"x-ratelimit-limit-requests": "3", "x-ratelimit-remaining-requests": "2",
+                                 "x-ratelimit-reset-requests": "20s"}
+    assert limiter.rejected == 3
+
+
+def test_tpm_is_enforced_and_settled_to_real_usage() -> None:
+    clock = Clock()
+    limiter = RateLimiter(clock)
+    limits = Limits(tpm=1200)
+    assert limiter.acquire(KEY, limits, 700).allowed
+    rejected = limiter.acquire(KEY, limits, 700)
+    assert rejected.exceeded == "tokens" and rejected.retry_after == pytest.approx(10.0)  # 200 more at 20/s
+    error = rejected.error("gpt-4o")
+    assert error.status == 429 and error.type == "tokens" and error.code == "rate_limit_exceeded"
+    assert "on tokens per min (TPM): Limit 1200, Used 700, Requested 700. Please try again in 10s." in error.message
+    limiter.settle(KEY, limits, -400)  # the response used 400 tokens less than it reserved
+    assert limiter.acquire(KEY, limits, 700).allowed
+    verdict = limiter.acquire(KEY, limits, 100)
+    assert verdict.headers()["x-ratelimit-remaining-tokens"] == "100"
+    assert verdict.headers()["x-ratelimit-reset-tokens"] == "55s"
+
+
+def test_a_request_larger_than_the_limit_is_rejected_without_retry_after() -> None:
+    verdict = RateLimiter(Clock()).acquire(KEY, Limits(tpm=100), 500)
+    error = verdict.error("gpt-4o")
+    assert verdict.retry_after is None and "retry-after" not in error.headers
+    assert error.message.startswith("Request too large for gpt-4o")
+
+
+def test_buckets_are_per_api_key_and_model() -> None:
+    limiter = RateLimiter(Clock())
+    limits = Limits(rpm=1)
+    assert limiter.acquire(("a", "gpt-4o"), limits, 0).allowed
+    assert not limiter.acquire(("a", "gpt-4o"), limits, 0).allowed
+    assert limiter.acquire(("b", "gpt-4o"), limits, 0).allowed
+    assert limiter.acquire(("a", "gpt-5"), limits, 0).allowed
+    limiter.reset()
+    assert limiter.acquire(("a", "gpt-4o"), limits, 0).allowed
+
+
+def test_limits_resolve_config_model_then_profile_then_defaults() -> None:
+    config = RateLimitConfig(rpm=10, tpm=1000, models={"gpt-4o": Limits(rpm=5)})
+    assert config.resolve(("gpt-4o",), Limits(rpm=7, tpm=700)) == Limits(rpm=5, tpm=700)
+    assert config.resolve(("gpt-5",), Limits(rpm=7)) == Limits(rpm=7, tpm=1000)
+    assert config.resolve(("gpt-5",)) == Limits(rpm=10, tpm=1000)
+    assert not RateLimitConfig().resolve(("gpt-5",))
+
+
+@pytest.mark.parametrize("seconds, text", [(0, "0s"), (0.0004, "1ms"), (0.12, "120ms"), (1.5, "1.5s"), (20, "20s"),
+                                           (360, "6m0s"), (86.4, "1m26.4s"), (3723, "1h2m3s")])
+def test_durations_use_the_api_format(seconds: float, text: str) -> None:
+    assert duration(seconds) == text
+
+
+def test_rpm_over_the_wire(start_server: Callable[..., ServerProcess]) -> None:
+    server = start_server("--rpm", "2")
+    client = openai.OpenAI(base_url=server.base_url, api_key="sk-one", max_retries=0)
+    first = client.responses.with_raw_response.create(model="gpt-4o", input="hi")
+    assert first.status_code == 200
+    assert first.headers["x-ratelimit-limit-requests"] == "2"
+    assert first.headers["x-ratelimit-remaining-requests"] == "1"
+    assert DURATION.match(first.headers["x-ratelimit-reset-requests"])
+    assert "x-ratelimit-limit-tokens" not in first.headers  # no TPM limit set
+    with client.responses.with_streaming_response.create(model="gpt-4o", input="hi", stream=True) as second:
+        assert second.headers["x-ratelimit-remaining-requests"] == "0"  # streams carry them too
+    with pytest.raises(openai.RateLimitError) as caught:
+        client.responses.create(model="gpt-4o", input="hi")
+    assert caught.value.code == "rate_limit_exceeded" and caught.value.body["type"] == "requests"  # type: ignore[index]
+    headers = caught.value.response.headers
+    assert 0 < int(headers["retry-after-ms"]) <= 30_000 and int(headers["retry-after"]) >= 1
+    assert headers["x-ratelimit-remaining-requests"] == "0"
+    assert "on requests per min (RPM): Limit 2, Used 2, Requested 1" in caught.value.message
+    other_key = openai.OpenAI(base_url=server.base_url, api_key="sk-two", max_retries=0)
+    assert other_key.responses.create(model="gpt-4o", input="hi").status == "completed"
+    assert client.responses.create(model="gpt-4.1", input="hi").status == "completed"  # per model too
+    with pytest.raises(openai.BadRequestError):  # a request that fails validation takes nothing
+        client.responses.create(model="gpt-4o", input="hi", temperature=9)
+    models = client.models.with_raw_response.list()
+    assert "x-ratelimit-limit-requests" not in models.headers  # only generating endpoints are limited
+
+
+def test_tpm_over_the_wire(start_server: Callable[..., ServerProcess]) -> None:
+    server = start_server("--tpm", "100")
+    client = openai.OpenAI(base_url=server.base_url, api_key="sk-test", max_retries=0)
+    raw = client.responses.with_raw_response.create(model="gpt-4o", input="hi", max_output_tokens=60)
+    response = raw.parse()
+    assert raw.headers["x-ratelimit-limit-tokens"] == "100"
+    reserved = response.usage.input_tokens + 60
+    assert raw.headers["x-ratelimit-remaining-tokens"] == str(100 - reserved)
+    with pytest.raises(openai.RateLimitError) as caught:  # the first used > 24 output tokens: < 68 are left
+        client.responses.create(model="gpt-4o", input="hi", max_output_tokens=60)
+    assert caught.value.body["type"] == "tokens"  # type: ignore[index]
+    assert "tokens per min (TPM): Limit 100" in caught.value.message
+    with pytest.raises(openai.RateLimitError) as too_large:
+        client.responses.create(model="gpt-4o", input="hi", max_output_tokens=500)
+    assert "Request too large" in too_large.value.message
+
+
+def test_profile_limits(start_server: Callable[..., ServerProcess], tmp_path: Path) -> None:
+    directory = tmp_path
+    (directory / "limited.yaml").write_text("models:\n  - id: limited-model\n    rate_limits: {rpm: 1}\n")
+    server = start_server("--profiles-dir", str(directory))
+    client = openai.OpenAI(base_url=server.base_url, api_key="sk-test", max_retries=0)
+    assert client.responses.create(model="limited-model", input="hi").status == "completed"
+    with pytest.raises(openai.RateLimitError):
+        client.responses.create(model="limited-model", input="hi")
+    assert client.responses.create(model="gpt-4o", input="hi").status == "completed"
