@@ -207,7 +207,8 @@ class Generator:
             text = self.hints[hint.lower()]
         else:
             provider = _NAME_HINTS.get(hint.lower())
-            text = str(getattr(self.fake, provider)()) if provider else " ".join(self.fake.words(self.rng.randint(1, 3)))
+            words = self.rng.randint(1, 3)
+            text = str(getattr(self.fake, provider)()) if provider else " ".join(self.fake.words(words))
         if high is not None and len(text) > high and "pattern" not in schema:
             text = text[:high]
         if len(text) < low and "pattern" not in schema:

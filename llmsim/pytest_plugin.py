@@ -131,7 +131,7 @@ def llmsim_server(llmsim_flags: tuple[str, ...]) -> Iterator[ServerProcess]:
 
 @pytest.fixture
 def llmsim(llmsim_server: ServerProcess, llmsim_flags: tuple[str, ...]) -> Iterator[LLMSim]:
-    admin_key = next((b for a, b in zip(llmsim_flags, llmsim_flags[1:]) if a == "--admin-key"), None)
+    admin_key = next((b for a, b in zip(llmsim_flags, llmsim_flags[1:], strict=False) if a == "--admin-key"), None)
     handle = LLMSim(llmsim_server, admin_key)
     handle.reset()
     try:

@@ -32,7 +32,8 @@ def test_turns_play_in_order_then_the_simulator_answers(llmsim: LLMSim) -> None:
     assert [entry["step"] for entry in llmsim.transcript] == ["turns[0]", "turns[1]", None]
 
 
-@pytest.mark.parametrize(("policy", "expected"), [("repeat_last", ["a", "b", "b", "b"]), ("cycle", ["a", "b", "a", "b"])])
+@pytest.mark.parametrize(("policy", "expected"),
+                         [("repeat_last", ["a", "b", "b", "b"]), ("cycle", ["a", "b", "a", "b"])])
 def test_exhaustion_policies(llmsim: LLMSim, policy: str, expected: list[str]) -> None:
     llmsim.load_scenario({"turns": [{"text": "a"}, {"text": "b"}], "on_exhausted": policy})
     assert [ask(llmsim).output_text for _ in expected] == expected
@@ -65,8 +66,8 @@ def test_rules_match_on_input_model_metadata_and_turn(llmsim: LLMSim) -> None:
 def test_a_scripted_tool_loop(llmsim: LLMSim) -> None:
     llmsim.load_scenario({"rules": [
         {"match": {"tool_output_contains": "sunny"}, "text": "It is sunny in Paris."},
-        {"match": {"input_contains": "weather"}, "tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}],
-         "times": 1},
+        {"match": {"input_contains": "weather"}, "times": 1,
+         "tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]},
     ]})
     first = ask(llmsim, "What's the weather?", tools=[WEATHER])
     [call] = first.output

@@ -50,7 +50,8 @@ def test_json_schema_output_validates(client: openai.OpenAI) -> None:
 
 
 def test_json_object_output_is_a_json_object(client: openai.OpenAI) -> None:
-    response = client.responses.create(model="gpt-4o", input="Answer in JSON.", text={"format": {"type": "json_object"}})
+    response = client.responses.create(model="gpt-4o", input="Answer in JSON.",
+                                       text={"format": {"type": "json_object"}})
     assert isinstance(json.loads(response.output_text), dict)
 
 
@@ -82,7 +83,8 @@ def test_an_invalid_schema_is_the_real_apis_400(client: openai.OpenAI) -> None:
                                 text={"format": {"type": "json_schema", "name": "bad", "schema": bad}})
     error = caught.value
     assert error.status_code == 400 and error.code == "invalid_json_schema"
-    assert error.body["param"] == "text.format.schema" and error.body["message"].startswith("Invalid schema for response_format 'bad'")
+    assert error.body["param"] == "text.format.schema"
+    assert error.body["message"].startswith("Invalid schema for response_format 'bad'")
 
 
 def test_strict_requires_every_property_required(client: openai.OpenAI) -> None:

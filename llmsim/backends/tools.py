@@ -147,13 +147,13 @@ class Planner:
         approvals = [json.loads(t.text) for t in waiting if t.kind == "mcp_approval_response"]
         if approvals:
             return steps + self._approved(approvals)
-        chosen = self._choose(bool([t for t in waiting if t.kind in CLIENT_OUTPUTS]))
-        if not chosen:
-            outputs = [t for t in waiting if t.kind in CLIENT_OUTPUTS]
-            if outputs and prompt.text_format.get("type", "text") == "text":
-                return steps + [Say(self._from_outputs(outputs))]
-            return steps + [Say(hints=self._hints(outputs))]  # JSON (as text.format asks) filled from the outputs
-        return steps + self._calls(chosen)
+        outputs = [t for t in waiting if t.kind in CLIENT_OUTPUTS]
+        chosen = self._choose(answered=bool(outputs))
+        if chosen:
+            return steps + self._calls(chosen)
+        if outputs and prompt.text_format.get("type", "text") == "text":
+            return steps + [Say(self._from_outputs(outputs))]
+        return steps + [Say(hints=self._hints(outputs))]  # prose, or JSON (as text.format asks) using the outputs
 
     # --- choosing -----------------------------------------------------------------------------
 
@@ -273,9 +273,10 @@ class Planner:
     def _mcp_list(self) -> list[Step]:
         """Servers whose tools are not listed in the conversation yet get an mcp_list_tools item first."""
         listed = {json.loads(t.text).get("server_label") for t in self.prompt.turns if t.kind == "mcp_list_tools"}
-        return [Hosted(hosted.HostedResult(hosted.mcp_list_tools(tool, self.fake)))
-                for tool in self.prompt.tools
-                if tool["type"] == "mcp" and tool.get("server_label") not in listed and self.prompt.tool_choice != "none"]
+        if self.prompt.tool_choice == "none":
+            return []
+        return [Hosted(hosted.HostedResult(hosted.mcp_list_tools(tool, self.fake))) for tool in self.prompt.tools
+                if tool["type"] == "mcp" and tool.get("server_label") not in listed]
 
     def _mcp_pick(self, tool: dict[str, Any], query: str) -> str:
         names = hosted.mcp_tool_names(tool)
