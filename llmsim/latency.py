@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import random
+from functools import cached_property
 from statistics import NormalDist
 from typing import Literal
 
@@ -45,7 +46,7 @@ class Distribution(BaseModel):
             raise ValueError(f"max ({self.max}) is below min ({self.min})")
         return self
 
-    @property
+    @cached_property
     def _params(self) -> tuple[float, float]:
         """(mu, sigma) of the normal, or of the underlying normal for a lognormal."""
         if self.kind == "normal":

@@ -36,8 +36,11 @@ class ModelLoad:
         self._slots = threading.BoundedSemaphore(concurrency.max_sequences) if concurrency else None
 
     @contextmanager
-    def slot(self) -> Iterator[None]:
-        if self._slots is not None:
+    def slot(self) -> Iterator[bool]:
+        """Hold one of the model's sequences; yields whether the request had to queue for it."""
+        queued = False
+        if self._slots is not None and not self._slots.acquire(blocking=False):
+            queued = True
             self.waiting += 1
             try:
                 self._slots.acquire()
@@ -45,7 +48,7 @@ class ModelLoad:
                 self.waiting -= 1
         self.running += 1
         try:
-            yield
+            yield queued
         finally:
             self.running -= 1
             if self._slots is not None:
@@ -76,12 +79,13 @@ class Pacer:
         if load is None or load.concurrency != timing.concurrency:
             load = self.loads[name] = ModelLoad(timing.concurrency)
         rng = random.Random(f"llmsim-pacing:{prompt.seed}") if prompt.seed is not None else random.Random()
-        return self._paced(deltas, timing, load, rng, speed, prompt.input_tokens)
+        return self._paced(deltas, timing, load, rng, speed, prompt.input_tokens, self.clock())
 
     def _paced(self, deltas: Iterator[Delta], timing: Timing, load: ModelLoad, rng: random.Random, speed: float,
-               input_tokens: int) -> Iterator[Delta]:
-        with load.slot():
-            schedule = self.clock()
+               input_tokens: int, start: float) -> Iterator[Delta]:
+        """`start`: when the request was ready; the TTFT counts from there, or from leaving the queue."""
+        with load.slot() as queued:
+            schedule = self.clock() if queued else start
             first = True
             for delta in deltas:
                 ms = delay_ms(delta, timing, rng, first)

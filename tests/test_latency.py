@@ -250,3 +250,29 @@ def test_each_model_has_its_own_queue() -> None:
     a = pacer.pace(iter([TextDelta("a"), FINISH]), prompt(timing, model="one"))
     b = pacer.pace(iter([TextDelta("b"), FINISH]), prompt(timing, model="two"))
     assert next(a).text == "a" and next(b).text == "b"  # the second would block forever if the queue were shared
+
+
+def test_the_ttft_counts_from_when_the_request_was_ready_or_left_the_queue() -> None:
+    log: list = []
+    fake = FakeTime(log)
+    pacer = Pacer(1, sleep=fake.sleep, clock=fake.clock)
+    deltas = pacer.pace(iter([TextDelta("a"), FINISH]), prompt(TIMING))
+    fake.now += 0.030  # 30 ms go by writing the first events before the first delta is asked for
+    drain(deltas, log)
+    assert log[0] == ("sleep", 70)
+
+    queued_timing = TIMING.model_copy(update={"concurrency": Concurrency(max_sequences=1)})
+    holder = pacer.pace(iter([TextDelta("a"), FINISH]), prompt(queued_timing))
+    next(holder)
+    log.clear()
+    waiter = threading.Thread(target=drain, args=(pacer.pace(iter([TextDelta("b"), FINISH]), prompt(queued_timing)),
+                                                  log))
+    waiter.start()
+    deadline = time.monotonic() + 30
+    while pacer.loads["m"].waiting == 0:
+        assert time.monotonic() < deadline, "the request never queued"
+        time.sleep(0.001)
+    fake.now += 0.030  # 30 ms in the queue
+    holder.close()
+    waiter.join(timeout=30)
+    assert log[0] == ("sleep", 100)  # the whole TTFT, after the queue

@@ -1,0 +1,125 @@
+"""The load generator: closed-loop clients on aiohttp, several processes when one client core is not enough.
+
+Each client sends one request, reads the whole answer, and sends the next, until the
+window ends. Streams are timed as bytes arrive: TTFT is the first `output_text.delta`
+event after the request was sent, inter-token gaps are between consecutive ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+
+DELTA = b"event: response.output_text.delta\n"
+
+
+@dataclass
+class Sample:
+    """One request, times in seconds from the run's start; filled in as its bytes arrive."""
+
+    start: float
+    end: float | None = None  # None: still running when the window closed
+    ok: bool = False
+    ttft: float | None = None  # when the first text delta arrived
+    deltas: list[float] = field(default_factory=list)  # when each text delta arrived (the first included)
+
+    @property
+    def latency_ms(self) -> float:
+        return ((self.end or self.start) - self.start) * 1000
+
+    @property
+    def ttft_ms(self) -> float | None:
+        return None if self.ttft is None else (self.ttft - self.start) * 1000
+
+    def gaps_ms(self, after: float, before: float) -> list[float]:
+        """Inter-token gaps whose second token arrived inside [after, before]."""
+        return [(b - a) * 1000 for a, b in zip(self.deltas, self.deltas[1:]) if after <= b <= before]
+
+
+@dataclass
+class Plan:
+    url: str
+    body: dict[str, Any]
+    headers: dict[str, str]
+    clients: int
+    warmup: float  # clients start spread over this many seconds; samples count only after it
+    window: float  # seconds measured after the warm-up
+    stream: bool
+
+
+async def _request(session: aiohttp.ClientSession, plan: Plan, origin: float, sample: Sample) -> None:
+    try:
+        async with session.post(plan.url, json=plan.body, headers=plan.headers) as response:
+            if plan.stream:
+                tail = b""
+                async for chunk in response.content.iter_any():
+                    now = time.perf_counter() - origin
+                    data = tail + chunk
+                    sample.deltas.extend([now] * data.count(DELTA))
+                    if sample.ttft is None and sample.deltas:
+                        sample.ttft = now
+                    tail = data[-len(DELTA) + 1:]
+                sample.ok = response.status == 200 and bool(sample.deltas)
+            else:
+                await response.read()
+                sample.ok = response.status == 200
+    except aiohttp.ClientError:
+        sample.ok = False
+    sample.end = time.perf_counter() - origin
+
+
+async def _client(index: int, plan: Plan, origin: float, samples: list[Sample], open_streams: list[int]) -> None:
+    await asyncio.sleep(plan.warmup * index / max(1, plan.clients))
+    deadline = origin + plan.warmup + plan.window
+    connector = aiohttp.TCPConnector(limit=1)
+    async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=None)) as session:
+        while (left := deadline - time.perf_counter()) > 0:
+            sample = Sample(time.perf_counter() - origin)
+            samples.append(sample)
+            open_streams[0] += 1
+            try:
+                await asyncio.wait_for(_request(session, plan, origin, sample), left)
+            except asyncio.TimeoutError:
+                break  # the window closed mid-request: what arrived so far still counts
+            finally:
+                open_streams[0] -= 1
+
+
+async def _watch(plan: Plan, origin: float, open_streams: list[int], seen: list[int]) -> None:
+    """Open requests, sampled every 100 ms during the measured window."""
+    await asyncio.sleep(plan.warmup)
+    while time.perf_counter() < origin + plan.warmup + plan.window:
+        seen.append(open_streams[0])
+        await asyncio.sleep(0.1)
+
+
+async def _run(plan: Plan, origin_wall: float) -> tuple[list[Sample], list[int]]:
+    origin = time.perf_counter() + (origin_wall - time.time())  # a shared start across processes
+    await asyncio.sleep(max(0.0, origin - time.perf_counter()))
+    samples: list[Sample] = []
+    open_streams, seen = [0], []
+    await asyncio.gather(_watch(plan, origin, open_streams, seen),
+                         *(_client(i, plan, origin, samples, open_streams) for i in range(plan.clients)))
+    return samples, seen
+
+
+def _process(args: tuple[Plan, float]) -> tuple[list[Sample], list[int]]:
+    return asyncio.run(_run(*args))
+
+
+def run(plan: Plan, processes: int = 1) -> tuple[list[Sample], list[int]]:
+    """Every request (the caller picks the measured window), and the open requests over time (all processes)."""
+    origin_wall = time.time() + 1.0  # every process starts its clock together
+    shares = [plan.clients // processes + (i < plan.clients % processes) for i in range(processes)]
+    plans = [Plan(**{**plan.__dict__, "clients": n}) for n in shares if n]  # each staggers over the same warm-up
+    with multiprocessing.get_context("fork").Pool(len(plans)) as pool:
+        results = pool.map(_process, [(p, origin_wall) for p in plans])
+    samples = [s for part, _ in results for s in part]
+    counts = [list(seen) for _, seen in results]
+    length = min(len(c) for c in counts)
+    return samples, [sum(c[i] for c in counts) for i in range(length)]

@@ -1,0 +1,191 @@
+"""`python bench/run.py`: LLMSim's overhead at speed 0, and its timing fidelity under 1 to 1,000 streams.
+
+(a) Throughput and p50/p99 latency at speed 0, non-streaming and streaming, for 1/16/64/256
+    closed-loop clients; the same against a bare WSGI app on the same gunicorn + gevent server
+    replaying LLMSim's recorded bytes (bench/bare.py). The ratio is LLMSim's own cost.
+(b) Timing fidelity at speed 1: measured TTFT and inter-token gaps (p50/p95/p99) against the
+    quantiles the model's profile configures, at 1, 100 and 1,000 concurrent streams.
+
+The load runs in separate client processes (bench/load.py); on a busy machine the figures are
+the machine's as much as LLMSim's, so run it on a quiet one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+
+from load import Plan, Sample, run  # noqa: E402
+
+from llmsim.config import DEFAULT_PROFILES_DIR  # noqa: E402
+from llmsim.profiles import load_catalog  # noqa: E402
+from llmsim.testing import ServerProcess, free_port  # noqa: E402
+
+PROMPT = "Tell me a story about a lighthouse keeper."
+
+
+def quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    position = q * (len(ordered) - 1)
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def table(headers: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    line = lambda cells: "| " + " | ".join(c.rjust(w) for c, w in zip(cells, widths)) + " |"  # noqa: E731
+    return "\n".join([line(headers), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, rows)])
+
+
+def record(base_url: str, model: str) -> dict[str, object]:
+    """One JSON answer and one stream's SSE frames, for the bare server to replay."""
+    body = {"model": model, "input": PROMPT}
+    answer = httpx.post(f"{base_url}/responses", json=body, timeout=60).text
+    with httpx.stream("POST", f"{base_url}/responses", json={**body, "stream": True}, timeout=60) as stream:
+        text = stream.read().decode()
+    return {"json": answer, "frames": [frame + "\n\n" for frame in text.split("\n\n") if frame]}
+
+
+class BareProcess:
+    def __init__(self, recorded: dict[str, object], workers: int) -> None:
+        self.port = free_port()
+        self.file = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
+        json.dump(recorded, self.file)
+        self.file.close()
+        self.process = subprocess.Popen([sys.executable, str(ROOT / "bench" / "bare.py"), str(self.port),
+                                         self.file.name, str(workers)], cwd=ROOT)
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(f"{self.url}/", timeout=1)
+                return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("the bare server did not start")
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=10)
+        Path(self.file.name).unlink()
+
+
+def overhead(args: argparse.Namespace) -> str:
+    rows = []
+    with ServerProcess("--speed", "0", "--workers", str(args.workers), "--store-max-entries", "1000") as llmsim:
+        bare = BareProcess(record(llmsim.base_url, args.overhead_model), args.workers)
+        try:
+            for stream in (False, True):
+                for clients in args.clients:
+                    cells = ["stream" if stream else "json", str(clients)]
+                    rates = []
+                    for url in (f"{llmsim.base_url}/responses", f"{bare.url}/responses"):
+                        body = {"model": args.overhead_model, "input": PROMPT, "stream": stream}
+                        plan = Plan(url, body, {}, clients, warmup=1.0, window=args.overhead_window, stream=stream)
+                        samples, _ = run(plan, processes=min(args.processes, clients))
+                        done = [s for s in samples if s.end is not None and plan.warmup <= s.end]
+                        good = [s.latency_ms for s in done if s.ok and s.start >= plan.warmup]
+                        rates.append(sum(s.ok for s in done) / args.overhead_window)
+                        cells += [f"{rates[-1]:.0f}", f"{quantile(good, 0.5):.1f}", f"{quantile(good, 0.99):.1f}",
+                                  str(sum(not s.ok for s in done))]
+                    cells.append(f"{rates[1] / rates[0]:.1f}x" if rates[0] else "-")
+                    rows.append(cells)
+                    print("  (a)", " ".join(cells), flush=True)
+        finally:
+            bare.stop()
+    return table(["mode", "clients", "llmsim req/s", "p50 ms", "p99 ms", "errors", "bare req/s", "p50 ms",
+                  "p99 ms", "errors", "bare/llmsim"], rows)
+
+
+def fidelity(args: argparse.Namespace) -> str:
+    dirs = [DEFAULT_PROFILES_DIR, *args.profiles_dir]
+    timing = load_catalog(dirs).get(args.model).timing
+    assert timing is not None, f"{args.model} has no timing"
+    flags = [arg for d in args.profiles_dir for arg in ("--profiles-dir", str(d))]
+    rows = []
+    with ServerProcess("--speed", "1", "--workers", str(args.workers), "--store-max-entries", "0", *flags) as server:
+        body = {"model": args.model, "input": PROMPT, "stream": True, "text": {"verbosity": args.verbosity}}
+        probe = httpx.post(f"{server.base_url}/responses", json={**body, "stream": False},
+                           headers={"X-LLMSim-Speed": "0"}, timeout=60).json()
+        prefill_ms = 1000 * probe["usage"]["input_tokens"] / timing.prefill_tokens_per_s
+        for streams in args.streams:
+            window = args.window if streams > 1 else args.window * 2
+            plan = Plan(f"{server.base_url}/responses", body, {}, streams, warmup=args.warmup, window=window,
+                        stream=True)
+            samples, open_streams = run(plan, processes=min(args.processes, streams))
+            rows += fidelity_rows(streams, samples, open_streams, timing, prefill_ms, plan)
+            print("  (b)", streams, "streams done", flush=True)
+    return table(["streams", "open min/mean", "requests", "tokens/s", "metric", "n", "configured p50/p95/p99 ms",
+                  "measured p50/p95/p99 ms", "error p50/p95/p99", "p50 & p99 within 10%"], rows)
+
+
+def fidelity_rows(streams: int, samples: list[Sample], open_streams: list[int], timing: object,
+                  prefill_ms: float, plan: Plan) -> list[list[str]]:
+    """Requests that started in the window give TTFTs; every gap that ended in the window counts."""
+    begin, end = plan.warmup, plan.warmup + plan.window
+    started = [s for s in samples if s.start >= begin]
+    failed = sum(1 for s in started if s.end is not None and not s.ok)
+    measured = {"TTFT": [s.ttft_ms for s in started if s.ttft is not None and s.ttft <= end],
+                "inter-token": [g for s in samples for g in s.gaps_ms(begin, end)]}
+    configured = {"TTFT": lambda q: timing.ttft_ms.quantile(q) + prefill_ms,  # type: ignore[attr-defined]
+                  "inter-token": timing.itl_ms.quantile}  # type: ignore[attr-defined]
+    rows = []
+    for metric, values in measured.items():
+        want = [configured[metric](q) for q in (0.5, 0.95, 0.99)]
+        got = [quantile(values, q) for q in (0.5, 0.95, 0.99)]
+        errors = [(g - w) / w * 100 for g, w in zip(got, want)]
+        within = "n<100" if len(values) < 100 else "yes" if abs(errors[0]) <= 10 and abs(errors[2]) <= 10 else "NO"
+        rows.append([str(streams), f"{min(open_streams, default=0)}/{sum(open_streams) / max(1, len(open_streams)):.0f}",
+                     f"{len(started)} ({failed} failed)", f"{len(measured['inter-token']) / plan.window:.0f}",
+                     metric, str(len(values)),
+                     "/".join(f"{w:.1f}" for w in want), "/".join(f"{g:.1f}" for g in got),
+                     "/".join(f"{e:+.1f}%" for e in errors), within])
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--part", choices=["a", "b", "all"], default="all")
+    parser.add_argument("--clients", type=lambda v: [int(x) for x in v.split(",")], default=[1, 16, 64, 256])
+    parser.add_argument("--streams", type=lambda v: [int(x) for x in v.split(",")], default=[1, 100, 1000])
+    parser.add_argument("--model", default="bench-model", help="the paced model of part (b)")
+    parser.add_argument("--profiles-dir", type=Path, action="append", default=[ROOT / "bench" / "profiles"])
+    parser.add_argument("--verbosity", default="medium", help="text.verbosity of part (b): how long each stream is")
+    parser.add_argument("--overhead-model", default="gpt-4o-mini")
+    parser.add_argument("--overhead-window", type=float, default=5.0, help="seconds measured per row of (a)")
+    parser.add_argument("--window", type=float, default=30.0, help="seconds measured per level of (b)")
+    parser.add_argument("--warmup", type=float, default=20.0, help="seconds over which (b)'s streams start")
+    parser.add_argument("--workers", type=int, default=1, help="LLMSim's gunicorn workers")
+    parser.add_argument("--processes", type=int, default=2, help="client processes")
+    args = parser.parse_args()
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)  # 1,000 streams hold 2,000 sockets on one machine
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 65536)), hard))
+    out = []
+    if args.part in ("a", "all"):
+        out.append("(a) speed 0: LLMSim against a bare endpoint on the same gunicorn+gevent server\n" + overhead(args))
+    if args.part in ("b", "all"):
+        out.append(f"(b) speed 1: timing fidelity of {args.model} (configured = the profile's quantiles; TTFT adds "
+                   "the prompt's prefill time)\n" + fidelity(args))
+    print("\n\n".join(out))
+
+
+if __name__ == "__main__":
+    main()
