@@ -20,8 +20,9 @@ def slow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProc
 
 
 @pytest.fixture(scope="module")
-def slow(slow_server: ServerProcess) -> openai.OpenAI:
-    return client_for(slow_server)
+def slow(slow_server: ServerProcess) -> Iterator[openai.OpenAI]:
+    with client_for(slow_server) as client:
+        yield client
 
 
 def test_answers_queued_at_once_then_completes(client: openai.OpenAI) -> None:

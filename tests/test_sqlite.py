@@ -23,9 +23,10 @@ from llmsim.store import (
 )
 from llmsim.store.sqlite import Database
 from llmsim.testing import ServerProcess
-from stateful import PACED, client_for, kill_hard, slow_profiles, until, wait_final
+from stateful import PACED, connect, kill_hard, slow_profiles, until, wait_final  # noqa: F401 (fixture)
 
 Start = Callable[..., ServerProcess]
+Connect = Callable[[ServerProcess], openai.OpenAI]
 
 
 class Clock:
@@ -106,10 +107,10 @@ def test_running_response_protocol(stores: Callable[..., tuple[ResponseStore, Co
     assert responses.tail("missing", -1) is None and not responses.append("missing", [])
 
 
-def test_survives_restart(start_server: Start, tmp_path: Path) -> None:
+def test_survives_restart(start_server: Start, connect: Connect, tmp_path: Path) -> None:
     store = f"sqlite:///{tmp_path / 'llmsim.db'}"
     first = start_server("--store", store)
-    client = client_for(first)
+    client = connect(first)
     plain = client.responses.create(model="gpt-4o", input="Remember me.")
     with client.responses.stream(model="gpt-4o", input="Stream me.") as stream:
         streamed = stream.get_final_response()
@@ -118,9 +119,10 @@ def test_survives_restart(start_server: Start, tmp_path: Path) -> None:
     queued = client.responses.create(model="gpt-4o", input="Later.", background=True)
     finished = wait_final(client, queued.id)
     replay = [e.model_dump() for e in client.responses.retrieve(streamed.id, stream=True)]
+    client.close()
     first.stop()
 
-    client = client_for(start_server("--store", store))
+    client = connect(start_server("--store", store))
     assert client.responses.retrieve(plain.id) == plain
     assert [e.model_dump() for e in client.responses.retrieve(streamed.id, stream=True)] == replay
     assert client.responses.retrieve(finished.id) == finished
@@ -132,11 +134,11 @@ def test_survives_restart(start_server: Start, tmp_path: Path) -> None:
     assert chained.usage.input_tokens > plain.usage.input_tokens
 
 
-def test_nothing_completed_is_lost_after_kill_9(start_server: Start, tmp_path: Path) -> None:
+def test_nothing_completed_is_lost_after_kill_9(start_server: Start, connect: Connect, tmp_path: Path) -> None:
     store = f"sqlite:///{tmp_path / 'llmsim.db'}"
     profiles = slow_profiles(tmp_path / "profiles")
     server = start_server("--store", store, "--profiles-dir", str(profiles))
-    client = client_for(server)
+    client = connect(server)
     done = [client.responses.create(model="gpt-4o", input=f"Request {i}") for i in range(5)]
     running = client.responses.create(model="slow-model", input="Take your time.", background=True,
                                       text={"verbosity": "high"}, extra_headers=PACED)
@@ -146,7 +148,7 @@ def test_nothing_completed_is_lost_after_kill_9(start_server: Start, tmp_path: P
             if event.type == "response.completed":
                 kill_hard(server)  # the moment the client has seen it complete
                 last = event.response
-    client = client_for(start_server("--store", store, "--profiles-dir", str(profiles)))
+    client = connect(start_server("--store", store, "--profiles-dir", str(profiles)))
     for response in done:
         assert client.responses.retrieve(response.id) == response
     kept = client.responses.retrieve(last.id)
@@ -156,11 +158,11 @@ def test_nothing_completed_is_lost_after_kill_9(start_server: Start, tmp_path: P
     assert list(client.responses.retrieve(running.id, stream=True, starting_after=2))  # ends, does not hang
 
 
-def test_two_processes_share_one_store(start_server: Start, tmp_path: Path) -> None:
+def test_two_processes_share_one_store(start_server: Start, connect: Connect, tmp_path: Path) -> None:
     store = f"sqlite:///{tmp_path / 'llmsim.db'}"
     profiles = str(slow_profiles(tmp_path / "profiles"))
-    a = client_for(start_server("--store", store, "--profiles-dir", profiles))
-    b = client_for(start_server("--store", store, "--profiles-dir", profiles))
+    a = connect(start_server("--store", store, "--profiles-dir", profiles))
+    b = connect(start_server("--store", store, "--profiles-dir", profiles))
 
     first = a.responses.create(model="gpt-4o", input="Started on A.")
     second = b.responses.create(model="gpt-4o", input="Continued on B.", previous_response_id=first.id)
@@ -190,7 +192,7 @@ def test_two_processes_share_one_store(start_server: Start, tmp_path: Path) -> N
     assert a.responses.retrieve(running.id).output[0].status == "incomplete"  # type: ignore[union-attr]  # A stopped
 
 
-def test_workers_of_one_server_share_the_store(start_server: Start, tmp_path: Path) -> None:
+def test_workers_of_one_server_share_the_store(start_server: Start, connect: Connect, tmp_path: Path) -> None:
     server = start_server("--store", f"sqlite:///{tmp_path / 'llmsim.db'}", "--workers", "2")
     previous = None
     pids = set()
@@ -203,15 +205,15 @@ def test_workers_of_one_server_share_the_store(start_server: Start, tmp_path: Pa
             queued = http.post("/responses", json={"model": "gpt-4o", "input": "bg", "background": True}).json()
         with httpx.Client(base_url=server.base_url) as http:
             assert http.get(f"/responses/{queued['id']}").status_code == 200
-    client = client_for(server)
+    client = connect(server)
     final = client.responses.retrieve(previous)  # type: ignore[arg-type]
     assert final.usage is not None and final.usage.input_tokens > 100  # it saw the whole chain
 
 
-def test_concurrent_writers(start_server: Start, tmp_path: Path) -> None:
+def test_concurrent_writers(start_server: Start, connect: Connect, tmp_path: Path) -> None:
     store = f"sqlite:///{tmp_path / 'llmsim.db'}"
     servers = [start_server("--store", store, "--workers", "2"), start_server("--store", store)]
-    clients = [client_for(s) for s in servers]
+    clients = [connect(s) for s in servers]
     conversation = clients[0].conversations.create()
 
     def write(i: int) -> tuple[str, str]:
