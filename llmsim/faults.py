@@ -317,7 +317,9 @@ class StreamFault:
                 yield from self._end(builder, events, None, dumps)
                 return
             item = next(events, None)
-            if item is None:
+            if item is None:  # a stream with no terminal event (Chat Completions chunks) ended short of the trigger
+                if ending:
+                    yield from self._end(builder, events, None, dumps)
                 return
             if ending and item[0] in TERMINAL:  # a stream shorter than the trigger: the fault takes its end
                 yield from self._end(builder, events, item, dumps)
@@ -332,7 +334,9 @@ class StreamFault:
              dumps: Callable[[Any], str]) -> Iterator[SerializedEvent]:
         if self.kind == "stream_malformed" and pending is None:
             pending = next(events, None)
-        events.close()  # type: ignore[attr-defined]
+        close = getattr(events, "close", None)  # stop the generator under it: nothing more is made
+        if close is not None:
+            close()
         message = self.fault.message or "The server had an error while processing your request. Sorry about that!"
         if self.kind == "stream_failed":
             for event in builder.fail("server_error", message):

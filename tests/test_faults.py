@@ -13,7 +13,10 @@ import httpx
 import openai
 import pytest
 
-from llmsim.faults import FaultConfig, FaultConfigError, Injector, RequestInfo, Rule, load_config, parse_rule
+from llmsim.events import EventBuilder
+from llmsim.faults import (
+    FaultConfig, FaultConfigError, Injector, RequestInfo, Rule, StreamFault, load_config, parse_forced, parse_rule,
+)
 from llmsim.testing import ServerProcess
 
 GPT4O = RequestInfo("responses", ("gpt-4o",))
@@ -155,3 +158,11 @@ def test_admin_api_is_guarded_by_the_admin_key_and_health_is_open(
     assert httpx.get(f"{admin}/faults/counters", headers=auth).json() == {"faults": {}, "rate_limited": 0,
                                                                         "requests": 0}
     assert httpx.get(f"{admin}/requests", headers=auth).json()["data"] == []
+
+
+def test_a_stream_fault_still_ends_a_stream_shorter_than_its_trigger() -> None:
+    chunks = iter([("chunk", "{}"), ("chunk", "{}")])  # no terminal event, as Chat Completions streams
+    fault = StreamFault(parse_forced("stream_error;after_events=50"), stream=True)
+    out = list(fault.events(EventBuilder({}), chunks, json.dumps))
+    assert [kind for kind, _ in out] == ["chunk", "chunk", "error"]
+    assert json.loads(out[-1][1])["code"] == "server_error"
