@@ -99,8 +99,10 @@ def test_every_sse_frame_parses_as_an_sdk_event(server: ServerProcess) -> None:
             "include": ["reasoning.encrypted_content"]}
     with httpx.stream("POST", f"{server.base_url}/responses", json=body) as response:
         assert response.headers["content-type"].startswith("text/event-stream")
-        lines = [line for line in response.iter_lines()]
-    frames = [lines[i:i + 2] for i in range(0, len(lines), 3)]
+        text = response.read().decode()
+    frames = [[line for line in block.split("\n") if not line.startswith(":")]  # ":" lines are SSE comments
+              for block in text.split("\n\n") if block.strip()]
+    frames = [frame for frame in frames if frame]
     for event_line, data_line in frames:
         data = json.loads(data_line.removeprefix("data: "))
         assert event_line == f"event: {data['type']}"
