@@ -5,12 +5,11 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
 import openai
-import pytest
 from openai.types.responses import Response
 
 from llmsim.testing import ServerProcess
@@ -40,20 +39,6 @@ def slow_profiles(directory: Path) -> Path:
 def client_for(server: ServerProcess) -> openai.OpenAI:
     return openai.OpenAI(base_url=server.base_url, api_key="sk-test", max_retries=0)
 
-
-@pytest.fixture
-def connect(start_server: Callable[..., ServerProcess]) -> Iterator[Callable[[ServerProcess], openai.OpenAI]]:
-    """SDK clients for the test's servers, closed before the servers stop (an idle keep-alive
-    connection would hold up the server's graceful shutdown)."""
-    made: list[openai.OpenAI] = []
-
-    def connect(server: ServerProcess) -> openai.OpenAI:
-        made.append(client_for(server))
-        return made[-1]
-
-    yield connect
-    for client in made:
-        client.close()
 
 
 def until(check: Callable[[], T | None], timeout: float = 30.0, every: float = 0.02) -> T:

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import openai
 import pytest
+from stateful import PACED, client_for, slow_profiles, until, wait_final
 
 from llmsim.testing import ServerProcess
-from stateful import PACED, client_for, slow_profiles, until, wait_final
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -10,6 +9,7 @@ from pathlib import Path
 import httpx
 import openai
 import pytest
+from stateful import PACED, client_for, kill_hard, slow_profiles, until, wait_final
 
 from llmsim.store import (
     ConversationStore,
@@ -23,7 +23,6 @@ from llmsim.store import (
 )
 from llmsim.store.sqlite import Database
 from llmsim.testing import ServerProcess
-from stateful import PACED, connect, kill_hard, slow_profiles, until, wait_final  # noqa: F401 (fixture)
 
 Start = Callable[..., ServerProcess]
 Connect = Callable[[ServerProcess], openai.OpenAI]
@@ -57,6 +56,21 @@ def stores(request: pytest.FixtureRequest, tmp_path: Path
     yield make
     for db in databases:
         db.close()
+
+
+@pytest.fixture
+def connect(start_server: Start) -> Iterator[Connect]:
+    """SDK clients for the test's servers, closed before the servers stop (an idle keep-alive
+    connection would hold up the server's graceful shutdown)."""
+    made: list[openai.OpenAI] = []
+
+    def connect(server: ServerProcess) -> openai.OpenAI:
+        made.append(client_for(server))
+        return made[-1]
+
+    yield connect
+    for client in made:
+        client.close()
 
 
 def test_same_entry_limit_for_both(stores: Callable[..., tuple[ResponseStore, ConversationStore]]) -> None:
@@ -195,7 +209,6 @@ def test_two_processes_share_one_store(start_server: Start, connect: Connect, tm
 def test_workers_of_one_server_share_the_store(start_server: Start, connect: Connect, tmp_path: Path) -> None:
     server = start_server("--store", f"sqlite:///{tmp_path / 'llmsim.db'}", "--workers", "2")
     previous = None
-    pids = set()
     for i in range(12):  # a new connection each time, so the requests spread over the workers
         with httpx.Client(base_url=server.base_url) as http:
             body = {"model": "gpt-4o", "input": f"Turn {i}", "previous_response_id": previous}

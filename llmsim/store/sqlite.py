@@ -206,9 +206,9 @@ class SQLiteConversations:
 
     def set_metadata(self, conversation_id: str, metadata: dict[str, str]) -> StoredConversation | None:
         with self.db.write() as conn:
-            changed = conn.execute("UPDATE conversations SET metadata = ?, stored_at = ? WHERE id = ? AND stored_at > ?",
-                                   (_dumps(metadata), self.limits.clock(), conversation_id,
-                                    self.limits.horizon())).rowcount
+            changed = conn.execute(
+                "UPDATE conversations SET metadata = ?, stored_at = ? WHERE id = ? AND stored_at > ?",
+                (_dumps(metadata), self.limits.clock(), conversation_id, self.limits.horizon())).rowcount
         return self.get(conversation_id) if changed else None
 
     def delete(self, conversation_id: str) -> bool:
