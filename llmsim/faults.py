@@ -107,7 +107,7 @@ class Fault(BaseModel):
         return ALIASES.get(str(value), value) if isinstance(value, (str, int)) else value
 
     @model_validator(mode="after")
-    def _fits_kind(self) -> "Fault":
+    def _fits_kind(self) -> Fault:
         if (self.after_events is not None or self.after_tokens is not None) and self.kind not in STREAM_KINDS:
             raise ValueError(f"after_events / after_tokens apply to stream faults, not to {self.kind!r}")
         if self.kind in ("latency_spike", "slow_stream") and self.seconds is None:

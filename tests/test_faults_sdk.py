@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from collections.abc import Callable, Iterator
@@ -128,7 +129,7 @@ def test_sdk_retries_recover_from_scheduled_429s_and_honour_retry_after(
     assert [r["fault"] for r in requests] == ["rate_limit", "rate_limit", None]
     assert [r["status"] for r in requests] == [429, 429, 200]
     arrivals = [r["time"] for r in requests]
-    assert all(later - earlier >= 0.2 for earlier, later in zip(arrivals, arrivals[1:]))
+    assert all(later - earlier >= 0.2 for earlier, later in itertools.pairwise(arrivals))
     assert admin("GET", "/faults/counters")["faults"] == {"rate_limit": 2}
 
 
@@ -180,8 +181,7 @@ def test_a_short_hang_then_the_response(client: openai.OpenAI, admin: Callable[.
 def stream_types(client: openai.OpenAI, fault: str, **fields: Any) -> tuple[list[Any], BaseException | None]:
     events: list[Any] = []
     try:
-        for event in ask(client, fault, stream=True, **fields):
-            events.append(event)
+        events.extend(ask(client, fault, stream=True, **fields))
     except Exception as exc:  # noqa: BLE001 - the test inspects what the SDK raised
         return events, exc
     return events, None
@@ -208,10 +208,9 @@ def test_stream_failed_ends_with_response_failed(client: openai.OpenAI, admin: C
     numbers = [e.sequence_number for e in events]
     assert numbers == list(range(len(numbers)))
     assert not any(e.type == "response.completed" for e in events)
-    with pytest.raises(RuntimeError):  # the stream helper has no completed response to give
-        with client.responses.stream(model="gpt-4o", input="hi",
-                                     extra_headers={FAULT: "stream_failed;after_events=6"}) as stream:
-            stream.get_final_response()
+    helper = client.responses.stream(model="gpt-4o", input="hi", extra_headers={FAULT: "stream_failed;after_events=6"})
+    with pytest.raises(RuntimeError), helper as stream:  # the stream helper has no completed response to give
+        stream.get_final_response()
 
 
 def test_stream_error_event_ends_the_stream(client: openai.OpenAI, admin: Callable[..., Any]) -> None:

@@ -22,7 +22,16 @@ from pydantic import ValidationError
 from llmsim.backends.base import Finish, Prompt
 from llmsim.errors import APIError
 from llmsim.faults import (
-    DEFAULT_RETRY_AFTER, STREAM_KINDS, Admission, ConnectionDropped, Fault, FaultConfig, Injector, RequestInfo, StreamFault, http_error,
+    DEFAULT_RETRY_AFTER,
+    STREAM_KINDS,
+    Admission,
+    ConnectionDropped,
+    Fault,
+    FaultConfig,
+    Injector,
+    RequestInfo,
+    StreamFault,
+    http_error,
     parse_forced,
 )
 from llmsim.ratelimit import Limits, RateLimiter, duration
