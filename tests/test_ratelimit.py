@@ -96,7 +96,7 @@ def test_durations_use_the_api_format(seconds: float, text: str) -> None:
 
 
 def test_rpm_over_the_wire(start_server: Callable[..., ServerProcess]) -> None:
-    server = start_server("--rpm", "2")
+    server = start_server(env={"LLMSIM_RPM": "2"})  # the environment, as --rpm 2
     client = openai.OpenAI(base_url=server.base_url, api_key="sk-one", max_retries=0)
     first = client.responses.with_raw_response.create(model="gpt-4o", input="hi")
     assert first.status_code == 200
