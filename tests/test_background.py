@@ -38,7 +38,7 @@ def test_answers_queued_at_once_then_completes(client: openai.OpenAI) -> None:
 
 
 def test_get_shows_queued_then_in_progress_then_completed(slow: openai.OpenAI) -> None:
-    created = slow.responses.create(model="slow-model", input="Hi", background=True, text={"verbosity": "low"},
+    created = slow.responses.create(model="slow-model", input="Hi", background=True, text={"verbosity": "medium"},
                                     extra_headers=PACED)
     seen = [created.status]
 
