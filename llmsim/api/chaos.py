@@ -23,6 +23,7 @@ from llmsim.backends.base import Finish, Prompt
 from llmsim.errors import APIError
 from llmsim.faults import (
     DEFAULT_RETRY_AFTER,
+    MAX_HANG,
     STREAM_KINDS,
     Admission,
     ConnectionDropped,
@@ -117,7 +118,7 @@ def _forced() -> Fault | None:
 
 def hang(seconds: float | None, sock: socket.socket | None) -> bool:
     """Wait before the first byte: `seconds`, or (None) until the client hangs up. True when it hung up."""
-    deadline = time.monotonic() + (3600.0 if seconds is None else seconds)
+    deadline = time.monotonic() + (MAX_HANG if seconds is None else seconds)
     while (left := deadline - time.monotonic()) > 0:
         if sock is None:
             time.sleep(left)
@@ -168,7 +169,7 @@ def admit(endpoint: str, model: str, *, model_id: str | None = None, profile_lim
     if fault is None:
         return Admission(on_finish)
     chaos.injector.count(fault.kind)
-    entry.update(fault=fault.kind, rule="header" if forced else rule.label if rule else None)
+    entry.update(fault=fault.kind, rule=rule.label if rule else "header")
     if fault.kind in STREAM_KINDS:
         return Admission(on_finish, StreamFault(fault, stream))
     if fault.kind == "timeout":
@@ -177,16 +178,22 @@ def admit(endpoint: str, model: str, *, model_id: str | None = None, profile_lim
         return Admission(on_finish)
     headers = dict(g.get("llmsim_ratelimit") or {})
     if fault.kind == "rate_limit":
-        shown = limits if limits.rpm else FALLBACK_LIMITS
-        headers.setdefault("x-ratelimit-limit-requests", str(shown.rpm))
-        headers.setdefault("x-ratelimit-limit-tokens", str(limits.tpm or shown.tpm))
-        headers.setdefault("x-ratelimit-remaining-tokens", headers["x-ratelimit-limit-tokens"])
-        headers.setdefault("x-ratelimit-reset-tokens", "0s")
-        headers.update({"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests":
-                        duration(DEFAULT_RETRY_AFTER if fault.retry_after is None else fault.retry_after)})
+        headers = _exhausted(headers, limits, fault)
     if on_finish is not None:  # nothing will be generated: give the reserved tokens back
         chaos.limiter.settle(key, limits, -estimate)
     raise http_error(fault, model, headers)
+
+
+def _exhausted(headers: dict[str, str], limits: Limits, fault: Fault) -> dict[str, str]:
+    """An injected 429's x-ratelimit headers: the real limits' (or typical ones), no requests left until
+    Retry-After."""
+    shown = limits if limits.rpm else FALLBACK_LIMITS
+    headers.setdefault("x-ratelimit-limit-requests", str(shown.rpm))
+    headers.setdefault("x-ratelimit-limit-tokens", str(limits.tpm or shown.tpm))
+    headers.setdefault("x-ratelimit-remaining-tokens", headers["x-ratelimit-limit-tokens"])
+    headers.setdefault("x-ratelimit-reset-tokens", "0s")
+    retry_after = DEFAULT_RETRY_AFTER if fault.retry_after is None else fault.retry_after
+    return {**headers, "x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": duration(retry_after)}
 
 
 def gate(endpoint: str) -> Callable[[Prompt, bool], Admission]:
