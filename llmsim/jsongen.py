@@ -199,8 +199,9 @@ class Generator:
 
     def _string(self, schema: dict[str, Any], hint: str) -> str:
         low, high = schema.get("minLength", 0), schema.get("maxLength")
-        if "pattern" in schema:
-            text = rstr.Rstr(self.rng).xeger(schema["pattern"])
+        matching = from_regex(schema["pattern"], self.rng) if "pattern" in schema else None
+        if matching is not None:
+            text = matching
         elif "format" in schema:
             text = self._format(schema["format"])
         elif hint.lower() in self.hints:
@@ -209,9 +210,9 @@ class Generator:
             provider = _NAME_HINTS.get(hint.lower())
             words = self.rng.randint(1, 3)
             text = str(getattr(self.fake, provider)()) if provider else " ".join(self.fake.words(words))
-        if high is not None and len(text) > high and "pattern" not in schema:
+        if high is not None and len(text) > high and matching is None:
             text = text[:high]
-        if len(text) < low and "pattern" not in schema:
+        if len(text) < low and matching is None:
             text += "x" * (low - len(text))
         return text
 
@@ -236,6 +237,14 @@ class Generator:
             "uuid": lambda: str(uuid.UUID(int=self.rng.getrandbits(128), version=4)),
         }
         return formats.get(fmt, lambda: fake.word())()
+
+
+def from_regex(pattern: str, rng: random.Random) -> str | None:
+    """A string matching `pattern`, or None for one Python's regex engine (or rstr) cannot follow."""
+    try:
+        return rstr.Rstr(rng).xeger(pattern)
+    except Exception:  # noqa: BLE001 - re.error, huge repeats, unsupported constructs: fall back to prose
+        return None
 
 
 def generate(schema: dict[str, Any] | bool, rng: random.Random, fake: Faker | None = None,

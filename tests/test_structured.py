@@ -104,11 +104,13 @@ def test_a_schema_whose_root_is_not_an_object_is_a_400(client: openai.OpenAI) ->
 
 
 def test_a_schema_no_value_satisfies_still_gets_an_answer(client: openai.OpenAI) -> None:
-    schema = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 5, "maximum": 1}},
-              "required": ["n"], "additionalProperties": False}
+    schema = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 5, "maximum": 1},
+                                               "s": {"type": "string", "pattern": r"^\p{L}+$"}},
+              "required": ["n", "s"], "additionalProperties": False}
     response = client.responses.create(model="gpt-4o", input="hi", text={
         "format": {"type": "json_schema", "name": "impossible", "schema": schema, "strict": True}})
-    assert response.status == "completed" and isinstance(json.loads(response.output_text)["n"], int)
+    answer = json.loads(response.output_text)
+    assert response.status == "completed" and isinstance(answer["n"], int) and isinstance(answer["s"], str)
 
 
 # --- random schemas ---------------------------------------------------------------------------

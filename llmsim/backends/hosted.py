@@ -10,12 +10,12 @@ from __future__ import annotations
 import base64
 import json
 import random
+import string
 import struct
 import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
-import rstr
 from faker import Faker
 
 WEB_SEARCH_TYPES = frozenset({"web_search", "web_search_preview", "web_search_2025_08_26",
@@ -39,6 +39,11 @@ class HostedResult:
     partial_images: tuple[str, ...] = ()
 
 
+def token(rng: random.Random, length: int) -> str:
+    """Letters and digits from the request's generator: ids that repeat under a seed."""
+    return "".join(rng.choices(string.ascii_letters + string.digits, k=length))
+
+
 def web_search(query: str, include: tuple[str, ...], rng: random.Random, fake: Faker) -> HostedResult:
     urls = [f"https://{fake.domain_name()}/{fake.uri_path()}" for _ in range(rng.randint(2, 3))]
     action: dict[str, Any] = {"type": "search", "query": query}
@@ -60,7 +65,7 @@ def web_search(query: str, include: tuple[str, ...], rng: random.Random, fake: F
 
 def file_search(tool: dict[str, Any], query: str, include: tuple[str, ...], rng: random.Random,
                 fake: Faker) -> HostedResult:
-    files = [(f"file-{rstr.Rstr(rng).xeger(r'[A-Za-z0-9]{22}')}", f"{fake.word()}_{fake.word()}.pdf")
+    files = [(f"file-{token(rng, 22)}", f"{fake.word()}_{fake.word()}.pdf")
              for _ in range(rng.randint(1, min(3, tool.get("max_num_results") or 3)))]
     results = None
     if "file_search_call.results" in include:

@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import rstr
 from faker import Faker
 
 from llmsim import jsongen
@@ -226,7 +225,7 @@ class Planner:
         return Call("custom_tool_call" if custom else "function_call", name, arguments, self._call_id())
 
     def _call_id(self) -> str:
-        return "call_" + rstr.Rstr(self.rng).xeger(r"[A-Za-z0-9]{24}")
+        return "call_" + hosted.token(self.rng, 24)
 
     def _arguments(self, parameters: dict[str, Any] | None) -> str:
         schema = parameters or {"type": "object", "properties": {}}
@@ -251,9 +250,10 @@ class Planner:
 
     def _custom_input(self, tool: dict[str, Any]) -> str:
         fmt = tool.get("format") or {}
+        matching = None
         if fmt.get("type") == "grammar" and fmt.get("syntax") == "regex":
-            return rstr.Rstr(self.rng).xeger(fmt["definition"])
-        return self.fake.sentence(nb_words=self.rng.randint(4, 10))
+            matching = jsongen.from_regex(str(fmt.get("definition", "")), self.rng)
+        return matching if matching is not None else self.fake.sentence(nb_words=self.rng.randint(4, 10))
 
     def _from_outputs(self, outputs: list[Turn]) -> str:
         """An answer that quotes what the tools returned, so an agent test can see the round trip."""
