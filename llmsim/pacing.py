@@ -74,12 +74,18 @@ class Pacer:
         timing = prompt.profile.timing
         if speed <= 0 or timing is None:
             return deltas  # nothing to wait for: not even the per-model queue
-        name = prompt.profile.id
+        load = self._load(prompt.profile.id, timing)
+        rng = random.Random(f"llmsim-pacing:{prompt.seed}") if prompt.seed is not None else random.Random()
+        return self._paced(deltas, timing, load, rng, speed, prompt.input_tokens, self.clock())
+
+    def _load(self, name: str, timing: Timing) -> ModelLoad:
+        """The model's shared load; only models with a concurrency limit have one (any name could come)."""
+        if timing.concurrency is None:
+            return ModelLoad(None)
         load = self.loads.get(name)
         if load is None or load.concurrency != timing.concurrency:
             load = self.loads[name] = ModelLoad(timing.concurrency)
-        rng = random.Random(f"llmsim-pacing:{prompt.seed}") if prompt.seed is not None else random.Random()
-        return self._paced(deltas, timing, load, rng, speed, prompt.input_tokens, self.clock())
+        return load
 
     def _paced(self, deltas: Iterator[Delta], timing: Timing, load: ModelLoad, rng: random.Random, speed: float,
                input_tokens: int, start: float) -> Iterator[Delta]:

@@ -71,10 +71,10 @@ class Catalog:
     """Name → Profile, aliases included; unknown names get the `default` profile, or an error when strict."""
 
     def __init__(self, profiles: list[Profile], strict: bool = False) -> None:
-        self.profiles = profiles
+        self.profiles = list({p.id: p for p in profiles}.values())  # a later directory's model replaces the earlier
         self.strict = strict
         self._by_name: dict[str, Profile] = {}
-        for profile in profiles:
+        for profile in self.profiles:
             for name in (profile.id, *profile.aliases, *([profile.snapshot] if profile.snapshot else [])):
                 self._by_name[name] = profile
         self.default = self._by_name.get("default") or Profile(id="default")

@@ -276,3 +276,22 @@ def test_the_ttft_counts_from_when_the_request_was_ready_or_left_the_queue() -> 
     holder.close()
     waiter.join(timeout=30)
     assert log[0] == ("sleep", 100)  # the whole TTFT, after the queue
+
+
+def test_streaming_and_non_streaming_wait_the_same_under_a_seed() -> None:
+    from llmsim.app import create_app
+    from llmsim.config import Settings
+
+    app = create_app(Settings(speed=1))
+    log: list = []
+    fake = FakeTime(log)
+    app.extensions["llmsim"].pipeline.pacer = Pacer(1, sleep=fake.sleep, clock=fake.clock)
+    client = app.test_client()
+    body = {"model": "gpt-4o-mini", "input": "Tell me a story"}
+    answer = client.post("/v1/responses", json=body, headers={"X-LLMSim-Seed": "3"}).get_json()
+    json_waits = [ms for _, ms in log]
+    log.clear()
+    stream = client.post("/v1/responses", json={**body, "stream": True}, headers={"X-LLMSim-Seed": "3"}).data
+    assert answer["status"] == "completed" and json_waits == [ms for _, ms in log]
+    assert len(json_waits) == stream.count(b"event: response.output_text.delta\n")  # TTFT, then one per token
+    assert json_waits[0] >= 150 and all(1 <= ms <= 1000 for ms in json_waits[1:])  # gpt-4o-mini's clamps

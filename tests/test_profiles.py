@@ -187,3 +187,11 @@ def test_a_bad_speed_header_gets_a_400(client: openai.OpenAI, value: str) -> Non
         client.responses.create(model="gpt-4o", input="hi", extra_headers={"X-LLMSim-Speed": value})
     assert error.value.body == {"message": f"Invalid X-LLMSim-Speed header: expected a number >= 0, got '{value}'.",
                                 "type": "invalid_request_error", "param": "X-LLMSim-Speed", "code": "invalid_value"}
+
+
+def test_a_users_profile_replaces_a_shipped_model_of_the_same_id(tmp_path: Path) -> None:
+    write_profile(tmp_path, "models:\n  - id: gpt-4o\n    pricing: {input: 1, output: 2}\n")
+    catalog = load_catalog([DEFAULT_PROFILES_DIR, tmp_path])
+    assert [p.id for p in catalog.listed()].count("gpt-4o") == 1
+    assert catalog.get("gpt-4o").pricing.input == 1
+    assert catalog.get("chatgpt-4o-latest") is None  # the shipped entry's aliases went with it
