@@ -105,7 +105,7 @@ def test_a_schema_whose_root_is_not_an_object_is_a_400(client: openai.OpenAI) ->
 
 def test_a_schema_no_value_satisfies_still_gets_an_answer(client: openai.OpenAI) -> None:
     schema = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 5, "maximum": 1},
-                                               "s": {"type": "string", "pattern": r"^\p{L}+$"}},
+                                               "s": {"type": "string", "pattern": "^a{100000}$"}},
               "required": ["n", "s"], "additionalProperties": False}
     response = client.responses.create(model="gpt-4o", input="hi", text={
         "format": {"type": "json_schema", "name": "impossible", "schema": schema, "strict": True}})
