@@ -121,16 +121,61 @@ class Model(nn.Module):
 '''
 
 
+def _byte_chars() -> list[str]:
+    """GPT-2's byte → printable character map, which byte-level BPE vocabularies are written in."""
+    shown = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    chars, extra = {}, 0
+    for byte in range(256):
+        if byte in shown:
+            chars[byte] = chr(byte)
+        else:
+            chars[byte] = chr(256 + extra)
+            extra += 1
+    return [chars[b] for b in range(256)]
+
+
+def _full_bpe(vocab_size: int) -> Any:
+    """A byte-level BPE of a real model's size: every byte, then pairs and triples of printable ASCII.
+
+    A few sentences cannot train that many merges, and the bench needs a realistic vocabulary
+    (the embedding and output layers are a large share of a small model's work). ASCII merges
+    keep a random model's output valid UTF-8, so it streams token by token like a real one."""
+    from tokenizers import Tokenizer, models
+
+    chars = _byte_chars()
+    vocab = {c: i for i, c in enumerate(chars)}
+    ascii_chars = chars[32:127]
+    merges: list[tuple[str, str]] = []
+    wanted = vocab_size - len(SPECIAL_TOKENS)
+    pairs = [a + b for a in ascii_chars for b in ascii_chars]
+    for pair in pairs:
+        vocab[pair] = len(vocab)
+        merges.append((pair[0], pair[1]))
+    for pair in pairs:
+        for c in ascii_chars:
+            if len(vocab) >= wanted:
+                break
+            vocab[pair + c] = len(vocab)
+            merges.append((pair, c))
+    return Tokenizer(models.BPE(vocab=vocab, merges=merges))
+
+
 def build_tokenizer(path: Path, extra_tokens: list[str] = (), vocab_size: int = 512) -> Any:
-    """Train a byte-level BPE on a few sentences and write tokenizer.json and tokenizer_config.json."""
+    """A byte-level BPE (trained on a few sentences when small) in tokenizer.json and tokenizer_config.json."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-    tokenizer = Tokenizer(models.BPE())
+    special = SPECIAL_TOKENS + list(extra_tokens)
+    if vocab_size > 4096:
+        tokenizer = _full_bpe(vocab_size)
+        tokenizer.add_special_tokens(special)
+    else:
+        tokenizer = Tokenizer(models.BPE())
+        trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=special,
+                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS + list(extra_tokens),
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
-    tokenizer.train_from_iterator(_CORPUS * 4, trainer)
+    if vocab_size <= 4096:
+        tokenizer.train_from_iterator(_CORPUS * 4, trainer)
     path.mkdir(parents=True, exist_ok=True)
     tokenizer.save(str(path / "tokenizer.json"))
     config = {"tokenizer_class": "PreTrainedTokenizerFast", "eos_token": "<|im_end|>", "pad_token": "<|endoftext|>",
@@ -142,6 +187,7 @@ def build_tokenizer(path: Path, extra_tokens: list[str] = (), vocab_size: int = 
 def _qwen2_config(vocab_size: int, size: str) -> dict[str, Any]:
     shapes = {  # hidden, layers, heads, kv heads, intermediate
         "tiny": (64, 2, 4, 2, 128),
+        "small": (256, 4, 4, 2, 512),  # with a full vocabulary: checks the bench quickly on a CPU
         "0.5b": (896, 24, 14, 2, 4864),  # Qwen2.5-0.5B's shape
     }
     hidden, layers, heads, kv_heads, intermediate = shapes[size]
@@ -154,20 +200,18 @@ def _qwen2_config(vocab_size: int, size: str) -> dict[str, Any]:
     }
 
 
-def build_random_model(path: Path, size: str = "tiny", vocab_size: int = 512, seed: int = 0) -> Path:
-    """A qwen2 model with random weights (`tiny` for tests, `0.5b` for the bench)."""
+def build_random_model(path: Path, size: str = "tiny", seed: int = 0) -> Path:
+    """A qwen2 model with random weights: `tiny` for tests, `0.5b` (Qwen2.5-0.5B's shape, bf16) for the bench."""
     import mlx.core as mx
     from mlx_lm.models import qwen2
     from mlx_lm.utils import save_model
 
-    tokenizer = build_tokenizer(path, vocab_size=vocab_size)
+    tokenizer = build_tokenizer(path, vocab_size=512 if size == "tiny" else 151_936)
     config = _qwen2_config(tokenizer.get_vocab_size(), size)
     config["eos_token_id"] = tokenizer.token_to_id("<|im_end|>")
-    if size != "tiny":  # a realistic model serves in bf16; wider vocabularies cost like a real one
-        config["vocab_size"] = max(config["vocab_size"], 151_936)
     mx.random.seed(seed)
     model = qwen2.Model(qwen2.ModelArgs.from_dict(config))
-    if size != "tiny":
+    if size == "0.5b":
         model.set_dtype(mx.bfloat16)
     save_model(path, model)
     (path / "config.json").write_text(json.dumps(config, indent=2))

@@ -1,0 +1,220 @@
+"""The mlx backend's speed against mlx_lm itself, on one model and one prompt.
+
+    python bench/mlx_bench.py                       # builds a random-weight 0.5B qwen2 (no download)
+    python bench/mlx_bench.py --model PATH --http   # a local model; also through both HTTP servers
+
+Prints, per way of generating: time to first token (TTFT) and decode tokens/s (tokens after the
+first over the time after the first), the median of --runs runs after a warm-up, greedy decoding:
+- direct:   mlx_lm.stream_generate on the prompt's tokens (the reference);
+- backend:  llmsim's MLXBackend.generate (chat template, parser, worker thread), cold KV cache;
+- cached:   backend again, second turn of the conversation: KV-cache reuse vs a cold cache;
+- with --http: llmsim's /v1/responses and /v1/chat/completions streams vs `mlx_lm server`'s
+  /v1/chat/completions stream (SSE, httpx), same model, prompt and token count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from llmsim.backends.base import Finish, Prompt, Turn  # noqa: E402
+from llmsim.backends.mlx import LoadedModel, MLXBackend, load_model  # noqa: E402
+from llmsim.backends.mlx_models import ModelSpec  # noqa: E402
+from llmsim.testing import ServerProcess, free_port  # noqa: E402
+
+Sample = tuple[float, float, int]  # (ttft seconds, decode seconds, tokens)
+WORDS = ("the quick brown fox jumps over the lazy dog while Paris sleeps under a warm summer rain and "
+         "everyone asks what the weather will be like tomorrow ").split()
+
+
+def user_text(words: int) -> str:
+    return " ".join(WORDS[i % len(WORDS)] for i in range(words))
+
+
+def timed(stream: Iterator[int]) -> Sample:
+    """`stream` yields token counts as they arrive (first item = first token)."""
+    start = time.perf_counter()
+    first = last = None
+    tokens = 0
+    for count in stream:
+        now = time.perf_counter()
+        first = first if first is not None else now
+        last = now
+        tokens += count
+    assert first is not None and last is not None, "no tokens"
+    return first - start, last - first, tokens
+
+
+def report(name: str, samples: list[Sample], reference: tuple[float, float] | None = None) -> tuple[float, float]:
+    ttft = statistics.median(s[0] for s in samples)
+    tps = statistics.median((s[2] - 1) / s[1] for s in samples if s[1] > 0)
+    tokens = samples[0][2]
+    line = f"{name:<28} TTFT {ttft * 1000:8.1f} ms   decode {tps:8.1f} tok/s   ({tokens} tokens)"
+    if reference:
+        line += f"   = {tps / reference[1] * 100:5.1f} % of direct tok/s, TTFT x{ttft / reference[0]:.2f}"
+    print(line, flush=True)
+    return ttft, tps
+
+
+def repeat(runs: int, once: Callable[[], Sample]) -> list[Sample]:
+    once()  # warm-up: compiles kernels, fills allocator caches
+    return [once() for _ in range(runs)]
+
+
+def cold(loaded: LoadedModel) -> None:
+    loaded.cache.tokens, loaded.cache.cache = [], None
+
+
+def in_process(loaded: LoadedModel, args: argparse.Namespace) -> None:
+    from mlx_lm import stream_generate
+    from mlx_lm.sample_utils import make_sampler
+
+    backend = MLXBackend([loaded])
+    turns = [Turn("user", user_text(args.prompt_words))]
+    prompt = Prompt(model=loaded.alias, profile=loaded.profile, turns=turns, input_tokens=0, temperature=0.0,
+                    max_output_tokens=args.tokens)
+    tokens, _ = backend.render(loaded, prompt)
+    print(f"prompt: {len(tokens)} tokens; generating {args.tokens} tokens, greedy\n", flush=True)
+
+    def direct() -> Sample:
+        return timed(1 for _ in stream_generate(loaded.model, loaded.tokenizer, tokens, args.tokens,
+                                                sampler=make_sampler(0.0)))
+
+    def ours(p: Prompt, keep_cache: bool = False) -> Sample:
+        if not keep_cache:
+            cold(loaded)
+        usage = None
+
+        def deltas() -> Iterator[int]:
+            nonlocal usage
+            for delta in backend.generate(p):
+                if isinstance(delta, Finish):
+                    usage = delta.usage
+                yield 0
+        ttft, decode, _ = timed(deltas())
+        assert usage is not None
+        return ttft, decode, usage.output_tokens
+
+    reference = report("direct stream_generate", repeat(args.runs, direct))
+    report("llmsim MLXBackend", repeat(args.runs, lambda: ours(prompt)), reference)
+
+    reply = "Sure. " + user_text(args.tokens // 2)
+    follow = Prompt(model=loaded.alias, profile=loaded.profile, input_tokens=0, temperature=0.0,
+                    max_output_tokens=16, turns=turns + [Turn("assistant", reply), Turn("user", "And tomorrow?")])
+
+    def second_turn(warm: bool) -> Sample:
+        if warm:  # the cache as the first turn leaves it: its prompt and reply
+            cold(loaded)
+            first = Prompt(model=loaded.alias, profile=loaded.profile, input_tokens=0, temperature=0.0,
+                           max_output_tokens=16, turns=turns + [Turn("assistant", reply)])
+            for _ in backend.generate(first):
+                pass
+        return ours(follow, keep_cache=warm)
+
+    print(f"\nsecond turn ({len(backend.render(loaded, follow)[0])} prompt tokens), TTFT:", flush=True)
+    cold_ttft = report("  cold KV cache", repeat(args.runs, lambda: second_turn(False)))[0]
+    warm_ttft = report("  reused KV cache", repeat(args.runs, lambda: second_turn(True)))[0]
+    print(f"  prompt-cache TTFT gain: x{cold_ttft / warm_ttft:.1f}", flush=True)
+
+
+def sse(client: httpx.Client, url: str, body: dict, count: Callable[[dict], int]) -> Sample:
+    def events() -> Iterator[int]:
+        with client.stream("POST", url, json=body, timeout=600) as response:
+            if response.status_code != 200:
+                raise RuntimeError(f"{url}: {response.status_code} {response.read().decode()}")
+            for line in response.iter_lines():
+                if line.startswith("data: ") and line != "data: [DONE]":
+                    n = count(json.loads(line[6:]))
+                    if n:
+                        yield n
+    return timed(events())
+
+
+def responses_tokens(event: dict) -> int:
+    return 1 if event.get("type") in ("response.output_text.delta", "response.reasoning_text.delta") else 0
+
+
+def chat_tokens(chunk: dict) -> int:
+    choices = chunk.get("choices") or [{}]
+    delta = choices[0].get("delta") or {}
+    return 1 if delta.get("content") or delta.get("reasoning") or delta.get("reasoning_content") else 0
+
+
+def over_http(path: Path, args: argparse.Namespace) -> None:
+    runs = iter(range(1_000_000))
+
+    def text() -> str:  # a new first word each run: neither server's prompt cache can help
+        return f"Run {next(runs)}: {user_text(args.prompt_words)}"
+
+    def chat(limit: str) -> dict:
+        return {"messages": [{"role": "user", "content": text()}], limit: args.tokens, "temperature": 0.0,
+                "stream": True}
+
+    print("\nHTTP streams (SSE; tok/s counts content deltas; cold prompt cache):", flush=True)
+    client = httpx.Client()
+    with ServerProcess("--backend", "mlx", "--model", f"bench={path}", "--speed", "0", startup_timeout=300) as ours:
+        report("llmsim /v1/responses", repeat(args.runs, lambda: sse(client, f"{ours.url}/v1/responses", {
+            "model": "bench", "input": text(), "max_output_tokens": args.tokens, "temperature": 0.0, "stream": True,
+            "store": False}, responses_tokens)))
+        report("llmsim /v1/chat/completions", repeat(args.runs, lambda: sse(
+            client, f"{ours.url}/v1/chat/completions", {"model": "bench", **chat("max_completion_tokens")},
+            chat_tokens)))
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "mlx_lm", "server", "--model", str(path), "--port", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            try:
+                client.get(f"http://127.0.0.1:{port}/v1/models", timeout=1)
+                break
+            except httpx.HTTPError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise RuntimeError("mlx_lm server did not start")
+                time.sleep(0.2)
+        report("mlx_lm server chat", repeat(args.runs, lambda: sse(
+            client, f"http://127.0.0.1:{port}/v1/chat/completions", {"model": str(path), **chat("max_tokens")},
+            chat_tokens)))
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", type=Path, help="a local model directory (default: build a random one)")
+    parser.add_argument("--size", default="0.5b", choices=["tiny", "small", "0.5b"], help="the random model's shape")
+    parser.add_argument("--tokens", type=int, default=256, help="tokens to generate")
+    parser.add_argument("--prompt-words", type=int, default=300, help="words in the user message")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--http", action="store_true", help="also compare the HTTP servers")
+    args = parser.parse_args()
+
+    import mlx.core as mx
+
+    print(f"mlx {mx.__version__} on {mx.default_device()}", flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = args.model
+        if path is None:
+            from llmsim.backends.mlx_fixture import build_random_model
+
+            path = build_random_model(Path(tmp) / f"qwen2-{args.size}-random", args.size)
+            print(f"built a random-weight qwen2 ({args.size}) in {path}", flush=True)
+        in_process(load_model(ModelSpec("bench", str(path))), args)
+        if args.http:
+            over_http(path, args)
+
+
+if __name__ == "__main__":
+    main()
