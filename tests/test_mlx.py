@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -26,6 +27,7 @@ SCRIPTS = {
     "<|s_a|>": "Alpha says the quick brown fox jumps over the lazy dog.",
     "<|s_b|>": "Bravo thinks Paris is the capital of France, and it is sunny.",
     "<|s_c|>": "Charlie asks what is the weather like in Paris today?",
+    "<|s_endless|>": "again " * 3000,
 }
 WEATHER = {"type": "function", "name": "get_weather", "description": "Weather in a city",
            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
@@ -93,6 +95,13 @@ def test_stop_at_the_end_token(mlx: openai.OpenAI, models: dict[str, Path]) -> N
     tokenizer = AutoTokenizer.from_pretrained(str(models["scripted"]))
     assert response.usage.output_tokens == len(tokenizer.encode("Hello there.", add_special_tokens=False))
     assert response.usage.output_tokens_details.reasoning_tokens == 0
+
+
+def test_chat_completions_stop_sequence(mlx: openai.OpenAI) -> None:
+    completion = mlx.chat.completions.create(model="scripted", messages=[{"role": "user", "content": "Hi"}],
+                                             stop=["there"])
+    assert completion.choices[0].message.content == "Hello "
+    assert completion.choices[0].finish_reason == "stop"
 
 
 def test_max_output_tokens_makes_it_incomplete(mlx: openai.OpenAI) -> None:
@@ -182,6 +191,19 @@ def test_client_disconnect_frees_the_model(mlx: openai.OpenAI) -> None:
                 break
     response = mlx.responses.create(model="scripted", input="Say hello")
     assert response.output_text == "Hello there."
+
+
+def test_cancel_stops_a_background_generation(mlx: openai.OpenAI) -> None:
+    response = mlx.responses.create(model="scripted", input="Go <|s_endless|>", background=True)
+    while mlx.responses.retrieve(response.id).status == "queued":
+        time.sleep(0.01)
+    cancelled = mlx.responses.cancel(response.id)
+    assert cancelled.status == "cancelled"
+    assert len(cancelled.output_text) < len(SCRIPTS["<|s_endless|>"].strip())
+    assert mlx.responses.create(model="scripted", input="Say hello").output_text == "Hello there."
+    # the same prompt twice: the second reuses all but its last token from the KV cache
+    again = mlx.responses.create(model="scripted", input="Say hello")
+    assert again.output_text == "Hello there." and again.usage.input_tokens_details.cached_tokens > 0
 
 
 def test_closing_the_generator_stops_generation(models: dict[str, Path]) -> None:

@@ -99,6 +99,7 @@ class Model(nn.Module):
         self.scripts = {int(k): v for k, v in args.scripts.items()}
         self.script = args.default_script
         self.position = 0
+        self.end = 0  # the cache offset after the last call: a different one means a new prompt
         self.layers = [None]
 
     def make_cache(self):
@@ -110,9 +111,12 @@ class Model(nn.Module):
         if len(ids) > 1 or triggers:  # a new prompt: prefill chunks, then the last prompt token alone
             self.script = self.scripts[triggers[-1]] if triggers else self.args.default_script
             self.position = 0
+        elif cache and cache[0].offset != self.end:  # the same prompt again, all but one token cached
+            self.position = 0
         if cache:
             dummy = mx.zeros((1, 1, len(ids), 1))
             cache[0].update_and_fetch(dummy, dummy)
+            self.end = cache[0].offset
         target = self.script[self.position] if self.position < len(self.script) else self.args.eos_token_id
         if len(ids) == 1:
             self.position += 1
