@@ -32,3 +32,19 @@ def start_server() -> Iterator[Callable[..., ServerProcess]]:
     yield start
     for process in started:
         process.stop()
+
+
+@pytest.fixture
+def sdk_client(start_server: Callable[..., ServerProcess]) -> Iterator[Callable[..., openai.OpenAI]]:
+    """`sdk_client(server, api_key=..., **options)`: openai clients (no retries unless asked) closed before the
+    test's servers stop, so a stop does not wait out idle keep-alive connections."""
+    clients: list[openai.OpenAI] = []
+
+    def make(server: ServerProcess, api_key: str = "sk-test", **options: object) -> openai.OpenAI:
+        client = openai.OpenAI(base_url=server.base_url, api_key=api_key, **{"max_retries": 0, **options})
+        clients.append(client)
+        return client
+
+    yield make
+    for client in clients:
+        client.close()

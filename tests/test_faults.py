@@ -116,12 +116,13 @@ def outcomes(client: openai.OpenAI, n: int, **fields: Any) -> list[int]:
     return statuses
 
 
-def test_fault_file_and_flags_on_a_real_server(start_server: Callable[..., ServerProcess], tmp_path: Path) -> None:
+def test_fault_file_and_flags_on_a_real_server(
+        start_server: Callable[..., ServerProcess], sdk_client: Callable[..., openai.OpenAI], tmp_path: Path) -> None:
     path = tmp_path / "faults.json"
     path.write_text(json.dumps({"faults": [{"kind": "503", "every": 2, "models": ["gpt-4o"]}]}))
     server = start_server("--faults", str(path), "--fault", "500;requests=1;models=gpt-4.1",
                           env={"LLMSIM_FAULT": "403;first=1;metadata=team:red"})
-    client = openai.OpenAI(base_url=server.base_url, api_key="sk-test", max_retries=0)
+    client = sdk_client(server)
     assert outcomes(client, 4) == [200, 503, 200, 503]
     assert outcomes(client, 2, model="gpt-4.1") == [500, 200]
     assert outcomes(client, 2, metadata={"team": "red"}) == [403, 503]  # gpt-4o requests 5 and 6 for the 503 rule
@@ -132,9 +133,10 @@ def test_fault_file_and_flags_on_a_real_server(start_server: Callable[..., Serve
     assert [r["kind"] for r in rules] == ["overloaded", "server_error", "forbidden"]
 
 
-def test_seeded_probability_over_the_wire_matches_in_process(start_server: Callable[..., ServerProcess]) -> None:
+def test_seeded_probability_over_the_wire_matches_in_process(
+        start_server: Callable[..., ServerProcess], sdk_client: Callable[..., openai.OpenAI]) -> None:
     server = start_server("--seed", "3", "--fault", "500;probability=0.5")
-    client = openai.OpenAI(base_url=server.base_url, api_key="sk-test", max_retries=0)
+    client = sdk_client(server)
     expected = [500 if i in fired(Injector(FaultConfig(faults=[parse_rule("500;probability=0.5")]), seed=3), 12)
                 else 200 for i in range(1, 13)]
     assert outcomes(client, 12) == expected
@@ -143,7 +145,7 @@ def test_seeded_probability_over_the_wire_matches_in_process(start_server: Calla
 
 
 def test_admin_api_is_guarded_by_the_admin_key_and_health_is_open(
-        start_server: Callable[..., ServerProcess]) -> None:
+        start_server: Callable[..., ServerProcess], sdk_client: Callable[..., openai.OpenAI]) -> None:
     server = start_server("--admin-key", "adm", "--api-key", "sk-user")
     admin = f"{server.url}/llmsim/admin"
     assert httpx.get(f"{server.url}/llmsim/health").json() == {"status": "ok"}
@@ -155,7 +157,7 @@ def test_admin_api_is_guarded_by_the_admin_key_and_health_is_open(
     config = {"seed": 1, "faults": [{"kind": "server_error", "first": 1, "api_keys": ["sk-user"]}]}
     assert httpx.put(f"{admin}/faults", headers=auth, json=config).json()["faults"][0]["first"] == 1
 
-    client = openai.OpenAI(base_url=server.base_url, api_key="sk-user", max_retries=0)
+    client = sdk_client(server, "sk-user")
     with pytest.raises(openai.InternalServerError):
         client.responses.create(model="gpt-4o", input="hi")
     assert client.responses.create(model="gpt-4o", input="hi").status == "completed"

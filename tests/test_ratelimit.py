@@ -95,9 +95,10 @@ def test_durations_use_the_api_format(seconds: float, text: str) -> None:
     assert duration(seconds) == text
 
 
-def test_rpm_over_the_wire(start_server: Callable[..., ServerProcess]) -> None:
+def test_rpm_over_the_wire(
+        start_server: Callable[..., ServerProcess], sdk_client: Callable[..., openai.OpenAI]) -> None:
     server = start_server(env={"LLMSIM_RPM": "2"})  # the environment, as --rpm 2
-    client = openai.OpenAI(base_url=server.base_url, api_key="sk-one", max_retries=0)
+    client = sdk_client(server, "sk-one")
     first = client.responses.with_raw_response.create(model="gpt-4o", input="hi")
     assert first.status_code == 200
     assert first.headers["x-ratelimit-limit-requests"] == "2"
@@ -113,7 +114,7 @@ def test_rpm_over_the_wire(start_server: Callable[..., ServerProcess]) -> None:
     assert 0 < int(headers["retry-after-ms"]) <= 30_000 and int(headers["retry-after"]) >= 1
     assert headers["x-ratelimit-remaining-requests"] == "0"
     assert "on requests per min (RPM): Limit 2, Used 2, Requested 1" in caught.value.message
-    other_key = openai.OpenAI(base_url=server.base_url, api_key="sk-two", max_retries=0)
+    other_key = sdk_client(server, "sk-two")
     assert other_key.responses.create(model="gpt-4o", input="hi").status == "completed"
     assert client.responses.create(model="gpt-4.1", input="hi").status == "completed"  # per model too
     with pytest.raises(openai.BadRequestError):  # a request that fails validation takes nothing
@@ -122,9 +123,10 @@ def test_rpm_over_the_wire(start_server: Callable[..., ServerProcess]) -> None:
     assert "x-ratelimit-limit-requests" not in models.headers  # only generating endpoints are limited
 
 
-def test_tpm_over_the_wire(start_server: Callable[..., ServerProcess]) -> None:
+def test_tpm_over_the_wire(
+        start_server: Callable[..., ServerProcess], sdk_client: Callable[..., openai.OpenAI]) -> None:
     server = start_server("--tpm", "100")
-    client = openai.OpenAI(base_url=server.base_url, api_key="sk-test", max_retries=0)
+    client = sdk_client(server)
     raw = client.responses.with_raw_response.create(model="gpt-4o", input="hi", max_output_tokens=60)
     response = raw.parse()
     assert raw.headers["x-ratelimit-limit-tokens"] == "100"
@@ -139,11 +141,12 @@ def test_tpm_over_the_wire(start_server: Callable[..., ServerProcess]) -> None:
     assert "Request too large" in too_large.value.message
 
 
-def test_profile_limits(start_server: Callable[..., ServerProcess], tmp_path: Path) -> None:
+def test_profile_limits(
+        start_server: Callable[..., ServerProcess], sdk_client: Callable[..., openai.OpenAI], tmp_path: Path) -> None:
     directory = tmp_path
     (directory / "limited.yaml").write_text("models:\n  - id: limited-model\n    rate_limits: {rpm: 1}\n")
     server = start_server("--profiles-dir", str(directory))
-    client = openai.OpenAI(base_url=server.base_url, api_key="sk-test", max_retries=0)
+    client = sdk_client(server)
     assert client.responses.create(model="limited-model", input="hi").status == "completed"
     with pytest.raises(openai.RateLimitError):
         client.responses.create(model="limited-model", input="hi")
