@@ -12,8 +12,7 @@ from flask.typing import ResponseReturnValue
 
 from llmsim import chat
 from llmsim.api.chaos import gate
-from llmsim.api.http import json_body, services
-from llmsim.api.responses import _seed, _speed
+from llmsim.api.http import json_body, seed_header, services, speed_header
 from llmsim.api.sse import SSE_HEADERS
 from llmsim.backends.base import Delta, Prompt
 from llmsim.errors import APIError
@@ -30,10 +29,10 @@ def create() -> ResponseReturnValue:
     body = json_body()
     request = chat.parse(body)
     profile = pipeline.catalog.resolve(request.model)
-    seed = _seed()
+    seed = seed_header()
     prompt = chat.build_prompt(request, profile, pipeline.seed if seed is None else seed)
     prompt, admission = pipeline.admit(prompt, body, bool(request.stream), gate("chat.completions"))
-    speed = _speed()
+    speed = speed_header()
 
     def deltas(choice_prompt: Prompt) -> Iterator[Delta]:
         return admission.deltas(pipeline.generate(choice_prompt, speed))

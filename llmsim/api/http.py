@@ -65,6 +65,37 @@ def require_admin_key() -> None:
         raise APIError("Invalid or missing admin key.", status=401, code="invalid_api_key")
 
 
+SEED_HEADER = "X-LLMSim-Seed"
+SPEED_HEADER = "X-LLMSim-Speed"
+
+
+def seed_header() -> int | None:
+    """X-LLMSim-Seed: this request's seed, overriding the server's."""
+    raw = request.headers.get(SEED_HEADER)
+    if raw is None:
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise APIError(f"Invalid {SEED_HEADER} header: expected an integer, got '{raw}'.", param=SEED_HEADER,
+                       code="invalid_value") from None
+
+
+def speed_header() -> float | None:
+    """X-LLMSim-Speed: this request's pacing multiplier, overriding the server's."""
+    raw = request.headers.get(SPEED_HEADER)
+    if raw is None:
+        return None
+    try:
+        speed = float(raw)
+    except ValueError:
+        speed = -1.0
+    if not 0 <= speed < float("inf"):
+        raise APIError(f"Invalid {SPEED_HEADER} header: expected a number >= 0, got '{raw}'.", param=SPEED_HEADER,
+                       code="invalid_value")
+    return speed
+
+
 def int_arg(name: str, default: int | None, low: int | None = None, high: int | None = None) -> int | None:
     raw = request.args.get(name)
     if raw is None:

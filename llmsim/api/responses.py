@@ -7,7 +7,7 @@ from flask.typing import ResponseReturnValue
 
 from llmsim import background, compaction
 from llmsim.api.chaos import gate
-from llmsim.api.http import bool_arg, int_arg, json_body, services
+from llmsim.api.http import bool_arg, int_arg, json_body, seed_header, services, speed_header
 from llmsim.api.sse import sse_response
 from llmsim.background import follow
 from llmsim.errors import APIError, not_found
@@ -15,35 +15,6 @@ from llmsim.pricing import COST_HEADER, Pricing, response_cost
 from llmsim.store import StoredResponse
 
 bp = Blueprint("responses", __name__)
-SEED_HEADER = "X-LLMSim-Seed"
-SPEED_HEADER = "X-LLMSim-Speed"
-
-
-def _seed() -> int | None:
-    raw = request.headers.get(SEED_HEADER)
-    if raw is None:
-        return None
-    try:
-        return int(raw)
-    except ValueError:
-        raise APIError(f"Invalid {SEED_HEADER} header: expected an integer, got '{raw}'.", param=SEED_HEADER,
-                       code="invalid_value") from None
-
-
-def _speed() -> float | None:
-    raw = request.headers.get(SPEED_HEADER)
-    if raw is None:
-        return None
-    try:
-        speed = float(raw)
-    except ValueError:
-        speed = -1.0
-    if not 0 <= speed < float("inf"):
-        raise APIError(f"Invalid {SPEED_HEADER} header: expected a number >= 0, got '{raw}'.", param=SPEED_HEADER,
-                       code="invalid_value")
-    return speed
-
-
 def _pricing(model: str) -> Pricing | None:
     catalog = services().catalog
     return (catalog.get(model) or catalog.default).pricing
@@ -68,7 +39,7 @@ def _stored(response_id: str) -> StoredResponse:
 
 @bp.post("/responses")
 def create() -> ResponseReturnValue:
-    run = services().pipeline.create(json_body(), seed=_seed(), speed=_speed(), admit=gate("responses"))
+    run = services().pipeline.create(json_body(), seed=seed_header(), speed=speed_header(), admit=gate("responses"))
     if run.stream:  # the cost is known only at the end: an SSE comment after the last event
         pricing = _pricing(run.response["model"])
         return sse_response(run.events, lambda: _cost_comment(pricing, run.response))

@@ -19,8 +19,7 @@ from flask_sock import Sock
 from simple_websocket import ConnectionClosed
 
 from llmsim.api.chaos import gate
-from llmsim.api.http import INVALID_JSON, services
-from llmsim.api.responses import _seed, _speed
+from llmsim.api.http import INVALID_JSON, seed_header, services, speed_header
 from llmsim.backends.base import Prompt
 from llmsim.errors import APIError
 from llmsim.faults import Admission, ConnectionDropped
@@ -48,7 +47,7 @@ def _options(state: BlueprintSetupState) -> None:
 
 @Sock().route("/responses", bp=bp)
 def responses_socket(ws: Connection) -> None:
-    Session(ws, services().pipeline, seed=_seed(), speed=_speed(), admit=gate("responses")).serve()
+    Session(ws, services().pipeline, seed=seed_header(), speed=speed_header(), admit=gate("responses")).serve()
 
 
 class Session:
