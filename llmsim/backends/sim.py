@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import threading
 from collections.abc import Iterator
 
 from faker import Faker
@@ -28,6 +29,11 @@ LENGTH_RANGE = {"low": (12, 60), "medium": (30, 160), "high": (90, 400)}
 JSON_OBJECT = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
 REASONING_CHUNK = 16  # hidden reasoning tokens per delta: fine enough for pacing, cheap to emit
 
+# Building a Faker costs milliseconds; one instance is reseeded per request instead. Every draw from it
+# happens under the lock, before the first delta is yielded, so requests never share its state.
+_FAKER = Faker()
+_FAKER_LOCK = threading.Lock()
+
 
 class SimBackend:
     name = "sim"
@@ -38,33 +44,35 @@ class SimBackend:
 
     def generate(self, prompt: Prompt) -> Iterator[Delta]:
         rng = random.Random(prompt.seed)
-        fake = Faker()
-        fake.seed_instance(rng.getrandbits(64))
         encoding = tokens.encoding(prompt.profile.encoding)
-
         low, high = self.length_range[prompt.verbosity]
         target = rng.randint(low, high)
-        steps = Planner(prompt, rng, fake, self.tool_call_rate).plan()
-        says = {id(step): encoding.encode_ordinary(step.text if step.text is not None else
-                                                   self._answer(prompt, fake, encoding, target, rng, step.hints))
-                for step in steps if isinstance(step, Say)}
-        content = sum(len(says[id(s)]) if isinstance(s, Say) else self._step_tokens(s, encoding) for s in steps)
-        planned_reasoning = (
-            math.ceil(REASONING_MULTIPLIER[prompt.reasoning_effort] * content) if prompt.reasoning_effort else 0
-        )
-        budget = prompt.max_output_tokens
-        reasoning = min(planned_reasoning, budget) if budget is not None else planned_reasoning
+        with _FAKER_LOCK:
+            fake = _FAKER
+            fake.seed_instance(rng.getrandbits(64))
+            steps = Planner(prompt, rng, fake, self.tool_call_rate).plan()
+            says = {id(step): encoding.encode_ordinary(step.text if step.text is not None else
+                                                       self._answer(prompt, fake, encoding, target, rng, step.hints))
+                    for step in steps if isinstance(step, Say)}
+            content = sum(len(says[id(s)]) if isinstance(s, Say) else self._step_tokens(s, encoding) for s in steps)
+            planned_reasoning = (
+                math.ceil(REASONING_MULTIPLIER[prompt.reasoning_effort] * content) if prompt.reasoning_effort else 0
+            )
+            budget = prompt.max_output_tokens
+            reasoning = min(planned_reasoning, budget) if budget is not None else planned_reasoning
+            summary: list[str] = []
+            if prompt.reasoning_effort:
+                scripted = prompt.script.reasoning_summary if prompt.script else None
+                if scripted or prompt.reasoning_summary:
+                    words = max(1, round(SUMMARY_SHARE[prompt.reasoning_summary or "auto"] * reasoning))
+                    summary = scripted.split(" ") if scripted else self._words(fake, words)
         left = None if budget is None else max(0, budget - reasoning)
 
         if prompt.reasoning_effort:
             for start in range(0, reasoning, REASONING_CHUNK):
                 yield ReasoningDelta(tokens=min(REASONING_CHUNK, reasoning - start))
-            scripted = prompt.script.reasoning_summary if prompt.script else None
-            if scripted or prompt.reasoning_summary:
-                words = max(1, round(SUMMARY_SHARE[prompt.reasoning_summary or "auto"] * reasoning))
-                summary = scripted.split(" ") if scripted else self._words(fake, words)
-                for i, word in enumerate(summary):
-                    yield ReasoningDelta(summary=word if i == 0 else " " + word)
+            for i, word in enumerate(summary):
+                yield ReasoningDelta(summary=word if i == 0 else " " + word)
 
         spent, truncated = 0, reasoning < planned_reasoning
         for step in steps:
