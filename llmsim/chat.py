@@ -217,7 +217,9 @@ def build_prompt(request: ChatRequest, profile: Profile, seed: int | None) -> Pr
                                         else seed, effort, summary)
     except APIError as error:
         raise _renamed(error) from None
-    return replace(prompt, max_output_tokens=limit, logprobs=bool(request.logprobs), reasoning_summary=None)
+    return replace(prompt, max_output_tokens=limit, logprobs=bool(request.logprobs), reasoning_summary=None,
+                   presence_penalty=request.presence_penalty or 0.0,
+                   frequency_penalty=request.frequency_penalty or 0.0)
 
 
 def choice_prompts(prompt: Prompt, n: int) -> list[Prompt]:

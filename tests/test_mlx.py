@@ -104,6 +104,20 @@ def test_chat_completions_stop_sequence(mlx: openai.OpenAI) -> None:
     assert completion.choices[0].finish_reason == "stop"
 
 
+def test_chat_completions_penalties_reach_the_sampler(mlx: openai.OpenAI) -> None:
+    def words(**penalty: float) -> list[str]:
+        completion = mlx.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "Hi"}],
+                                                 temperature=0, max_completion_tokens=48, **penalty)
+        return completion.choices[0].message.content.split()
+
+    plain = words()
+    assert words() == plain  # greedy: only a penalty can change the words
+    for penalty in ({"frequency_penalty": 2.0}, {"presence_penalty": 2.0}):
+        penalized = words(**penalty)
+        assert penalized != plain
+        assert len(set(penalized)) / max(1, len(penalized)) >= len(set(plain)) / max(1, len(plain))
+
+
 def test_max_output_tokens_makes_it_incomplete(mlx: openai.OpenAI) -> None:
     response = mlx.responses.create(model="scripted", input="Count <|s_long|>", max_output_tokens=16)
     assert response.status == "incomplete"

@@ -38,6 +38,8 @@ class Prompt:
     top_p: float = 1.0
     top_logprobs: int = 0
     logprobs: bool = False
+    presence_penalty: float = 0.0  # Chat Completions only; the Responses API has no such field
+    frequency_penalty: float = 0.0
     max_output_tokens: int | None = None
     reasoning_effort: str | None = None
     reasoning_summary: str | None = None

@@ -134,7 +134,9 @@ class MLXBackend:
                               tools=bool(prompt.tools) and schema is None, summary=prompt.reasoning_summary)
         sampler = make_sampler(prompt.temperature, prompt.top_p, loaded.sampling.min_p,
                                top_k=loaded.sampling.top_k)
-        processors = make_logits_processors(repetition_penalty=loaded.sampling.repetition_penalty)
+        processors = make_logits_processors(repetition_penalty=loaded.sampling.repetition_penalty,
+                                            presence_penalty=prompt.presence_penalty or None,
+                                            frequency_penalty=prompt.frequency_penalty or None)
         if schema is not None:
             processors.append(SchemaProcessor(loaded.lltokenizer, schema))
         cache, reused = loaded.cache.take(tokens)
