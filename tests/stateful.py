@@ -1,4 +1,4 @@
-"""Helpers shared by the conversation, background and SQLite tests."""
+"""Helpers shared by the store, rate-limit, conversation, background and SQLite tests."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import TypeVar
 import openai
 from openai.types.responses import Response
 
+from llmsim.store import StoredResponse
 from llmsim.testing import ServerProcess
 
 # A model whose pacing is fixed and slow enough to act while it generates: 5 ms to the first token,
@@ -64,3 +65,17 @@ def kill_hard(server: ServerProcess) -> None:
     for process_id in [pid, *map(int, children)]:
         os.kill(process_id, signal.SIGKILL)
     server.process.wait()
+
+
+class Clock:
+    """A clock the test moves by hand, for stores and rate limiters that take `clock=`."""
+
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def record(response_id: str, status: str = "completed") -> StoredResponse:
+    return StoredResponse({"id": response_id, "status": status, "output": []}, input_items=[])

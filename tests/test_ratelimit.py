@@ -8,20 +8,13 @@ from pathlib import Path
 
 import openai
 import pytest
+from stateful import Clock
 
 from llmsim.ratelimit import Limits, RateLimitConfig, RateLimiter, duration
 from llmsim.testing import ServerProcess
 
 KEY = ("sk-test", "gpt-4o")
 DURATION = re.compile(r"^(\d+ms|(\d+h)?(\d+m)?\d+(\.\d+)?s)$")
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def test_rpm_is_enforced_over_the_minute() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import openai
 import pytest
-from stateful import PACED, client_for, kill_hard, slow_profiles, until, wait_final
+from stateful import PACED, Clock, client_for, kill_hard, record, slow_profiles, until, wait_final
 
 from llmsim.store import (
     ConversationStore,
@@ -26,18 +26,6 @@ from llmsim.testing import ServerProcess
 
 Start = Callable[..., ServerProcess]
 Connect = Callable[[ServerProcess], openai.OpenAI]
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def record(response_id: str, status: str = "completed") -> StoredResponse:
-    return StoredResponse({"id": response_id, "status": status, "output": []}, input_items=[])
 
 
 @pytest.fixture(params=["memory", "sqlite"])

@@ -7,21 +7,10 @@ from collections.abc import Callable
 
 import openai
 import pytest
+from stateful import Clock, record
 
-from llmsim.store import MemoryStore, StoredResponse
+from llmsim.store import MemoryStore
 from llmsim.testing import ServerProcess
-
-
-def record(response_id: str) -> StoredResponse:
-    return StoredResponse({"id": response_id, "output": []}, input_items=[])
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def test_oldest_entries_are_evicted_first() -> None:
@@ -33,7 +22,7 @@ def test_oldest_entries_are_evicted_first() -> None:
 
 
 def test_entries_expire_after_ttl() -> None:
-    clock = Clock()
+    clock = Clock(0.0)
     store = MemoryStore(max_entries=10, ttl_seconds=60, clock=clock)
     store.put(record("resp_old"))
     clock.now = 30
@@ -45,7 +34,7 @@ def test_entries_expire_after_ttl() -> None:
 
 
 def test_zero_disables() -> None:
-    clock = Clock()
+    clock = Clock(0.0)
     nothing = MemoryStore(max_entries=0, ttl_seconds=60, clock=clock)
     nothing.put(record("resp_1"))
     assert nothing.get("resp_1") is None
