@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import hmac
 import json
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from flask import current_app, request
 
@@ -65,35 +66,34 @@ def require_admin_key() -> None:
         raise APIError("Invalid or missing admin key.", status=401, code="invalid_api_key")
 
 
+T = TypeVar("T")
 SEED_HEADER = "X-LLMSim-Seed"
 SPEED_HEADER = "X-LLMSim-Speed"
 
 
-def seed_header() -> int | None:
-    """X-LLMSim-Seed: this request's seed, overriding the server's."""
-    raw = request.headers.get(SEED_HEADER)
+def _header(name: str, convert: Callable[[str], T], expected: str,
+            valid: Callable[[T], bool] = lambda _: True) -> T | None:
+    """An optional LLMSim request header, converted, or the API's 400 naming it."""
+    raw = request.headers.get(name)
     if raw is None:
         return None
     try:
-        return int(raw)
+        value = convert(raw)
     except ValueError:
-        raise APIError(f"Invalid {SEED_HEADER} header: expected an integer, got '{raw}'.", param=SEED_HEADER,
-                       code="invalid_value") from None
+        value = None
+    if value is None or not valid(value):
+        raise APIError(f"Invalid {name} header: expected {expected}, got '{raw}'.", param=name, code="invalid_value")
+    return value
+
+
+def seed_header() -> int | None:
+    """X-LLMSim-Seed: this request's seed, overriding the server's."""
+    return _header(SEED_HEADER, int, "an integer")
 
 
 def speed_header() -> float | None:
     """X-LLMSim-Speed: this request's pacing multiplier, overriding the server's."""
-    raw = request.headers.get(SPEED_HEADER)
-    if raw is None:
-        return None
-    try:
-        speed = float(raw)
-    except ValueError:
-        speed = -1.0
-    if not 0 <= speed < float("inf"):
-        raise APIError(f"Invalid {SPEED_HEADER} header: expected a number >= 0, got '{raw}'.", param=SPEED_HEADER,
-                       code="invalid_value")
-    return speed
+    return _header(SPEED_HEADER, float, "a number >= 0", valid=lambda speed: 0 <= speed < float("inf"))
 
 
 def int_arg(name: str, default: int | None, low: int | None = None, high: int | None = None) -> int | None:
