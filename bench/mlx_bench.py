@@ -29,8 +29,8 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from llmsim.backends.base import Finish, Prompt, Turn  # noqa: E402
-from llmsim.backends.mlx import LoadedModel, MLXBackend, load_model  # noqa: E402
-from llmsim.backends.mlx_models import ModelSpec  # noqa: E402
+from llmsim.backends.mlx.backend import LoadedModel, MLXBackend, load_model  # noqa: E402
+from llmsim.backends.mlx.models import ModelSpec  # noqa: E402
 from llmsim.testing import ServerProcess, free_port  # noqa: E402
 
 Sample = tuple[float, float, int]  # (ttft seconds, decode seconds, tokens)
@@ -207,7 +207,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = args.model
         if path is None:
-            from llmsim.backends.mlx_fixture import build_random_model
+            from llmsim.backends.mlx.fixture import build_random_model
 
             path = build_random_model(Path(tmp) / f"qwen2-{args.size}-random", args.size)
             print(f"built a random-weight qwen2 ({args.size}) in {path}", flush=True)

@@ -30,8 +30,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 from load import Plan, Sample, run  # noqa: E402
 
 from llmsim.config import DEFAULT_PROFILES_DIR  # noqa: E402
-from llmsim.profiles import load_catalog  # noqa: E402
 from llmsim.testing import ServerProcess, free_port  # noqa: E402
+from llmsim.timing.profiles import load_catalog  # noqa: E402
 
 PROMPT = "Tell me a story about a lighthouse keeper."
 

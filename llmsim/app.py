@@ -4,34 +4,24 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
 
 from flask import Flask, Response, g, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from llmsim import ids
-from llmsim import scenarios
 from llmsim.api import admin, chaos, mount
 from llmsim.api import scenarios as scenarios_api
 from llmsim.backends import load_backend, load_models
+from llmsim.chaos import scenarios
+from llmsim.chaos.faults import fault_config
 from llmsim.config import Settings
 from llmsim.errors import APIError
-from llmsim.faults import fault_config
-from llmsim.pacing import Pacer
 from llmsim.pipeline import Pipeline
-from llmsim.profiles import Catalog
+from llmsim.services import Services
 from llmsim.store import open_stores
+from llmsim.timing.pacing import Pacer
 
 log = logging.getLogger("llmsim")
-
-
-@dataclass
-class Services:
-    """What the endpoints share; reachable as `current_app.extensions["llmsim"]`."""
-
-    settings: Settings
-    catalog: Catalog
-    pipeline: Pipeline
 
 
 def create_app(settings: Settings | None = None) -> Flask:

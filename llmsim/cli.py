@@ -9,12 +9,12 @@ import sys
 from pathlib import Path
 
 from llmsim.backends import BACKENDS
-from llmsim.backends.mlx_models import check as check_models
-from llmsim import scenarios
+from llmsim.backends.mlx.models import check as check_models
+from llmsim.chaos import scenarios
+from llmsim.chaos.faults import FaultConfigError, fault_config
 from llmsim.config import DEFAULT_PROFILES_DIR, Settings
-from llmsim.faults import FaultConfigError, fault_config
-from llmsim.profiles import ProfileError, load_catalog
 from llmsim.store import prepare_store
+from llmsim.timing.profiles import ProfileError, load_catalog
 
 
 def _env(name: str, default: object) -> object:

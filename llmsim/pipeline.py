@@ -13,17 +13,18 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from llmsim import background, ids, schema, toolspec, translate
-from llmsim.background import BackgroundRunner, follow
+from llmsim import ids
 from llmsim.backends.base import Backend, Delta, Finish, Prompt, Usage
+from llmsim.chaos.faults import Admission
+from llmsim.chaos.scenarios import Player
 from llmsim.errors import APIError, not_found
-from llmsim.events import TERMINAL, EventBuilder
-from llmsim.faults import Admission
-from llmsim.pacing import Pacer
-from llmsim.profiles import Catalog
-from llmsim.response import new_response
-from llmsim.scenarios import Player
-from llmsim.store import ConversationStore, MemoryConversations, ResponseStore, StoredResponse
+from llmsim.responses import schema, toolspec, translate
+from llmsim.responses.events import TERMINAL, EventBuilder
+from llmsim.responses.response import new_response
+from llmsim.store import ConversationStore, MemoryConversations, ResponseStore, StoredResponse, background
+from llmsim.store.background import BackgroundRunner, follow
+from llmsim.timing.pacing import Pacer
+from llmsim.timing.profiles import Catalog
 
 SerializedEvent = tuple[str, str]  # (event type, JSON data)
 

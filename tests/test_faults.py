@@ -13,8 +13,7 @@ import httpx
 import openai
 import pytest
 
-from llmsim.events import EventBuilder
-from llmsim.faults import (
+from llmsim.chaos.faults import (
     FaultConfig,
     FaultConfigError,
     Injector,
@@ -25,6 +24,7 @@ from llmsim.faults import (
     parse_forced,
     parse_rule,
 )
+from llmsim.responses.events import EventBuilder
 from llmsim.testing import ServerProcess
 
 GPT4O = RequestInfo("responses", ("gpt-4o",))

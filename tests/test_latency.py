@@ -15,9 +15,9 @@ import pytest
 from pydantic import ValidationError
 
 from llmsim.backends.base import Finish, Prompt, ReasoningDelta, TextDelta, ToolArgsDelta, ToolCallStart, Usage
-from llmsim.latency import Concurrency, Distribution, Timing
-from llmsim.pacing import Pacer
-from llmsim.profiles import Profile
+from llmsim.timing.latency import Concurrency, Distribution, Timing
+from llmsim.timing.pacing import Pacer
+from llmsim.timing.profiles import Profile
 
 
 def quantiles(values: list[float]) -> tuple[float, float]:

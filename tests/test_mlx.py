@@ -15,9 +15,9 @@ import openai
 import pytest
 
 from llmsim.backends.base import Finish, Prompt, Turn
-from llmsim.backends.mlx import load_model
-from llmsim.backends.mlx_fixture import build_random_model, build_scripted_model
-from llmsim.backends.mlx_models import ModelSpec
+from llmsim.backends.mlx.backend import load_model
+from llmsim.backends.mlx.fixture import build_random_model, build_scripted_model
+from llmsim.backends.mlx.models import ModelSpec
 from llmsim.testing import ServerProcess
 
 SCRIPTS = {
@@ -222,7 +222,7 @@ def test_cancel_stops_a_background_generation(mlx: openai.OpenAI) -> None:
 
 def test_closing_the_generator_stops_generation(models: dict[str, Path]) -> None:
     loaded = load_model(ModelSpec("tiny", str(models["tiny"])))
-    from llmsim.backends.mlx import MLXBackend
+    from llmsim.backends.mlx.backend import MLXBackend
 
     backend = MLXBackend([loaded])
     prompt = Prompt(model="tiny", profile=loaded.profile, turns=[Turn("user", "Hello")], input_tokens=0,

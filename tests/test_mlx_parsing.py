@@ -7,7 +7,7 @@ import json
 import pytest
 
 from llmsim.backends.base import ReasoningDelta, TextDelta, ToolArgsDelta, ToolCallStart
-from llmsim.backends.mlx_parsing import OutputParser, parse_calls
+from llmsim.backends.mlx.parsing import OutputParser, parse_calls
 
 
 def run(text: str, chunk: int, **options: object) -> list[object]:

@@ -10,8 +10,8 @@ import openai
 import pytest
 
 from llmsim import tokens
-from llmsim.profiles import ProfileError, load_catalog
 from llmsim.config import DEFAULT_PROFILES_DIR
+from llmsim.timing.profiles import ProfileError, load_catalog
 
 REQUIRED = ["gpt-4o", "gpt-4o-mini", "gpt-4.1", "gpt-4.1-mini", "gpt-4.1-nano", "gpt-5", "gpt-5-mini",
             "gpt-5-nano", "gpt-5.1", "gpt-5.2", "o1", "o3", "o3-mini", "o4-mini"]

@@ -10,7 +10,7 @@ import openai
 import pytest
 from stateful import Clock
 
-from llmsim.ratelimit import Limits, RateLimitConfig, RateLimiter, duration
+from llmsim.chaos.ratelimit import Limits, RateLimitConfig, RateLimiter, duration
 from llmsim.testing import ServerProcess
 
 KEY = ("sk-test", "gpt-4o")

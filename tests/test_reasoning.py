@@ -5,7 +5,7 @@ from __future__ import annotations
 import openai
 import pytest
 
-from llmsim.backends.sim import REASONING_MULTIPLIER, SUMMARY_SHARE
+from llmsim.backends.sim.backend import REASONING_MULTIPLIER, SUMMARY_SHARE
 
 MODEL_EFFORTS = {
     "o3": ["low", "medium", "high"],

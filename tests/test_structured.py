@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from llmsim import jsongen
+from llmsim.backends.sim import jsongen
 
 CHECKER = jsonschema.FormatChecker()
 

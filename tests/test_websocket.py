@@ -13,12 +13,12 @@ from websockets.exceptions import ConnectionClosedError, InvalidStatus
 
 from llmsim.api.websocket import Session
 from llmsim.backends.base import Delta, Prompt
-from llmsim.backends.sim import SimBackend
+from llmsim.backends.sim.backend import SimBackend
 from llmsim.config import DEFAULT_PROFILES_DIR
 from llmsim.pipeline import Pipeline
-from llmsim.profiles import load_catalog
 from llmsim.store import MemoryStore
 from llmsim.testing import ServerProcess
+from llmsim.timing.profiles import load_catalog
 
 TERMINAL = ("response.completed", "response.incomplete", "response.failed", "error")
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from flask import Blueprint, jsonify
 from flask.typing import ResponseReturnValue
 
-from llmsim import schema
 from llmsim.api.chaos import state
 from llmsim.api.http import int_arg, json_body, require_admin_key
-from llmsim.faults import FaultConfig
+from llmsim.chaos.faults import FaultConfig
+from llmsim.responses import schema
 
 bp = Blueprint("admin", __name__, url_prefix="/llmsim/admin")
 bp.before_request(require_admin_key)

@@ -20,8 +20,7 @@ from flask import Flask, Response, current_app, g, request
 from pydantic import ValidationError
 
 from llmsim.backends.base import Finish, Prompt
-from llmsim.errors import APIError
-from llmsim.faults import (
+from llmsim.chaos.faults import (
     DEFAULT_RETRY_AFTER,
     MAX_HANG,
     STREAM_KINDS,
@@ -35,7 +34,8 @@ from llmsim.faults import (
     http_error,
     parse_forced,
 )
-from llmsim.ratelimit import Limits, RateLimiter, duration
+from llmsim.chaos.ratelimit import Limits, RateLimiter, duration
+from llmsim.errors import APIError
 
 FAULT_HEADER = "X-LLMSim-Fault"
 EXTENSION = "llmsim.chaos"

@@ -10,13 +10,13 @@ from typing import Any
 from flask import Blueprint, Response, jsonify
 from flask.typing import ResponseReturnValue
 
-from llmsim import chat
 from llmsim.api.chaos import gate
 from llmsim.api.http import json_body, seed_header, services, speed_header
 from llmsim.api.sse import SSE_HEADERS
 from llmsim.backends.base import Delta, Prompt
+from llmsim.chaos.faults import ConnectionDropped
+from llmsim.chat import completions as chat
 from llmsim.errors import APIError
-from llmsim.faults import ConnectionDropped
 from llmsim.pipeline import SerializedEvent, dumps
 
 bp = Blueprint("chat", __name__)

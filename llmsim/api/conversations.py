@@ -8,9 +8,10 @@ from flask import Blueprint, jsonify, request
 from flask.typing import ResponseReturnValue
 from pydantic import Field
 
-from llmsim import ids, schema, translate
+from llmsim import ids
 from llmsim.api.http import int_arg, json_body, services
 from llmsim.errors import APIError, not_found
+from llmsim.responses import schema, translate
 from llmsim.store import ConversationStore, StoredConversation
 
 bp = Blueprint("conversations", __name__)

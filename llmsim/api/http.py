@@ -5,14 +5,12 @@ from __future__ import annotations
 import hmac
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from flask import current_app, request
 
 from llmsim.errors import APIError
-
-if TYPE_CHECKING:
-    from llmsim.app import Services
+from llmsim.services import Services
 
 INVALID_JSON = (
     "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP "

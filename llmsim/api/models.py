@@ -9,7 +9,7 @@ from flask.typing import ResponseReturnValue
 
 from llmsim.api.http import services
 from llmsim.errors import APIError
-from llmsim.profiles import Profile
+from llmsim.timing.profiles import Profile
 
 bp = Blueprint("models", __name__)
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 from flask import Blueprint, jsonify, request
 from flask.typing import ResponseReturnValue
 
-from llmsim import background, compaction
 from llmsim.api.chaos import gate
 from llmsim.api.http import bool_arg, int_arg, json_body, seed_header, services, speed_header
 from llmsim.api.sse import sse_response
-from llmsim.background import follow
 from llmsim.errors import APIError, not_found
-from llmsim.pricing import COST_HEADER, Pricing, response_cost
-from llmsim.store import StoredResponse
+from llmsim.responses import compaction
+from llmsim.store import StoredResponse, background
+from llmsim.store.background import follow
+from llmsim.timing.pricing import COST_HEADER, Pricing, response_cost
 
 bp = Blueprint("responses", __name__)
 def _pricing(model: str) -> Pricing | None:

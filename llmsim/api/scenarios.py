@@ -9,8 +9,8 @@ from __future__ import annotations
 from flask import Blueprint, jsonify, request
 from flask.typing import ResponseReturnValue
 
-from llmsim import scenarios
 from llmsim.api.http import int_arg, json_body, require_admin_key, services
+from llmsim.chaos import scenarios
 from llmsim.errors import APIError
 
 bp = Blueprint("scenarios", __name__, url_prefix="/llmsim/admin/scenarios")

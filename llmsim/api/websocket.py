@@ -21,8 +21,8 @@ from simple_websocket import ConnectionClosed
 from llmsim.api.chaos import gate
 from llmsim.api.http import INVALID_JSON, seed_header, services, speed_header
 from llmsim.backends.base import Prompt
+from llmsim.chaos.faults import Admission, ConnectionDropped
 from llmsim.errors import APIError
-from llmsim.faults import Admission, ConnectionDropped
 from llmsim.pipeline import Pipeline, dumps
 from llmsim.store import StoredResponse
 

@@ -4,21 +4,21 @@ from __future__ import annotations
 
 from llmsim.backends.base import Backend
 from llmsim.config import Settings
-from llmsim.profiles import Catalog, load_catalog
+from llmsim.timing.profiles import Catalog, load_catalog
 
 BACKENDS = ("sim", "mlx")
 
 
 def load_backend(settings: Settings) -> Backend:
     if settings.backend == "sim":
-        from llmsim.backends.sim import SimBackend
+        from llmsim.backends.sim.backend import SimBackend
 
         return SimBackend(tool_call_rate=settings.tool_call_rate)
     if settings.backend == "mlx":
-        from llmsim.backends import mlx
-        from llmsim.backends.mlx_models import parse_specs
+        from llmsim.backends.mlx.backend import load
+        from llmsim.backends.mlx.models import parse_specs
 
-        return mlx.load(parse_specs(settings.models), settings.allow_download, settings.trust_remote_code)
+        return load(parse_specs(settings.models), settings.allow_download, settings.trust_remote_code)
     raise ValueError(f"unknown backend {settings.backend!r}; available: {', '.join(BACKENDS)}")
 
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from llmsim.profiles import Profile
+from llmsim.timing.profiles import Profile
 
 
 @dataclass(frozen=True)

@@ -22,10 +22,10 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from llmsim.backends.base import Delta, Finish
+from llmsim.chaos.ratelimit import RateLimitConfig, duration, retry_after_headers
 from llmsim.config import Settings
 from llmsim.errors import APIError
-from llmsim.events import TERMINAL, EventBuilder
-from llmsim.ratelimit import RateLimitConfig, duration, retry_after_headers
+from llmsim.responses.events import TERMINAL, EventBuilder
 
 SerializedEvent = tuple[str, str]
 

@@ -24,9 +24,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from llmsim.backends.base import Prompt, Script, ScriptedCall
-from llmsim.backends.tools import last_user_text, pending
+from llmsim.backends.sim.tools import last_user_text, pending
+from llmsim.chaos.faults import STREAM_KINDS, Fault, StreamFault, http_error
 from llmsim.errors import APIError
-from llmsim.faults import STREAM_KINDS, Fault, StreamFault, http_error
 
 TRANSCRIPT = 1000  # requests remembered
 

@@ -17,12 +17,21 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from llmsim import schema, toolspec, translate
-from llmsim.backends.base import (Delta, Finish, Prompt, ReasoningDelta, TextAnnotation, TextDelta, ToolArgsDelta,
-                                  ToolCallStart, Usage)
-from llmsim.chat_schema import AssistantMessage, ChatRequest, FunctionMessage, SystemMessage, ToolMessage, UserMessage
+from llmsim.backends.base import (
+    Delta,
+    Finish,
+    Prompt,
+    ReasoningDelta,
+    TextAnnotation,
+    TextDelta,
+    ToolArgsDelta,
+    ToolCallStart,
+    Usage,
+)
+from llmsim.chat.schema import AssistantMessage, ChatRequest, FunctionMessage, SystemMessage, ToolMessage, UserMessage
 from llmsim.errors import APIError
-from llmsim.profiles import Profile
+from llmsim.responses import schema, toolspec, translate
+from llmsim.timing.profiles import Profile
 
 ID_ALPHABET = string.ascii_letters + string.digits
 # Responses parameter names as a chat client knows them, for errors raised by the shared translator.

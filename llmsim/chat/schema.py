@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import Field, field_validator
 
-from llmsim.schema import Effort, Strict
+from llmsim.responses.schema import Effort, Strict
 
 # --- content parts -----------------------------------------------------------------------------
 

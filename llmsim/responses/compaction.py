@@ -13,10 +13,11 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from llmsim import ids, schema, tokens, translate
+from llmsim import ids, tokens
 from llmsim.backends.base import Usage
-from llmsim.events import usage_dict
 from llmsim.pipeline import Pipeline
+from llmsim.responses import schema, translate
+from llmsim.responses.events import usage_dict
 
 
 class CompactRequest(schema.Strict):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from llmsim.profiles import Profile
-from llmsim.schema import CreateRequest
+from llmsim.responses.schema import CreateRequest
+from llmsim.timing.profiles import Profile
 
 
 def new_response(request: CreateRequest, profile: Profile, response_id: str, tools: list[dict[str, Any]],

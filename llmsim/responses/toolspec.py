@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from llmsim import jsongen
-from llmsim.backends.hosted import WEB_SEARCH_TYPES
+from llmsim.backends.sim import jsongen
+from llmsim.backends.sim.hosted import WEB_SEARCH_TYPES
 from llmsim.errors import APIError
-from llmsim.schema import CreateRequest, FunctionTool, TextFormatJsonObject, TextFormatJsonSchema
+from llmsim.responses.schema import CreateRequest, FunctionTool, TextFormatJsonObject, TextFormatJsonSchema
 
 
 def check(request: CreateRequest) -> None:

@@ -9,8 +9,8 @@ from typing import Any
 from llmsim import ids, tokens
 from llmsim.backends.base import Prompt, Turn
 from llmsim.errors import APIError
-from llmsim.profiles import Profile
-from llmsim.schema import CreateRequest, FunctionTool, InputTokensRequest
+from llmsim.responses.schema import CreateRequest, FunctionTool, InputTokensRequest
+from llmsim.timing.profiles import Profile
 
 # Chat-format framing the real encodings add around each message and before the reply.
 TOKENS_PER_MESSAGE = 4

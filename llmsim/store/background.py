@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from llmsim.events import SNAPSHOT, TERMINAL, EventBuilder
+from llmsim.responses.events import SNAPSHOT, TERMINAL, EventBuilder
 from llmsim.store import FINAL_STATUSES, ResponseStore, SerializedEvent, StoredResponse
 
 log = logging.getLogger("llmsim")

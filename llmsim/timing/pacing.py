@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from llmsim.backends.base import Delta, Prompt, ReasoningDelta, TextDelta, ToolArgsDelta
-from llmsim.latency import Concurrency, Timing
+from llmsim.timing.latency import Concurrency, Timing
 
 
 def _sleep(seconds: float) -> None:

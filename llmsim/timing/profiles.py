@@ -13,10 +13,10 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from llmsim.chaos.ratelimit import Limits
 from llmsim.errors import APIError
-from llmsim.latency import Timing
-from llmsim.pricing import Pricing
-from llmsim.ratelimit import Limits
+from llmsim.timing.latency import Timing
+from llmsim.timing.pricing import Pricing
 
 Effort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
 

@@ -21,12 +21,12 @@ from gevent.lock import Semaphore
 from gevent.threadpool import ThreadPool
 
 from llmsim.backends.base import Delta, Finish, Prompt, Usage
-from llmsim.backends.mlx_cache import PromptCache
-from llmsim.backends.mlx_chat import to_messages, to_tools
-from llmsim.backends.mlx_models import ModelSpec, resolve
-from llmsim.backends.mlx_parsing import OutputParser, think_markers
-from llmsim.backends.mlx_schema import SchemaProcessor, lltokenizer_for, schema_of
-from llmsim.profiles import Profile, ReasoningSpec
+from llmsim.backends.mlx.cache import PromptCache
+from llmsim.backends.mlx.chat import to_messages, to_tools
+from llmsim.backends.mlx.models import ModelSpec, resolve
+from llmsim.backends.mlx.parsing import OutputParser, think_markers
+from llmsim.backends.mlx.schema import SchemaProcessor, lltokenizer_for, schema_of
+from llmsim.timing.profiles import Profile, ReasoningSpec
 
 
 @dataclass(frozen=True)

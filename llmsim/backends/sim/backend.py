@@ -15,10 +15,21 @@ from collections.abc import Iterator
 
 from faker import Faker
 
-from llmsim import jsongen, tokens
-from llmsim.backends.base import (Delta, Finish, Prompt, ReasoningDelta, TextAnnotation, TextDelta, ToolArgsDelta,
-                                  ToolCallStart, ToolItem, Usage)
-from llmsim.backends.tools import Call, Planner, Say, Step
+from llmsim import tokens
+from llmsim.backends.base import (
+    Delta,
+    Finish,
+    Prompt,
+    ReasoningDelta,
+    TextAnnotation,
+    TextDelta,
+    ToolArgsDelta,
+    ToolCallStart,
+    ToolItem,
+    Usage,
+)
+from llmsim.backends.sim import jsongen
+from llmsim.backends.sim.tools import Call, Planner, Say, Step
 
 # Reasoning tokens per visible output token, by effort (spec R4.3.1).
 REASONING_MULTIPLIER = {"minimal": 0.5, "low": 1.5, "medium": 3.0, "high": 6.0, "xhigh": 10.0}

@@ -17,9 +17,8 @@ from typing import Any
 
 from faker import Faker
 
-from llmsim import jsongen
-from llmsim.backends import hosted
 from llmsim.backends.base import Prompt, Turn
+from llmsim.backends.sim import hosted, jsongen
 
 THRESHOLD = 2  # one name word, or two description words
 STOPWORDS = frozenset(

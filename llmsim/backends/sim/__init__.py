@@ -1,0 +1,1 @@
+"""The simulator: synthesized text, reasoning, tool calls, built-in tools and schema-valid JSON."""

@@ -1,0 +1,1 @@
+"""Injected faults, rate limits and scripted scenarios."""

@@ -1,0 +1,1 @@
+"""Chat Completions: its request schema, and the translator/serializer onto the shared pipeline."""

@@ -1,0 +1,1 @@
+"""The Responses API core: request schema, translator, event builder, the Response object."""
