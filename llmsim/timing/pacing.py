@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Protocol
 
 from llmsim.backends.base import Delta, Prompt, ReasoningDelta, TextDelta, ToolArgsDelta
 from llmsim.timing.latency import Concurrency, Timing
@@ -26,11 +27,22 @@ def _sleep(seconds: float) -> None:
     time.sleep(seconds)  # not bound at import: gevent patches `time.sleep` after this module may be loaded
 
 
+class QueueObserver(Protocol):
+    """Told about the per-model queues (the metrics' running/waiting gauges and queue-time histogram)."""
+
+    def waiting(self, model: str, change: int) -> None: ...
+
+    def queued(self, model: str, seconds: float) -> None: ...
+
+
 class ModelLoad:
     """Sequences running for one model in this process, and the queue past its limit."""
 
-    def __init__(self, concurrency: Concurrency | None) -> None:
+    def __init__(self, concurrency: Concurrency | None, name: str = "",
+                 observer: QueueObserver | None = None) -> None:
         self.concurrency = concurrency
+        self.name = name
+        self.observer = observer
         self.running = 0
         self.waiting = 0
         self._slots = threading.BoundedSemaphore(concurrency.max_sequences) if concurrency else None
@@ -42,10 +54,14 @@ class ModelLoad:
         if self._slots is not None and not self._slots.acquire(blocking=False):
             queued = True
             self.waiting += 1
+            if self.observer is not None:
+                self.observer.waiting(self.name, 1)
             try:
                 self._slots.acquire()
             finally:
                 self.waiting -= 1
+                if self.observer is not None:
+                    self.observer.waiting(self.name, -1)
         self.running += 1
         try:
             yield queued
@@ -62,8 +78,9 @@ class Pacer:
     """Paces deltas for every request of a server; `speed` divides every wait (0 = never wait)."""
 
     def __init__(self, speed: float = 1.0, *, sleep: Callable[[float], None] = _sleep,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, observer: QueueObserver | None = None) -> None:
         self.speed = speed
+        self.observer = observer
         self.sleep = sleep
         self.clock = clock
         self.loads: dict[str, ModelLoad] = {}
@@ -81,10 +98,10 @@ class Pacer:
     def _load(self, name: str, timing: Timing) -> ModelLoad:
         """The model's shared load; only models with a concurrency limit have one (any name could come)."""
         if timing.concurrency is None:
-            return ModelLoad(None)
+            return ModelLoad(None, name)
         load = self.loads.get(name)
         if load is None or load.concurrency != timing.concurrency:
-            load = self.loads[name] = ModelLoad(timing.concurrency)
+            load = self.loads[name] = ModelLoad(timing.concurrency, name, self.observer)
         return load
 
     def _paced(self, deltas: Iterator[Delta], timing: Timing, load: ModelLoad, rng: random.Random, speed: float,
@@ -92,6 +109,8 @@ class Pacer:
         """`start`: when the request was ready; the TTFT counts from there, or from leaving the queue."""
         with load.slot() as queued:
             schedule = self.clock() if queued else start
+            if self.observer is not None:
+                self.observer.queued(load.name, schedule - start)
             first = True
             for delta in deltas:
                 ms = delay_ms(delta, timing, rng, first)
