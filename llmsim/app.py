@@ -9,7 +9,7 @@ from flask import Flask, Response, g, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from llmsim import ids
-from llmsim.api import admin, chaos, mount
+from llmsim.api import admin, chaos, dashboard, mount
 from llmsim.api import metrics as api_metrics
 from llmsim.api import scenarios as scenarios_api
 from llmsim.backends import load_backend, load_models
@@ -47,6 +47,8 @@ def create_app(settings: Settings | None = None) -> Flask:
     app.register_blueprint(admin.bp)
     app.register_blueprint(admin.health_bp)
     app.register_blueprint(scenarios_api.bp)
+    app.register_blueprint(dashboard.bp)
+    app.register_blueprint(dashboard.api)
     if settings.scenario_file:
         pipeline.scenarios.load(scenarios.load(settings.scenario_file))
 

@@ -131,7 +131,8 @@ class Queues:
 
 
 def histogram(samples: dict[str, list[tuple[dict[str, str], float]]], name: str, **match: str) -> dict[str, Any]:
-    """One histogram's merged buckets (cumulative counts by upper bound), sum and count, for labels `match`."""
+    """One histogram's merged buckets (cumulative counts by finite upper bound: JSON has no +Inf; `count` is
+    the +Inf bucket's), sum and count, for labels `match`."""
     def picked(suffix: str) -> list[tuple[dict[str, str], float]]:
         return [(labels, value) for labels, value in samples.get(name + suffix, [])
                 if all(labels.get(k) == v for k, v in match.items())]
@@ -139,6 +140,7 @@ def histogram(samples: dict[str, list[tuple[dict[str, str], float]]], name: str,
     cumulative: dict[float, float] = {}
     for labels, value in picked("_bucket"):
         bound = float(labels["le"])
-        cumulative[bound] = cumulative.get(bound, 0.0) + value
+        if bound != math.inf:
+            cumulative[bound] = cumulative.get(bound, 0.0) + value
     return {"buckets": sorted(cumulative.items()), "sum": sum(v for _, v in picked("_sum")),
             "count": sum(v for _, v in picked("_count"))}
