@@ -43,7 +43,7 @@ def create_app(settings: Settings | None = None) -> Flask:
     app.extensions["llmsim"] = Services(settings, catalog, pipeline)
     mount(app)
     chaos.install(app, fault_config(settings), settings.seed)
-    api_metrics.install(app, metrics)
+    api_metrics.install(app, metrics, pipeline)
     app.register_blueprint(admin.bp)
     app.register_blueprint(admin.health_bp)
     app.register_blueprint(scenarios_api.bp)

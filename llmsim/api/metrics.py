@@ -17,6 +17,7 @@ from llmsim.backends.base import Prompt
 from llmsim.chaos.faults import Admission
 from llmsim.metrics.meter import Meter
 from llmsim.metrics.registry import Metrics
+from llmsim.pipeline import Pipeline
 
 EXTENSION = "llmsim.metrics"
 PATH = "/metrics"
@@ -53,11 +54,13 @@ def scrape() -> Response:
 
 
 def update_gauges() -> None:
-    """This process's store sizes (gauges are written by the process that knows them)."""
-    pipeline = services().pipeline
-    gauge = metrics().store_entries
-    gauge.labels("responses").set(len(pipeline.store))
-    gauge.labels("conversations").set(len(pipeline.conversations))
+    store_gauges(metrics(), services().pipeline)
+
+
+def store_gauges(found: Metrics, pipeline: Pipeline) -> None:
+    """This process's store sizes (a gauge is written by the process that knows it)."""
+    found.store_entries.labels("responses").set(len(pipeline.store))
+    found.store_entries.labels("conversations").set(len(pipeline.conversations))
 
 
 def _endpoint() -> str | None:
@@ -73,8 +76,9 @@ def _endpoint() -> str | None:
     return rule
 
 
-def install(app: Flask, found: Metrics) -> None:
+def install(app: Flask, found: Metrics, pipeline: Pipeline) -> None:
     app.extensions[EXTENSION] = found
+    found.refresh = lambda: store_gauges(found, pipeline)  # after each generation: it may have stored one
     app.register_blueprint(bp)
 
     @app.after_request

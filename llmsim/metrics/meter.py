@@ -56,7 +56,7 @@ class Meter:
                 yield delta
         finally:
             if not self.at_edge:  # a background response: no events pass the edge, its end is the deltas'
-                self.close(None, None, [], 0.0)
+                self.close(None, 0.0)
 
     def events(self, events: Iterator[SerializedEvent]) -> Iterator[SerializedEvent]:
         self.at_edge = True
@@ -67,8 +67,7 @@ class Meter:
         running.inc()
         first: float | None = None
         last = 0.0
-        gaps = [0] * (len(ITL_BUCKETS) + 1)  # counts per bucket, +Inf last; written once at the end
-        gap_sum = 0.0
+        gaps = Gaps()
         try:
             for kind, data in events:
                 if carries_tokens(kind, data):
@@ -76,17 +75,16 @@ class Meter:
                     if first is None:
                         first = now
                     else:
-                        gaps[bisect.bisect_left(ITL_BUCKETS, now - last)] += 1
-                        gap_sum += now - last
+                        gaps.add(now - last)
                     last = now
                 elif kind == "response.created" and self.response_id is None:
                     self.response_id = _response_id(data)
                 yield kind, data
         finally:
             running.dec()
-            self.close(first, last, gaps, gap_sum)
+            self.close(first, last, gaps)
 
-    def close(self, first: float | None, last: float, gaps: list[int], gap_sum: float) -> None:
+    def close(self, first: float | None, last: float, gaps: Gaps | None = None) -> None:
         """Everything about the request, once: latencies, finish reason, tokens, cost, the log entry."""
         if self.closed:
             return
@@ -98,10 +96,9 @@ class Meter:
         if self.stream and first is not None:
             ttft = first - self.started
             m.ttft.labels(model).observe(ttft)
-            written = sum(gaps)
-            if written:
-                observe_counts(m.itl.labels(model), gaps, gap_sum)
-                m.tpot.labels(model).observe((last - first) / written)
+            if gaps is not None and gaps.total:
+                gaps.write(m.itl.labels(model))
+                m.tpot.labels(model).observe((last - first) / gaps.total)
         reason = FINISHED.get(self.usage[-1].reason, "abort") if self.usage else "abort"
         prompt, output, reasoning, cached = self._tokens()
         m.success.labels(model, reason).inc()
@@ -114,6 +111,8 @@ class Meter:
         if self.pricing is not None:
             m.cost.labels(model).inc(self.pricing.cost({"input_tokens": prompt, "output_tokens": output,
                                                         "input_tokens_details": {"cached_tokens": cached}}))
+        if m.refresh is not None:
+            m.refresh()
         if self.entry is not None:
             self.entry.update(response_id=self.response_id, finished_reason=reason, input_tokens=prompt,
                               output_tokens=output, ttft_ms=None if ttft is None else round(ttft * 1000, 1),
@@ -128,12 +127,25 @@ class Meter:
                 sum(f.usage.reasoning_tokens for f in self.usage), max(f.usage.cached_tokens for f in self.usage))
 
 
-def observe_counts(child: Any, counts: list[int], total: float) -> None:
-    """Many observations at once: what `observe` does per value, one write per bucket instead of per value."""
-    child._sum.inc(total)  # noqa: SLF001 - prometheus-client has no batch observe; these are its own values
-    for i, count in enumerate(counts):
-        if count:
-            child._buckets[i].inc(count)  # noqa: SLF001
+class Gaps:
+    """Inter-token gaps counted per ITL bucket as they come, written to the histogram once: what `observe`
+    does per value (prometheus-client has no batch observe), one file write per bucket instead of per token."""
+
+    def __init__(self) -> None:
+        self.counts = [0] * (len(ITL_BUCKETS) + 1)  # +Inf last
+        self.sum = 0.0
+        self.total = 0
+
+    def add(self, seconds: float) -> None:
+        self.counts[bisect.bisect_left(ITL_BUCKETS, seconds)] += 1  # the first bound >= seconds, as observe()
+        self.sum += seconds
+        self.total += 1
+
+    def write(self, child: Any) -> None:
+        child._sum.inc(self.sum)  # noqa: SLF001 - the histogram's own values, as observe() writes them
+        for i, count in enumerate(self.counts):
+            if count:
+                child._buckets[i].inc(count)  # noqa: SLF001
 
 
 def _response_id(data: str) -> str | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, values
@@ -78,6 +79,7 @@ class Metrics:
                                    multiprocess_mode="livemostrecent" if shared_store else "livesum")
         self.background_queue = Gauge("llmsim_background_queue", "Background responses queued or running.",
                                       registry=r, multiprocess_mode="livesum")
+        self.refresh: Callable[[], None] | None = None  # sets the gauges that follow a request (store sizes)
         self._models: set[str] = set()
         self._lock = threading.Lock()
         self.queues = Queues(self)
