@@ -45,7 +45,7 @@ async function poll() {
     render(state);
   } catch (err) {
     $("live").classList.add("stale");
-    console.error(err);
+    if ($("login").hidden) console.error(err);  // else: waiting for the admin key, polls go on
   } finally {
     setTimeout(poll, POLL_MS);
   }
@@ -59,11 +59,13 @@ function baseModel(name) { return (baseline && baseline.models[name]) || null; }
 function histogramOf(model, key) {
   const now = model[key];
   const base = baseModel(model.name) && baseModel(model.name)[key];
-  const buckets = now.buckets.map(([le, count], i) => [le, minus(count, base ? base.buckets[i][1] : 0)]);
+  const before = new Map(base ? base.buckets : []);  // by upper bound: a model may have had none at the reset
+  const buckets = now.buckets.map(([le, count]) => [le, minus(count, before.get(le))]);
   return { buckets, count: minus(now.count, base && base.count), sum: minus(now.sum, base && base.sum) };
 }
 
 function mergeHistograms(list) {
+  list = list.filter((h) => h.buckets.length);  // a model with no streams has no series yet
   if (!list.length) return { buckets: [], count: 0, sum: 0 };
   const buckets = list[0].buckets.map(([le], i) => [le, sum(list.map((h) => h.buckets[i][1]))]);
   return { buckets, count: sum(list.map((h) => h.count)), sum: sum(list.map((h) => h.sum)) };
@@ -301,7 +303,7 @@ function drawHistogram(el, hist, p50, p95) {
   const baseY = height - pad.b;
   shown.forEach(([le, c], i) => {
     const h = (baseY - pad.t) * c / top;
-    root.append(svg("rect", { class: "bar", x: pad.l + i * w + 2, y: baseY - h, width: Math.max(1, w - 4), height: h, rx: 3 }));
+    root.append(svg("rect", { class: "bar", "data-count": c, x: pad.l + i * w + 2, y: baseY - h, width: Math.max(1, w - 4), height: h, rx: 3 }));
     if (shown.length <= 10 || i % Math.ceil(shown.length / 10) === 0) {
       root.append(svg("text", { x: pad.l + (i + 0.5) * w, y: height - 8, "text-anchor": "middle" },
         `≤${ms(le).replace(" ms", "")}`));
@@ -470,7 +472,16 @@ async function openResponse(id) {
       code.textContent = e.type;
       summary.append(code);
       const pre = document.createElement("pre");
-      try { pre.textContent = JSON.stringify(JSON.parse(e.data), null, 2); } catch { pre.textContent = e.data; }
+      try {
+        const event = JSON.parse(e.data);
+        pre.textContent = JSON.stringify(event, null, 2);
+        if (typeof event.delta === "string") {
+          const text = document.createElement("span");
+          text.className = "delta";
+          text.textContent = ` ${JSON.stringify(event.delta)}`;
+          summary.append(text);
+        }
+      } catch { pre.textContent = e.data; }
       details.append(summary, pre);
       li.append(details);
       return li;
