@@ -74,6 +74,8 @@ class Meter:
                     now = time.perf_counter()
                     if first is None:
                         first = now
+                        if self.entry is not None:  # the request log shows it while the stream goes on
+                            self.entry["ttft_ms"] = round((now - self.started) * 1000, 1)
                     else:
                         gaps.add(now - last)
                     last = now

@@ -158,8 +158,8 @@ function renderKpis(state, finished, faults, limited) {
   const itl = mergeHistograms(state.models.map((m) => histogramOf(m, "itl")));
   $("k-ttft").textContent = ms(quantile(ttft, 0.5));
   $("k-itl").textContent = ms(quantile(itl, 0.5));
-  $("k-ttft-sub").textContent = ttft.count ? `p95 ${ms(quantile(ttft, 0.95))} · all models` : "streamed requests";
-  $("k-itl-sub").textContent = itl.count ? `p95 ${ms(quantile(itl, 0.95))} · all models` : "streamed requests";
+  $("k-ttft-sub").textContent = ttft.count ? `p95 ${ms(quantile(ttft, 0.95))}` : "streamed requests";
+  $("k-itl-sub").textContent = itl.count ? `p95 ${ms(quantile(itl, 0.95))}` : "streamed requests";
 
   const kinds = Object.entries(faults).filter(([, n]) => n > 0).sort((a, b) => b[1] - a[1]);
   $("k-faults").textContent = count(sum(kinds.map(([, n]) => n)));
@@ -187,7 +187,7 @@ function axes(yLabel) {
   const font = "600 14px system-ui, sans-serif";
   return [
     { stroke: "#4b5563", font, grid: { stroke: "#e5e7eb", width: 1 }, ticks: { stroke: "#d7dde7" },
-      values: (u, splits) => splits.map((t) => new Date(t * 1000).toLocaleTimeString([], { hour12: false })) },
+      space: 110, values: (u, splits) => splits.map((t) => new Date(t * 1000).toLocaleTimeString([], { hour12: false })) },
     { stroke: "#4b5563", font, grid: { stroke: "#e5e7eb", width: 1 }, ticks: { stroke: "#d7dde7" }, label: yLabel,
       labelFont: font, size: 56 },
   ];
@@ -362,7 +362,7 @@ function renderRequests(recent) {
         td.append(dot, r.model);
       } else if (i === 4) {
         const status = r.status == null ? "running" : r.finished_reason === "abort" ? `${r.status} cut` : String(r.status);
-        td.append(pill(status, r.status == null ? "live" : r.status < 400 && r.finished_reason !== "abort" ? "ok" : "bad"));
+        td.append(pill(status, r.status == null ? "running" : r.status < 400 && r.finished_reason !== "abort" ? "ok" : "bad"));
       } else if (i === 5) {
         td.append(r.fault ? pill(r.fault, "warn") : r.rate_limited ? pill("rate limited", "bad") : pill("–", "none"));
       } else {
@@ -448,7 +448,7 @@ function renderChaos(state) {
   server.append(listItem("answers", ` ${statuses.join(" · ") || "none yet"}`));
   const stored = state.store_entries || {};
   server.append(listItem("store", ` ${count(stored.responses || 0)} responses · ${count(stored.conversations || 0)} conversations` +
-    ` · ${count(state.background_queue)} background`));
+    (state.background_queue ? ` · ${count(state.background_queue)} background` : "")));
   parts.push(server);
   box.replaceChildren(...parts);
 }
