@@ -10,6 +10,7 @@ bucket count; the histograms are written once per request.
 from __future__ import annotations
 
 import bisect
+import math
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -22,11 +23,22 @@ SerializedEvent = tuple[str, str]
 FINISHED = {"stop": "stop", "tool_calls": "stop", "length": "length"}  # vLLM's reasons; anything else: abort
 
 
+CHUNK = "chat.completion.chunk"
+TEXT, OTHER, LOOK = 1, 0, 2
+_KINDS: dict[str, int] = {}  # event type → carries tokens; the builder's few types (a dict beats str.endswith)
+
+
+def _kind(kind: str) -> int:
+    found = _KINDS[kind] = LOOK if kind == CHUNK else TEXT if kind.endswith(".delta") else OTHER
+    return found
+
+
 def carries_tokens(kind: str, data: str) -> bool:
     """A Responses `*.delta` event, or a Chat Completions chunk with content (not the role or finish chunk)."""
-    if kind.endswith(".delta"):
-        return True
-    return kind == "chat.completion.chunk" and '"finish_reason":null' in data and '"role":"' not in data
+    found = _KINDS.get(kind)
+    if found is None:
+        found = _kind(kind)
+    return found == TEXT or (found == LOOK and '"finish_reason":null' in data and '"role":"' not in data)
 
 
 class Meter:
@@ -68,20 +80,25 @@ class Meter:
         first: float | None = None
         last = 0.0
         gaps = Gaps()
+        add, clock, kinds = gaps.values.append, time.perf_counter, _KINDS.get  # per event: locals only
         try:
-            for kind, data in events:
-                if carries_tokens(kind, data):
-                    now = time.perf_counter()
+            for item in events:
+                kind = item[0]
+                found = kinds(kind)
+                if found is None:
+                    found = _kind(kind)
+                if found == TEXT or (found == LOOK and carries_tokens(kind, item[1])):
+                    now = clock()
                     if first is None:
                         first = now
                         if self.entry is not None:  # the request log shows it while the stream goes on
                             self.entry["ttft_ms"] = round((now - self.started) * 1000, 1)
                     else:
-                        gaps.add(now - last)
+                        add(now - last)
                     last = now
                 elif kind == "response.created" and self.response_id is None:
-                    self.response_id = _response_id(data)
-                yield kind, data
+                    self.response_id = _response_id(item[1])
+                yield item
         finally:
             running.dec()
             self.close(first, last, gaps)
@@ -98,9 +115,9 @@ class Meter:
         if self.stream and first is not None:
             ttft = first - self.started
             m.ttft.labels(model).observe(ttft)
-            if gaps is not None and gaps.total:
+            if gaps is not None and gaps.values:
                 gaps.write(m.itl.labels(model))
-                m.tpot.labels(model).observe((last - first) / gaps.total)
+                m.tpot.labels(model).observe((last - first) / len(gaps.values))
         reason = FINISHED.get(self.usage[-1].reason, "abort") if self.usage else "abort"
         prompt, output, reasoning, cached = self._tokens()
         m.success.labels(model, reason).inc()
@@ -130,24 +147,25 @@ class Meter:
 
 
 class Gaps:
-    """Inter-token gaps counted per ITL bucket as they come, written to the histogram once: what `observe`
-    does per value (prometheus-client has no batch observe), one file write per bucket instead of per token."""
+    """A request's inter-token gaps, kept as they come and written to the histogram once, at the end: what
+    `observe` does per value (prometheus-client has no batch observe), one file write per bucket instead of
+    several per token."""
 
     def __init__(self) -> None:
-        self.counts = [0] * (len(ITL_BUCKETS) + 1)  # +Inf last
-        self.sum = 0.0
-        self.total = 0
+        self.values: list[float] = []
 
     def add(self, seconds: float) -> None:
-        self.counts[bisect.bisect_left(ITL_BUCKETS, seconds)] += 1  # the first bound >= seconds, as observe()
-        self.sum += seconds
-        self.total += 1
+        self.values.append(seconds)
 
     def write(self, child: Any) -> None:
-        child._sum.inc(self.sum)  # noqa: SLF001 - the histogram's own values, as observe() writes them
-        for i, count in enumerate(self.counts):
-            if count:
-                child._buckets[i].inc(count)  # noqa: SLF001
+        ordered = sorted(self.values)
+        below = 0
+        for i, bound in enumerate((*ITL_BUCKETS, math.inf)):
+            upto = bisect.bisect_right(ordered, bound)  # values <= bound: observe() puts each in the first such
+            if upto > below:
+                child._buckets[i].inc(upto - below)  # noqa: SLF001 - the histogram's own values
+            below = upto
+        child._sum.inc(sum(ordered))  # noqa: SLF001
 
 
 def _response_id(data: str) -> str | None:
