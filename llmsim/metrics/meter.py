@@ -3,8 +3,8 @@
 The chaos gate makes a Meter for every admitted request and the Admission wraps two streams with it: the
 backend's deltas (to read the usage and finish reason) and the serialized events, last before they become
 bytes (to time the first token and the gaps between tokens, latency faults included). When the events end,
-however they end, the request's figures go into the metrics at once. Per event it costs a clock read and a
-bucket count; the histograms are written once per request.
+however they end, the request's figures go into the metrics at once. Per event it costs a dict lookup and,
+for a token, a clock read; the histograms are written once per request.
 """
 
 from __future__ import annotations
@@ -21,11 +21,9 @@ from llmsim.timing.pricing import Pricing
 
 SerializedEvent = tuple[str, str]
 FINISHED = {"stop": "stop", "tool_calls": "stop", "length": "length"}  # vLLM's reasons; anything else: abort
-
-
 CHUNK = "chat.completion.chunk"
-TEXT, OTHER, LOOK = 1, 0, 2
-_KINDS: dict[str, int] = {}  # event type → carries tokens; the builder's few types (a dict beats str.endswith)
+TEXT, OTHER, LOOK = 1, 0, 2  # an event type carries tokens, does not, or (a chat chunk) its data says
+_KINDS: dict[str, int] = {}  # by event type: the builders' few names, so a lookup, not a string test per event
 
 
 def _kind(kind: str) -> int:
@@ -42,6 +40,8 @@ def carries_tokens(kind: str, data: str) -> bool:
 
 
 class Meter:
+    """The figures of one request: made by the chaos gate, fed by the Admission's two wrappers."""
+
     def __init__(self, metrics: Metrics, model: str, *, stream: bool, input_tokens: int,
                  pricing: Pricing | None = None, entry: dict[str, Any] | None = None,
                  started: float | None = None) -> None:
