@@ -259,3 +259,24 @@ def test_gaps_written_at_once_read_as_observed_one_by_one() -> None:
 
     assert read("batched") == read("one")
     assert read("one")[-2:] == [("_count", {}, 8.0), ("_sum", {}, pytest.approx(103.5324))]
+
+
+def test_each_response_on_a_websocket_is_measured(start_server: Callable[..., ServerProcess],
+                                                  sdk_client: Callable[..., openai.OpenAI]) -> None:
+    server = start_server("--fault", "server_error;requests=2")  # the connection's second response fails
+    client = sdk_client(server)
+    kinds = []
+    with client.responses.connect() as connection:
+        for _ in range(3):
+            connection.response.create(model="gpt-4o", input="Tell me about tides.")
+            for event in connection:
+                if event.type in ("response.completed", "error"):
+                    kinds.append(event.type)
+                    break
+    assert kinds == ["response.completed", "error", "response.completed"]
+    samples = scrape(server)
+    gpt4o = {"model_name": "gpt-4o"}
+    assert value(samples, "llmsim_faults_injected_total", kind="server_error") == 1
+    assert value(samples, "vllm:request_success_total", finished_reason="stop", **gpt4o) == 2
+    assert value(samples, "vllm:time_to_first_token_seconds_count", **gpt4o) == 2
+    assert value(samples, "vllm:num_requests_running", **gpt4o) == 0
