@@ -103,11 +103,11 @@ def test_values_are_exact_across_two_workers(start_server: Callable[..., ServerP
             client.responses.create(model="gpt-4o", input="x", extra_headers={"X-LLMSim-Fault": "429"})
         with pytest.raises(openai.InternalServerError):
             client.responses.create(model="gpt-4o", input="x", extra_headers={"X-LLMSim-Fault": "500"})
-        with pytest.raises(openai.APIError):
-            with client.responses.stream(model="gpt-4.1-mini", input="x",
-                                         extra_headers={"X-LLMSim-Fault": "stream_drop;after_events=4"}) as events:
-                for _ in events:
-                    pass
+        dropped = client.responses.stream(model="gpt-4.1-mini", input="x",
+                                          extra_headers={"X-LLMSim-Fault": "stream_drop;after_events=4"})
+        with pytest.raises(openai.APIError), dropped as events:
+            for _ in events:
+                pass
         for thread in threads:
             thread.join()
 

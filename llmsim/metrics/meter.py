@@ -163,9 +163,9 @@ class Gaps:
         for i, bound in enumerate((*ITL_BUCKETS, math.inf)):
             upto = bisect.bisect_right(ordered, bound)  # values <= bound: observe() puts each in the first such
             if upto > below:
-                child._buckets[i].inc(upto - below)  # noqa: SLF001 - the histogram's own values
+                child._buckets[i].inc(upto - below)  # the histogram's own values, as observe() writes them
             below = upto
-        child._sum.inc(sum(ordered))  # noqa: SLF001
+        child._sum.inc(sum(ordered))
 
 
 def _response_id(data: str) -> str | None:
