@@ -31,6 +31,7 @@ class Settings:
     tpm: int | None = None  # default tokens-per-minute limit per API key and model
     scenario_file: Path | None = None  # YAML/JSON scripted scenario (llmsim/scenarios.py)
     tool_call_rate: float = 0.0  # sim: chance of an unprompted tool call under tool_choice auto
+    text_mode: str = "prose"  # sim: prose | echo | lorem | faker (llmsim/backends/sim/text.py)
     max_body_bytes: int = 32 * 1024 * 1024
     workers: int = 1
     worker_connections: int = 4096
