@@ -196,3 +196,12 @@ def test_pieces_tokenize_exactly_as_the_whole_text() -> None:
                     composed = text.compose(mode, question, random.Random(seed).randint(12, 400),
                                             random.Random(seed), encoding)
                     assert composed.tokens == len(enc.encode_ordinary(composed.text)), (question, seed, mode)
+
+
+def test_echo_over_websocket_mode(client: openai.OpenAI) -> None:
+    with client.responses.connect(extra_headers={"X-LLMSim-Text-Mode": "echo"}) as connection:
+        connection.response.create(model="gpt-4o", input="echo me over the socket")
+        for event in connection:
+            if event.type == "response.completed":
+                assert event.response.output_text == "echo me over the socket"
+                break
