@@ -201,7 +201,5 @@ def test_pieces_tokenize_exactly_as_the_whole_text() -> None:
 def test_echo_over_websocket_mode(client: openai.OpenAI) -> None:
     with client.responses.connect(extra_headers={"X-LLMSim-Text-Mode": "echo"}) as connection:
         connection.response.create(model="gpt-4o", input="echo me over the socket")
-        for event in connection:
-            if event.type == "response.completed":
-                assert event.response.output_text == "echo me over the socket"
-                break
+        completed = next(event for event in connection if event.type == "response.completed")
+    assert completed.response.output_text == "echo me over the socket"
