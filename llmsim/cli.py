@@ -54,6 +54,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--trust-remote-code", action="store_true",
                        default=_flag(_env("trust_remote_code", False)),
                        help="mlx: allow a model's own architecture file (LLMSIM_TRUST_REMOTE_CODE)")
+    serve.add_argument("--decode-concurrency", type=int, default=_env("decode_concurrency", d.decode_concurrency),
+                       help="mlx: sequences decoded together per model; more wait for a slot "
+                            "(LLMSIM_DECODE_CONCURRENCY)")
+    serve.add_argument("--prompt-concurrency", type=int, default=_env("prompt_concurrency", d.prompt_concurrency),
+                       help="mlx: prompts prefilled together per model (LLMSIM_PROMPT_CONCURRENCY)")
     serve.add_argument("--profiles-dir", type=_paths, action="extend", default=None,
                        help=f"extra profile directories, added to {DEFAULT_PROFILES_DIR} (LLMSIM_PROFILES_DIR, "
                             f"'{os.pathsep}'-separated)")
@@ -115,6 +120,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         models=args.model or [m for m in str(_env("model", "")).split(",") if m],
         allow_download=bool(args.allow_download),
         trust_remote_code=bool(args.trust_remote_code),
+        decode_concurrency=max(1, int(args.decode_concurrency)),
+        prompt_concurrency=max(1, int(args.prompt_concurrency)),
         profiles_dir=[DEFAULT_PROFILES_DIR, *extra],
         seed=None if args.seed is None else int(args.seed),
         speed=float(args.speed),

@@ -16,6 +16,8 @@ class Settings:
     models: list[str] = field(default_factory=list)  # mlx: [ALIAS=]PATH_OR_HF_ID
     allow_download: bool = False  # mlx: fetch --model ids missing from the local Hugging Face cache
     trust_remote_code: bool = False  # mlx: run a model's own architecture file
+    decode_concurrency: int = 32  # mlx: sequences decoded at once per model; more wait
+    prompt_concurrency: int = 8  # mlx: prompts prefilled at once per model
     profiles_dir: list[Path] = field(default_factory=lambda: [DEFAULT_PROFILES_DIR])
     seed: int | None = None
     speed: float = 1.0

@@ -18,7 +18,8 @@ def load_backend(settings: Settings) -> Backend:
         from llmsim.backends.mlx.backend import load
         from llmsim.backends.mlx.models import parse_specs
 
-        return load(parse_specs(settings.models), settings.allow_download, settings.trust_remote_code)
+        return load(parse_specs(settings.models), settings.allow_download, settings.trust_remote_code,
+                    settings.decode_concurrency, settings.prompt_concurrency)
     raise ValueError(f"unknown backend {settings.backend!r}; available: {', '.join(BACKENDS)}")
 
 
