@@ -135,7 +135,7 @@ class SimBackend:
         elif mode == "lorem":
             out = [rng.choice(text.phrases.LOREM_WORDS) for _ in range(words)]
         else:
-            return text.plan(question, words, rng)
+            return text.plan(question, words)
         out[0] = out[0].capitalize()
         out[-1] += "."
         return out

@@ -74,10 +74,10 @@ def compose(mode: str, question: str, target: int, rng: random.Random, encoding:
     return writer.answer()
 
 
-def plan(question: str, words: int, rng: random.Random) -> list[str]:
+def plan(question: str, words: int) -> list[str]:
     """A reasoning summary of exactly `words` words that reads like a plan for the answer."""
     read = intent.read(question)
-    slots = _slots(read, rng)
+    slots = _slots(read)
     sentences = [_fill(s, slots) for s in phrases.PLANS[read.shape]]
     out: list[str] = []
     while len(out) < words:
@@ -110,7 +110,7 @@ class Writer:
         lead = " " if self.pieces and not self.pieces[-1].endswith("\n") else ""
         for i, part in enumerate(p for p in _SLOT.split(template) if p):
             text = slots[part[1:-1]] if _SLOT.fullmatch(part) else part
-            if i == 0 and not lead and not self.pieces or i == 0 and self.pieces and self.pieces[-1].endswith("\n"):
+            if i == 0 and not lead:
                 text = text[:1].upper() + text[1:]  # a slot that starts a sentence
             self.add(lead + text if i == 0 else text)
 
@@ -132,7 +132,7 @@ def tokenize(text: str, encoding: str) -> Answer:
 
 
 def _prose(writer: Writer, read: Intent, target: int, rng: random.Random) -> None:
-    slots = _slots(read, rng)
+    slots = _slots(read)
     if read.shape == "code":
         _code(writer, read, target, rng, slots)
     elif read.shape == "steps":
@@ -243,7 +243,7 @@ def _faker(writer: Writer, target: int, fake: Faker) -> None:
     writer.add(" ".join(sentences), count)
 
 
-def _slots(read: Intent, rng: random.Random) -> dict[str, str]:
+def _slots(read: Intent) -> dict[str, str]:
     topics = read.topics or (phrases.FALLBACK_TOPIC,)
     pair = read.pair or ((topics[0], topics[1]) if len(topics) > 1 else ("the first option", "the second option"))
     return {"topic": topics[0], "other": topics[1] if len(topics) > 1 else phrases.FALLBACK_OTHER,
