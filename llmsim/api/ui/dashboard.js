@@ -119,7 +119,7 @@ function render(state) {
 
 function renderLegend(models) {
   const legend = $("legend");
-  const names = models.map((m) => m.name).join("\n");
+  const names = models.map((m) => `${m.name} ${m.running + m.waiting}`).join("\n");
   if (legend.dataset.names === names && legend.dataset.selected === String(selected)) return;
   legend.dataset.names = names;
   legend.dataset.selected = String(selected);
@@ -127,10 +127,12 @@ function renderLegend(models) {
     const button = document.createElement("button");
     button.type = "button";
     button.className = m.name === selected ? "active" : "";
-    button.title = "show this model's latency distributions";
+    button.title = "in flight now; click to show this model's latency distributions";
     const swatch = document.createElement("i");
     swatch.style.background = color(m.name);
-    button.append(swatch, m.name);
+    const flight = document.createElement("small");
+    flight.textContent = `${count(m.running + m.waiting)} in flight`;
+    button.append(swatch, m.name, flight);
     button.onclick = () => { selected = selected === m.name ? null : m.name; render(latest); };
     return button;
   }));
