@@ -35,6 +35,8 @@ def create_app(settings: Settings | None = None) -> Flask:
     pipeline = Pipeline(catalog, backend, stores.responses, seed=settings.seed,
                         pacer=Pacer(settings.speed, observer=metrics.queues), conversations=stores.conversations)
     pipeline.runner.on_queue = metrics.background_queue.inc
+    if hasattr(backend, "observe"):  # the mlx backend's own queue for decode slots
+        backend.observe(metrics.queues)
 
     app = Flask("llmsim")
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
