@@ -25,6 +25,7 @@ from llmsim.responses.replay import DeltaLog, Replay
 from llmsim.responses.response import new_response
 from llmsim.store import ConversationStore, MemoryConversations, ResponseStore, StoredResponse, background
 from llmsim.store.background import BackgroundRunner, follow
+from llmsim.timing.fairness import fair
 from llmsim.timing.pacing import Pacer
 from llmsim.timing.profiles import Catalog
 
@@ -36,6 +37,7 @@ class Run:
     events: Iterator[SerializedEvent]
     stream: bool
     record: StoredResponse  # put in the store at the end when the request asked; WebSocket mode also keeps it
+    waits: bool = True  # False: nothing paces, slows or cuts the events, so a transport may send them together
 
     @property
     def response(self) -> dict[str, Any]:
@@ -91,7 +93,8 @@ class Pipeline:
             return self._background(builder, deltas, record, request.stream)
         events = admission.events(builder, self._events(builder, deltas, record, request.store, request.stream),
                                   dumps)
-        return Run(builder, events, request.stream, record)
+        waits = self.pacer.paces(prompt, speed) or admission.stream_fault is not None  # a fault may pause or cut
+        return Run(builder, fair(events), request.stream, record, waits)
 
     def admit(self, prompt: Prompt, body: Any, stream: bool, admit: Callable[[Prompt, bool], Admission] | None
               ) -> tuple[Prompt, Admission]:

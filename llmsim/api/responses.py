@@ -42,7 +42,7 @@ def create() -> ResponseReturnValue:
     run = services().pipeline.create(json_body(), seed=seed_header(), speed=speed_header(), admit=gate("responses"))
     if run.stream:  # the cost is known only at the end: an SSE comment after the last event
         pricing = _pricing(run.response["model"])
-        return sse_response(run.events, lambda: _cost_comment(pricing, run.response))
+        return sse_response(run.events, lambda: _cost_comment(pricing, run.response), together=not run.waits)
     response = run.drain()
     if response["status"] == "failed":
         error = response["error"] or {}

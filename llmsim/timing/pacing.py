@@ -68,12 +68,17 @@ class Pacer:
         self.clock = clock
         self.loads: dict[str, ModelLoad] = {}
 
+    def paces(self, prompt: Prompt, speed: float | None = None) -> bool:
+        """Whether `pace` makes this prompt's deltas wait."""
+        return (self.speed if speed is None else speed) > 0 and prompt.profile.timing is not None
+
     def pace(self, deltas: Iterator[Delta], prompt: Prompt, speed: float | None = None) -> Iterator[Delta]:
         """`deltas` with the waits of `prompt.profile`; `speed` overrides the server's for one request."""
+        if not self.paces(prompt, speed):
+            return deltas  # nothing to wait for: not even the per-model queue
         speed = self.speed if speed is None else speed
         timing = prompt.profile.timing
-        if speed <= 0 or timing is None:
-            return deltas  # nothing to wait for: not even the per-model queue
+        assert timing is not None
         load = self._load(prompt.profile.id, timing)
         rng = random.Random(f"llmsim-pacing:{prompt.seed}") if prompt.seed is not None else random.Random()
         return self._paced(deltas, timing, load, rng, speed, prompt.input_tokens, self.clock())
