@@ -15,10 +15,10 @@ def test_cached_counts_equal_tiktoken_and_are_kept() -> None:
 
 
 def test_the_cache_is_bounded_by_characters_oldest_out_first() -> None:
-    cache = tokens.CountCache(max_chars=100)
+    cache = tokens.CountCache(max_chars=200)
     for i in range(10):
         cache.count(f"text number {i} " * 2, "o200k_base")
-    assert cache.chars <= 100 and ("o200k_base", "text number 9 " * 2) in cache._counts
+    assert 150 <= cache.chars <= 200 and ("o200k_base", "text number 9 " * 2) in cache._counts
     assert ("o200k_base", "text number 0 " * 2) not in cache._counts
     cache.count("x" * 60, "o200k_base")  # more than a quarter of the bound: counted, not kept
     assert ("o200k_base", "x" * 60) not in cache._counts
