@@ -255,8 +255,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=1, help="LLMSim's gunicorn workers")
     parser.add_argument("--processes", type=int, default=2, help="client processes")
     parser.add_argument("--knee-model", default="gpt-4o", help="the real model of part (c)")
-    parser.add_argument("--knee-streams", type=lambda v: [int(x) for x in v.split(",")], default=[100, 200, 300, 400],
-                        help="the stream counts part (c) tries")
+    parser.add_argument("--knee-streams", type=lambda v: [int(x) for x in v.split(",")],
+                        default=[100, 200, 300, 400], help="the stream counts part (c) tries")
     parser.add_argument("--memory-responses", type=int, default=300, help="responses stored in part (d)")
     parser.add_argument("--server-cpu", type=int, default=0, help="the core the servers run on (-1: any)")
     parser.add_argument("--client-cpu", type=int, default=1, help="the core the load runs on (-1: any)")

@@ -30,7 +30,6 @@ from llmsim.timing.pacing import Pacer
 from llmsim.timing.profiles import Catalog
 
 
-
 @dataclass
 class Run:
     builder: EventBuilder

@@ -71,7 +71,6 @@ class Entropy:
         return base64.urlsafe_b64encode(self._padding.randbytes(6)).decode()
 
 
-
 class EventBuilder:
     """Feeds deltas into `response` (a Response dict) and yields the events a client sees."""
 
