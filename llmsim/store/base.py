@@ -40,6 +40,8 @@ class StoredResponse:
 
 
 class Replayable(Protocol):
+    """How a finished response's events are built again (llmsim/responses/replay.py): the store keeps no text."""
+
     def events(self, final: dict[str, Any]) -> list[SerializedEvent]: ...
 
 
