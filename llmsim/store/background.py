@@ -66,7 +66,7 @@ def follow(store: ResponseStore, response_id: str, after: int = -1,
         status, events = state
         yield from events
         after += len(events)
-        if status in FINAL_STATUSES and not events:
+        if status in FINAL_STATUSES:  # read with its events: nothing more comes
             return
         if events:
             quiet_since = time.monotonic()

@@ -5,9 +5,9 @@ prefill rate), hidden reasoning tokens take their time at the reasoning rate, an
 further visible token waits one inter-token latency. Waits run against a schedule (a
 late wake-up shortens the next wait) so gaps keep their configured distribution under load.
 
-Waiting is `time.sleep`, looked up at call time: in the gevent workers it is monkey-patched,
-so a sleeping stream is a parked greenlet, not a blocked thread. The same goes for the
-per-model queue (a `threading.BoundedSemaphore`, patched to gevent's).
+Waiting is `ticks.sleep`: in the gevent workers a waiting stream is a parked greenlet that the
+worker's one pacing timer wakes with every other stream due in the same tick (llmsim/timing/ticks.py).
+The per-model queue is a `threading.BoundedSemaphore`, patched to gevent's.
 """
 
 from __future__ import annotations
@@ -20,11 +20,12 @@ from contextlib import contextmanager
 from typing import Protocol
 
 from llmsim.backends.base import Delta, Prompt, ReasoningDelta, TextDelta, ToolArgsDelta
+from llmsim.timing import ticks
 from llmsim.timing.latency import Concurrency, Timing
 
 
 def _sleep(seconds: float) -> None:
-    time.sleep(seconds)  # not bound at import: gevent patches `time.sleep` after this module may be loaded
+    ticks.sleep(seconds)  # the worker's shared timer; never `time.sleep` bound at import (gevent patches it later)
 
 
 class QueueObserver(Protocol):
@@ -85,12 +86,17 @@ class Pacer:
         self.clock = clock
         self.loads: dict[str, ModelLoad] = {}
 
+    def paces(self, prompt: Prompt, speed: float | None = None) -> bool:
+        """Whether `pace` makes this prompt's deltas wait."""
+        return (self.speed if speed is None else speed) > 0 and prompt.profile.timing is not None
+
     def pace(self, deltas: Iterator[Delta], prompt: Prompt, speed: float | None = None) -> Iterator[Delta]:
         """`deltas` with the waits of `prompt.profile`; `speed` overrides the server's for one request."""
+        if not self.paces(prompt, speed):
+            return deltas  # nothing to wait for: not even the per-model queue
         speed = self.speed if speed is None else speed
         timing = prompt.profile.timing
-        if speed <= 0 or timing is None:
-            return deltas  # nothing to wait for: not even the per-model queue
+        assert timing is not None
         load = self._load(prompt.profile.id, timing)
         rng = random.Random(f"llmsim-pacing:{prompt.seed}") if prompt.seed is not None else random.Random()
         return self._paced(deltas, timing, load, rng, speed, prompt.input_tokens, self.clock())
