@@ -73,9 +73,10 @@ def stored(response_id: str) -> ResponseReturnValue:
     record = services().pipeline.store.get(response_id)
     if record is None:
         raise not_found("Response", response_id)
+    events = record.stream_events()
     return jsonify({"response": record.response,
-                    "events": [{"type": kind, "data": data} for kind, data in record.events[:MAX_EVENTS]],
-                    "events_total": len(record.events)})
+                    "events": [{"type": kind, "data": data} for kind, data in events[:MAX_EVENTS]],
+                    "events_total": len(events)})
 
 
 def _models(samples: dict[str, list[tuple[dict[str, str], float]]]) -> list[dict[str, Any]]:
