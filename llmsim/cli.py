@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
 import sqlite3
 import sys
@@ -72,9 +73,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--store-ttl", type=float, default=_env("store_ttl", d.store_ttl_seconds),
                        help="seconds a stored response lives; 0 = forever (LLMSIM_STORE_TTL)")
     serve.add_argument("--api-key", default=_env("api_key", None),
-                       help="require this bearer key (LLMSIM_API_KEY); unset = no auth")
+                       help="require this bearer key (LLMSIM_API_KEY); several comma-separated, each seeing only the "
+                            "responses and conversations it made; unset = no auth, one shared scope")
     serve.add_argument("--admin-key", default=_env("admin_key", None),
-                       help="require this bearer key on /llmsim/admin (LLMSIM_ADMIN_KEY); unset = open")
+                       help="require this bearer key on /llmsim/admin (LLMSIM_ADMIN_KEY); unset = an --api-key "
+                            "guards it, or with neither it is open")
     serve.add_argument("--faults", type=Path, default=_env("faults", None),
                        help="YAML/JSON file of fault rules and rate limits (LLMSIM_FAULTS)")
     serve.add_argument("--fault", action="append", default=None,
@@ -132,6 +135,13 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     )
 
 
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "scenario":
@@ -157,6 +167,10 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, sqlite3.Error) as exc:
         print(f"llmsim: --store: {exc}", file=sys.stderr)
         return 2
+    if not settings.api_keys and not settings.admin_key and not _loopback(settings.host):
+        print(f"llmsim: warning: serving on {settings.host} with no --api-key or --admin-key: anyone who can reach "
+              "it can read every prompt through /llmsim/admin and inject faults into other clients' requests",
+              file=sys.stderr, flush=True)
     from llmsim.server import serve
 
     print(f"llmsim: serving {settings.backend} on http://{settings.host}:{settings.port}/openai/v1", flush=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
 from collections.abc import Callable
@@ -37,8 +38,18 @@ def json_body() -> Any:
         raise APIError(INVALID_JSON) from None
 
 
+def _bearer() -> str | None:
+    scheme, _, key = request.headers.get("Authorization", "").partition(" ")
+    return key.strip() if scheme.lower() == "bearer" else None
+
+
+def _matches(key: str | None, expected: tuple[str, ...]) -> bool:
+    """Whether `key` is one of `expected`, in constant time for each."""
+    return key is not None and any([hmac.compare_digest(key.encode(), e.encode()) for e in expected])
+
+
 def require_api_key() -> None:
-    expected = services().settings.api_key
+    expected = services().settings.api_keys
     if not expected or request.path.startswith("/llmsim/"):  # LLMSim's own endpoints guard themselves
         return
     header = request.headers.get("Authorization", "")
@@ -47,20 +58,26 @@ def require_api_key() -> None:
             "You didn't provide an API key. You need to provide your API key in an Authorization header using "
             "Bearer auth (i.e. Authorization: Bearer YOUR_KEY).", status=401, code="invalid_api_key",
         )
-    scheme, _, key = header.partition(" ")
-    if scheme.lower() != "bearer" or not hmac.compare_digest(key.strip().encode(), expected.encode()):
-        shown = key.strip()
+    if not _matches(_bearer(), expected):
+        shown = header.partition(" ")[2].strip()
         masked = shown[:3] + "*" * max(0, len(shown) - 7) + shown[-4:] if len(shown) > 7 else "****"
         raise APIError(f"Incorrect API key provided: {masked}.", status=401, code="invalid_api_key")
 
 
+def owner() -> str:
+    """The scope of the objects this request stores and may read: a digest of its API key when keys are
+    configured (as the real API scopes them to a project), else "" (one shared scope)."""
+    if not services().settings.api_keys:
+        return ""
+    return hashlib.sha256((_bearer() or "").encode()).hexdigest()[:32]
+
+
 def require_admin_key() -> None:
-    """Guard for /llmsim/admin routes: the admin key, when one is set, as a bearer token."""
-    expected = services().settings.admin_key
-    if not expected:
-        return
-    scheme, _, key = request.headers.get("Authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not hmac.compare_digest(key.strip().encode(), expected.encode()):
+    """Guard for /llmsim/admin routes: the admin key as a bearer token; with none set, an API key (the admin
+    API shows every prompt and can fault anyone's requests, so a server with keys never leaves it open)."""
+    settings = services().settings
+    expected = (settings.admin_key,) if settings.admin_key else settings.api_keys
+    if expected and not _matches(_bearer(), expected):
         raise APIError("Invalid or missing admin key.", status=401, code="invalid_api_key")
 
 
