@@ -135,11 +135,16 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     )
 
 
-def _loopback(host: str) -> bool:
+def exposure_warning(settings: Settings) -> str | None:
+    """A warning when the admin API (every prompt, faults for anyone) is open to more than this machine."""
     try:
-        return ipaddress.ip_address(host).is_loopback
+        loopback = ipaddress.ip_address(settings.host).is_loopback
     except ValueError:
-        return host == "localhost"
+        loopback = settings.host == "localhost"
+    if loopback or settings.api_keys or settings.admin_key:
+        return None
+    return (f"llmsim: warning: serving on {settings.host} with no --api-key or --admin-key: anyone who can reach "
+            "it can read every prompt through /llmsim/admin and inject faults into other clients' requests")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -167,10 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, sqlite3.Error) as exc:
         print(f"llmsim: --store: {exc}", file=sys.stderr)
         return 2
-    if not settings.api_keys and not settings.admin_key and not _loopback(settings.host):
-        print(f"llmsim: warning: serving on {settings.host} with no --api-key or --admin-key: anyone who can reach "
-              "it can read every prompt through /llmsim/admin and inject faults into other clients' requests",
-              file=sys.stderr, flush=True)
+    if warning := exposure_warning(settings):
+        print(warning, file=sys.stderr, flush=True)
     from llmsim.server import serve
 
     print(f"llmsim: serving {settings.backend} on http://{settings.host}:{settings.port}/openai/v1", flush=True)
