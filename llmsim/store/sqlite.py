@@ -95,10 +95,13 @@ class Database:
 
 
 class _Limits:
-    """The memory stores' bounds, as SQL: entries past `max_entries` (oldest first) and older than the TTL go."""
+    """The memory stores' bounds, as SQL: entries past `max_entries` (the oldest `evictable` ones) and older
+    than the TTL go."""
 
-    def __init__(self, table: str, max_entries: int, ttl_seconds: float, clock: Callable[[], float]) -> None:
+    def __init__(self, table: str, max_entries: int, ttl_seconds: float, clock: Callable[[], float],
+                 evictable: str = "1") -> None:
         self.table = table
+        self.evictable = evictable  # an SQL condition
         self.max_entries = max_entries
         self.ttl_seconds = ttl_seconds
         self.clock = clock
@@ -106,11 +109,13 @@ class _Limits:
     def horizon(self) -> float:
         return self.clock() - self.ttl_seconds if self.ttl_seconds > 0 else float("-inf")
 
-    def enforce(self, conn: sqlite3.Connection) -> None:
+    def enforce(self, conn: sqlite3.Connection, kept: str) -> None:
+        """Apply the limits after `kept` was written; it stays, like the memory store's newest entry."""
         if self.ttl_seconds > 0:
             conn.execute(f"DELETE FROM {self.table} WHERE stored_at <= ?", (self.horizon(),))
-        conn.execute(f"DELETE FROM {self.table} WHERE id IN (SELECT id FROM {self.table} "
-                     "ORDER BY stored_at DESC, rowid DESC LIMIT -1 OFFSET ?)", (self.max_entries,))
+        conn.execute(f"DELETE FROM {self.table} WHERE id IN (SELECT id FROM {self.table} WHERE {self.evictable} "
+                     f"AND id != ? ORDER BY stored_at, rowid LIMIT max(0, (SELECT COUNT(*) FROM {self.table}) - ?))",
+                     (kept, self.max_entries))
 
 
 class SQLiteStore:
@@ -119,7 +124,8 @@ class SQLiteStore:
     def __init__(self, db: Database, max_entries: int = 1024, ttl_seconds: float = 3600.0,
                  clock: Callable[[], float] = time.time) -> None:
         self.db = db
-        self.limits = _Limits("responses", max_entries, ttl_seconds, clock)
+        finished = ", ".join(f"'{status}'" for status in sorted(FINAL_STATUSES))
+        self.limits = _Limits("responses", max_entries, ttl_seconds, clock, evictable=f"status IN ({finished})")
 
     def put(self, record: StoredResponse) -> None:
         if self.limits.max_entries <= 0:
@@ -132,7 +138,7 @@ class SQLiteStore:
                           _dumps(record.input_items), _dumps(record.history), record.worker, record.owner))
             conn.executemany("INSERT INTO events VALUES (?, ?, ?, ?)",
                              [(record.id, seq, kind, data) for seq, (kind, data) in enumerate(record.events)])
-            self.limits.enforce(conn)
+            self.limits.enforce(conn, record.id)
 
     def get(self, response_id: str) -> StoredResponse | None:
         with self.db.read() as conn:
@@ -207,7 +213,7 @@ class SQLiteConversations:
                          (conversation.id, self.limits.clock(), conversation.created_at, _dumps(conversation.metadata),
                           conversation.owner))
             self._insert_items(conn, conversation.id, items)
-            self.limits.enforce(conn)
+            self.limits.enforce(conn, conversation.id)
 
     def get(self, conversation_id: str) -> StoredConversation | None:
         with self.db.read() as conn:
