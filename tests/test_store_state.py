@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
 import openai
 import pytest
-from stateful import PACED, Clock, record, slow_profiles, wait_final
+from stateful import PACED, Clock, kill_hard, record, slow_profiles, until, wait_final
 
 from llmsim.store import MemoryStore, ResponseStore, SQLiteStore
 from llmsim.store.sqlite import Database
@@ -52,3 +53,38 @@ def test_queued_background_responses_outlive_the_entry_limit(
     with pytest.raises(openai.NotFoundError):
         client.responses.retrieve(quick[0].id)
     assert client.responses.retrieve(quick[-1].id).status == "completed"
+
+
+def test_an_orphan_whose_pid_a_new_worker_reuses_fails_and_its_stream_ends(
+        start_server: Start, sdk_client: Client, tmp_path: Path) -> None:
+    """A container restarted in a fresh PID namespace gives its new worker the dead worker's pid."""
+    path = tmp_path / "store.db"
+    flags = ("--store", f"sqlite:///{path}", "--profiles-dir", str(slow_profiles(tmp_path / "profiles")))
+    first = start_server(*flags)
+    client = sdk_client(first)
+    running = client.responses.create(model="slow-model", input="Take your time.", background=True,
+                                      text={"verbosity": "high"}, extra_headers=PACED)
+    until(lambda: client.responses.retrieve(running.id).status == "in_progress")
+    kill_hard(first)
+
+    client = sdk_client(start_server(*flags), timeout=20)
+    probe = client.responses.create(model="gpt-4o", input="hi", background=True)
+
+    def worker(response_id: str) -> str:
+        with sqlite3.connect(path) as conn:
+            return str(conn.execute("SELECT worker FROM responses WHERE id = ?", (response_id,)).fetchone()[0])
+
+    dead, new = worker(running.id), worker(probe.id)
+    assert dead != new
+    with sqlite3.connect(path) as conn:  # the dead worker's boot with the live worker's pid
+        conn.execute("UPDATE responses SET worker = ? WHERE id = ?",
+                     (f"{new.partition(':')[0]}:{dead.partition(':')[2]}", running.id))
+
+    events = list(client.responses.retrieve(running.id, stream=True, starting_after=2))
+    assert events[-1].type == "response.failed"
+    assert events[-1].sequence_number == events[-2].sequence_number + 1
+    orphan = client.responses.retrieve(running.id)
+    assert orphan.status == "failed" and orphan.error is not None and orphan.error.code == "server_error"
+    replay = list(client.responses.retrieve(running.id, stream=True))
+    assert [e.type for e in replay][:2] == ["response.created", "response.queued"]
+    assert replay[-1].type == "response.failed"  # a later replay ends the same way
