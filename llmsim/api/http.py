@@ -4,21 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from flask import current_app, request
+from gunicorn.http.errors import ParseException
 
+from llmsim.api import decode
 from llmsim.errors import APIError
 from llmsim.services import Services
-
-INVALID_JSON = (
-    "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP "
-    "library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON. If you "
-    "have trouble figuring out how to fix this, please contact us through our help center at help.openai.com.)"
-)
-
 
 def services() -> Services:
     return current_app.extensions["llmsim"]
@@ -31,11 +25,17 @@ def json_body() -> Any:
             f"Invalid Content-Type header ({request.content_type}), expected application/json.",
             status=415, code="unsupported_content_type",
         )
-    raw = request.get_data(cache=False)
+    return decode.loads(body_bytes())
+
+
+def body_bytes() -> bytes:
+    """The request body; a malformed chunked encoding (gunicorn raises it while the body is read) is the
+    client's 400, not a 500."""
     try:
-        return json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        raise APIError(INVALID_JSON) from None
+        return request.get_data(cache=False)
+    except (OSError, ParseException):
+        raise APIError("Invalid request body: it could not be read (malformed chunked transfer encoding?).",
+                       code="invalid_body") from None
 
 
 def _bearer() -> str | None:

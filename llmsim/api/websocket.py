@@ -9,7 +9,6 @@ even with `store: false`, and a failed turn evicts it.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -19,7 +18,8 @@ from flask_sock import Sock
 from simple_websocket import ConnectionClosed
 
 from llmsim.api.chaos import gate
-from llmsim.api.http import INVALID_JSON, owner, seed_header, services, speed_header
+from llmsim.api import decode
+from llmsim.api.http import owner, seed_header, services, speed_header
 from llmsim.backends.base import Prompt
 from llmsim.chaos.faults import Admission, ConnectionDropped
 from llmsim.errors import APIError
@@ -110,10 +110,7 @@ class Session:
 
 def client_event(message: str | bytes) -> dict[str, Any]:
     """A client event as a dict, or the error the real API answers a malformed one with."""
-    try:
-        body = json.loads(message)
-    except (ValueError, UnicodeDecodeError):
-        raise APIError(INVALID_JSON, code="invalid_json") from None
+    body = decode.loads(message, code="invalid_json")
     if not isinstance(body, dict):
         raise APIError("Invalid client event: expected a JSON object.", code="invalid_type")
     kind = body.get("type")

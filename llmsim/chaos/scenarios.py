@@ -142,6 +142,8 @@ def parse_text(text: str, source: str = "scenario") -> Scenario:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ScenarioError(f"{source}: not valid YAML or JSON: {exc}") from None
+    except RecursionError:
+        raise ScenarioError(f"{source}: nested too deeply") from None
     return parse(data if data is not None else {}, source)
 
 

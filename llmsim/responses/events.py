@@ -8,6 +8,7 @@ serialize each event as it comes.
 from __future__ import annotations
 
 import copy
+import logging
 import secrets
 import time
 from collections.abc import Iterable, Iterator
@@ -18,6 +19,7 @@ from llmsim.backends.base import (Delta, Finish, ReasoningDelta, TextAnnotation,
                                   ToolCallStart, ToolItem, Usage)
 
 Event = dict[str, Any]
+log = logging.getLogger("llmsim")
 TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed", "error"})
 # Events after which a stored snapshot of a running response is refreshed (not every delta: that is O(n²)).
 SNAPSHOT = TERMINAL | {"response.created", "response.queued", "response.in_progress", "response.output_item.added",
@@ -67,8 +69,9 @@ class EventBuilder:
                 yield from self.feed(delta)
                 if self.finish is not None:
                     break
-        except Exception as exc:  # a backend failure becomes response.failed, never a broken stream
-            yield from self.fail("server_error", f"The model failed to generate a response: {exc}")
+        except Exception:  # a backend failure becomes response.failed, never a broken stream (nor its details)
+            log.exception("generation failed")
+            yield from self.fail("server_error", "The model failed to generate a response.")
             return
         if self.finish is None:
             yield from self.fail("server_error", "The model stopped without finishing the response.")

@@ -209,7 +209,8 @@ class SQLiteConversations:
         if self.limits.max_entries <= 0:
             return
         with self.db.write() as conn:
-            conn.execute("INSERT INTO conversations (id, stored_at, created_at, metadata, owner) VALUES (?, ?, ?, ?, ?)",
+            conn.execute("INSERT INTO conversations (id, stored_at, created_at, metadata, owner) "
+                         "VALUES (?, ?, ?, ?, ?)",
                          (conversation.id, self.limits.clock(), conversation.created_at, _dumps(conversation.metadata),
                           conversation.owner))
             self._insert_items(conn, conversation.id, items)
