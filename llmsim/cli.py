@@ -69,7 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="where responses and conversations live: memory, or sqlite:///path.db (relative) / "
                             "sqlite:////abs/path.db, which survives restarts and is shared by workers (LLMSIM_STORE)")
     serve.add_argument("--store-max-entries", type=int, default=_env("store_max_entries", d.store_max_entries),
-                       help="responses kept in the store; 0 stores nothing (LLMSIM_STORE_MAX_ENTRIES)")
+                       help="responses kept in the store, the oldest finished evicted first, unfinished never; 0 stores "
+                            "nothing (LLMSIM_STORE_MAX_ENTRIES)")
     serve.add_argument("--store-ttl", type=float, default=_env("store_ttl", d.store_ttl_seconds),
                        help="seconds a stored response lives; 0 = forever (LLMSIM_STORE_TTL)")
     serve.add_argument("--api-key", default=_env("api_key", None),

@@ -134,11 +134,10 @@ class Pipeline:
                 "'conversation'.", param=None, code="mutually_exclusive_parameters",
             )
         if conversation_id:
-            conversation = self.conversations.items(conversation_id) if self.conversation(conversation_id, owner) \
-                else None
-            if conversation is None:
+            items = self.conversations.items(conversation_id) if self.conversation(conversation_id, owner) else None
+            if items is None:
                 raise not_found("Conversation", conversation_id, param="conversation")
-            return conversation
+            return items
         if not previous_response_id:
             return []
         previous = recent if recent is not None and recent.id == previous_response_id else \

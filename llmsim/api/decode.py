@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 from llmsim.errors import APIError
 
 MAX_DEPTH = 100  # arrays and objects inside one another; real requests stay far below
+# Where a lone surrogate can come from: a \uD800-\uDFFF escape, or its UTF-8-like bytes (which json decodes)
+_SURROGATE = {bytes: re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]"), str: re.compile(r"\\u[dD][89a-fA-F]")}
 
 INVALID_JSON = (
     "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP "
@@ -48,14 +51,16 @@ def loads(raw: str | bytes, code: str | None = None) -> Any:
         raise _too_deep(code) from None
     except (ValueError, UnicodeDecodeError):
         raise APIError(INVALID_JSON, code=code) from None
-    check(value, code)
+    check(value, code, texts=_SURROGATE[type(raw)].search(raw) is not None)
     return value
 
 
-def check(value: Any, code: str | None = None) -> None:
-    """Nesting within MAX_DEPTH and every string (keys too) valid Unicode; walked without recursion."""
+def check(value: Any, code: str | None = None, texts: bool = True) -> None:
+    """Nesting within MAX_DEPTH and (unless `texts` is false) every string, keys too, valid Unicode; walked
+    without recursion."""
+    check_text = _check_text if texts else _skip
     if isinstance(value, str):
-        _check_text(value, code)
+        check_text(value, code)
     stack = [(value, 1)] if isinstance(value, (dict, list)) else []
     while stack:
         node, depth = stack.pop()
@@ -63,13 +68,16 @@ def check(value: Any, code: str | None = None) -> None:
             raise _too_deep(code)
         if isinstance(node, dict):
             for key in node:
-                _check_text(key, code)
-            node = node.values()
-        for child in node:
+                check_text(key, code)
+        for child in node.values() if isinstance(node, dict) else node:
             if isinstance(child, str):
-                _check_text(child, code)
+                check_text(child, code)
             elif isinstance(child, (dict, list)):
                 stack.append((child, depth + 1))
+
+
+def _skip(text: str, code: str | None) -> None:
+    pass
 
 
 def _check_text(text: str, code: str | None) -> None:
