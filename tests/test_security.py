@@ -10,6 +10,7 @@ from pathlib import Path
 import httpx
 import openai
 import pytest
+from websockets.sync.client import connect
 
 from llmsim.cli import exposure_warning
 from llmsim.config import Settings
@@ -74,6 +75,13 @@ def test_stored_objects_are_scoped_to_the_api_key_that_made_them(
     for call in denied:
         with pytest.raises(openai.NotFoundError):
             call()
+
+    with connect(f"ws://127.0.0.1:{server.port}/v1/responses",
+                 additional_headers={"Authorization": "Bearer sk-b"}) as ws:  # WebSocket mode chains the same way
+        ws.send(json.dumps({"type": "response.create", "model": "gpt-4o", "input": "more",
+                            "previous_response_id": response.id}))
+        event = json.loads(ws.recv(timeout=10))
+        assert (event["type"], event["status"], event["error"]["code"]) == ("error", 404, "previous_response_not_found")
 
     # nothing of the other key's changed, and the owner still sees and chains from everything
     assert a.responses.retrieve(response.id).output_text == response.output_text
