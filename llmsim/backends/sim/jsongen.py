@@ -308,7 +308,6 @@ def _strict_error(node: Any, context: tuple[str, ...]) -> str | None:
     return None
 
 
-
 def _ref_cycle(schema: Any) -> str | None:
     """A `$ref` that leads, through `$ref`s alone, back to itself: no value can ever be made of it."""
     stack, seen = [(schema, ())], set()
