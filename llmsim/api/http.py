@@ -51,8 +51,8 @@ def _matches(key: str | None, expected: tuple[str, ...]) -> bool:
 
 def require_api_key() -> None:
     expected = services().settings.api_keys
-    if not expected or request.path.startswith("/llmsim/"):  # LLMSim's own endpoints guard themselves
-        return
+    if not expected or request.path.startswith("/llmsim/") or request.path == "/metrics":
+        return  # LLMSim's own endpoints guard themselves; /metrics is open, as vLLM's is
     header = request.headers.get("Authorization", "")
     if not header:
         raise APIError(
