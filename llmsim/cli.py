@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
 import sqlite3
 import sys
@@ -74,13 +75,16 @@ def build_parser() -> argparse.ArgumentParser:
                        help="where responses and conversations live: memory, or sqlite:///path.db (relative) / "
                             "sqlite:////abs/path.db, which survives restarts and is shared by workers (LLMSIM_STORE)")
     serve.add_argument("--store-max-entries", type=int, default=_env("store_max_entries", d.store_max_entries),
-                       help="responses kept in the store; 0 stores nothing (LLMSIM_STORE_MAX_ENTRIES)")
+                       help="responses kept in the store, the oldest finished evicted first, unfinished never; 0 stores "
+                            "nothing (LLMSIM_STORE_MAX_ENTRIES)")
     serve.add_argument("--store-ttl", type=float, default=_env("store_ttl", d.store_ttl_seconds),
                        help="seconds a stored response lives; 0 = forever (LLMSIM_STORE_TTL)")
     serve.add_argument("--api-key", default=_env("api_key", None),
-                       help="require this bearer key (LLMSIM_API_KEY); unset = no auth")
+                       help="require this bearer key (LLMSIM_API_KEY); several comma-separated, each seeing only the "
+                            "responses and conversations it made; unset = no auth, one shared scope")
     serve.add_argument("--admin-key", default=_env("admin_key", None),
-                       help="require this bearer key on /llmsim/admin (LLMSIM_ADMIN_KEY); unset = open")
+                       help="require this bearer key on /llmsim/admin (LLMSIM_ADMIN_KEY); unset = an --api-key "
+                            "guards it, or with neither it is open")
     serve.add_argument("--faults", type=Path, default=_env("faults", None),
                        help="YAML/JSON file of fault rules and rate limits (LLMSIM_FAULTS)")
     serve.add_argument("--fault", action="append", default=None,
@@ -144,6 +148,18 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     )
 
 
+def exposure_warning(settings: Settings) -> str | None:
+    """A warning when the admin API (every prompt, faults for anyone) is open to more than this machine."""
+    try:
+        loopback = ipaddress.ip_address(settings.host).is_loopback
+    except ValueError:
+        loopback = settings.host == "localhost"
+    if loopback or settings.api_keys or settings.admin_key:
+        return None
+    return (f"llmsim: warning: serving on {settings.host} with no --api-key or --admin-key: anyone who can reach "
+            "it can read every prompt through /llmsim/admin and inject faults into other clients' requests")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "scenario":
@@ -169,6 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, sqlite3.Error) as exc:
         print(f"llmsim: --store: {exc}", file=sys.stderr)
         return 2
+    if warning := exposure_warning(settings):
+        print(warning, file=sys.stderr, flush=True)
     from llmsim.server import serve
 
     print(f"llmsim: serving {settings.backend} on http://{settings.host}:{settings.port}/openai/v1", flush=True)

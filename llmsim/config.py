@@ -25,7 +25,7 @@ class Settings:
     store: str = "memory"  # or sqlite:///path.db
     store_max_entries: int = 1024
     store_ttl_seconds: float = 3600.0
-    api_key: str | None = None
+    api_key: str | None = None  # comma-separated for several keys, each its own scope for stored objects
     admin_key: str | None = None
     faults_file: Path | None = None  # YAML/JSON fault rules and rate limits (llmsim/faults.py)
     fault_rules: list[str] = field(default_factory=list)  # `KIND;key=value;...` specs, after the file's rules
@@ -37,3 +37,8 @@ class Settings:
     max_body_bytes: int = 32 * 1024 * 1024
     workers: int = 1
     worker_connections: int = 4096
+
+    @property
+    def api_keys(self) -> tuple[str, ...]:
+        """The accepted bearer keys (`--api-key a,b`); empty when no key is required."""
+        return tuple(key.strip() for key in (self.api_key or "").split(",") if key.strip())

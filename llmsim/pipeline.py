@@ -23,7 +23,14 @@ from llmsim.responses import schema, toolspec, translate
 from llmsim.responses.events import TERMINAL, EventBuilder, SerializedEvent, dumps
 from llmsim.responses.replay import DeltaLog, Replay
 from llmsim.responses.response import new_response
-from llmsim.store import ConversationStore, MemoryConversations, ResponseStore, StoredResponse, background
+from llmsim.store import (
+    ConversationStore,
+    MemoryConversations,
+    ResponseStore,
+    StoredConversation,
+    StoredResponse,
+    background,
+)
 from llmsim.store.background import BackgroundRunner, follow
 from llmsim.timing.fairness import fair
 from llmsim.timing.pacing import Pacer
@@ -62,8 +69,9 @@ class Pipeline:
 
     def create(self, body: Any, *, seed: int | None = None, recent: StoredResponse | None = None,
                speed: float | None = None, admit: Callable[[Prompt, bool], Admission] | None = None,
-               generate: bool = True, text_mode: str | None = None) -> Run:
-        """`recent`: a response held outside the store (WebSocket mode's connection-local cache) to chain from.
+               generate: bool = True, text_mode: str | None = None, owner: str = "") -> Run:
+        """`owner`: the scope (API key) the response is stored in and chains within (see `stored`).
+        `recent`: a response held outside the store (WebSocket mode's connection-local cache) to chain from.
         `admit`: rate limits and faults (llmsim/api/chaos.py), checked once the prompt is known.
         `generate=False` (WebSocket mode's warm-up): a completed response with no output, to chain from.
         `text_mode`: the sim's text mode for this request (X-LLMSim-Text-Mode); None keeps the server's."""
@@ -73,7 +81,7 @@ class Pipeline:
         if request.background and not request.store:
             raise APIError("Background mode requires store=true.", param="background", code="invalid_value")
         profile = self.catalog.resolve(request.model)
-        history = self.history(request.previous_response_id, request.conversation_id, recent)
+        history = self.history(request.previous_response_id, request.conversation_id, recent, owner)
         items = translate.normalize_items(request.input, history)
         effort, summary = translate.resolve_reasoning(request, profile)
         prompt = translate.build_prompt(request, profile, history + items, self.seed if seed is None else seed,
@@ -88,7 +96,7 @@ class Pipeline:
             obfuscate=request.stream and (request.stream_options is None or
                                           request.stream_options.include_obfuscation is not False),
         )
-        record = StoredResponse(response, items, history)
+        record = StoredResponse(response, items, history, owner=owner)
         deltas = admission.deltas(self.generate(prompt, speed) if generate else
                                   iter([Finish("stop", Usage(prompt.input_tokens, 0))]))
         if request.background:
@@ -111,31 +119,41 @@ class Pipeline:
         """The backend's deltas: every transport (Responses, Chat Completions) comes through this one call."""
         return self.pacer.pace(self.backend.generate(prompt), prompt, speed)  # speed: None = the server's
 
+    def stored(self, response_id: str, owner: str) -> StoredResponse | None:
+        """A stored response if `owner` may see it: another API key's is as missing as on the real API."""
+        record = self.store.get(response_id)
+        return record if record is not None and record.owner == owner else None
+
+    def conversation(self, conversation_id: str, owner: str) -> StoredConversation | None:
+        """A conversation if `owner` may see it, like `stored`."""
+        conversation = self.conversations.get(conversation_id)
+        return conversation if conversation is not None and conversation.owner == owner else None
+
     def history(self, previous_response_id: str | None, conversation_id: str | None,
-                recent: StoredResponse | None = None) -> list[dict[str, Any]]:
+                recent: StoredResponse | None = None, owner: str = "") -> list[dict[str, Any]]:
         if previous_response_id and conversation_id:
             raise APIError(
                 "Mutually exclusive parameters: Ensure you are only providing one of: 'previous_response_id' or "
                 "'conversation'.", param=None, code="mutually_exclusive_parameters",
             )
         if conversation_id:
-            conversation = self.conversations.items(conversation_id)
-            if conversation is None:
+            items = self.conversations.items(conversation_id) if self.conversation(conversation_id, owner) else None
+            if items is None:
                 raise not_found("Conversation", conversation_id, param="conversation")
-            return conversation
+            return items
         if not previous_response_id:
             return []
         previous = recent if recent is not None and recent.id == previous_response_id else \
-            self.store.get(previous_response_id)
+            self.stored(previous_response_id, owner)
         if previous is None:
             raise APIError(f"Previous response with id '{previous_response_id}' not found.", status=404,
                            param="previous_response_id", code="previous_response_not_found")
         return previous.context()
 
-    def count_input_tokens(self, body: Any) -> int:
+    def count_input_tokens(self, body: Any, owner: str = "") -> int:
         request = schema.parse(schema.InputTokensRequest, body)
         profile = self.catalog.resolve(request.model or "default")
-        history = self.history(request.previous_response_id, request.conversation_id)
+        history = self.history(request.previous_response_id, request.conversation_id, owner=owner)
         items = history + translate.normalize_items(request.input, history)
         return translate.count_input_tokens(items, request.instructions, translate.echo_tools(request),
                                             profile.encoding)
@@ -158,7 +176,7 @@ class Pipeline:
         """Answer at once with the queued response; a worker generates it, the store carries its events."""
         queued = [(event["type"], dumps(event)) for event in builder.queue()]
         self.store.put(StoredResponse(copy.deepcopy(builder.response), record.input_items, record.history, queued,
-                                      worker=background.this_worker()))
+                                      worker=background.this_worker(), owner=record.owner))
         self.runner.submit(builder.detached(), deltas, functools.partial(self._add_turn, record.input_items))
         events = follow(self.store, builder.response["id"]) if stream else iter(list(queued))
         return Run(builder, events, stream, record)

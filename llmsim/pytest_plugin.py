@@ -66,7 +66,8 @@ class LLMSim:
 
     @property
     def transcript(self) -> list[dict[str, Any]]:
-        """Every request since the test began: its body, model and the scenario step that answered it."""
+        """Every request since the test began (the latest 1,000, up to 16 MiB): its body, model and the scenario
+        step that answered it."""
         return self._call("GET", "/scenarios/transcript")["data"]
 
     @property
@@ -131,8 +132,9 @@ def llmsim_server(llmsim_flags: tuple[str, ...]) -> Iterator[ServerProcess]:
 
 @pytest.fixture
 def llmsim(llmsim_server: ServerProcess, llmsim_flags: tuple[str, ...]) -> Iterator[LLMSim]:
-    admin_key = next((b for a, b in zip(llmsim_flags, llmsim_flags[1:], strict=False) if a == "--admin-key"), None)
-    handle = LLMSim(llmsim_server, admin_key)
+    flags = dict(zip(llmsim_flags, llmsim_flags[1:], strict=False))
+    api_key = flags.get("--api-key", "").split(",")[0] or None  # guards the admin API when no admin key is set
+    handle = LLMSim(llmsim_server, flags.get("--admin-key", api_key))
     handle.reset()
     try:
         yield handle

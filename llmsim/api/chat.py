@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import replace
 from collections.abc import Callable, Iterator
 from contextlib import closing
@@ -21,6 +22,7 @@ from llmsim.errors import APIError
 from llmsim.pipeline import SerializedEvent, dumps
 
 bp = Blueprint("chat", __name__)
+log = logging.getLogger("llmsim")
 CHUNK = "chat.completion.chunk"
 
 
@@ -60,8 +62,9 @@ def _chunks(completion: chat.Completion, prompts: list[Prompt],
                     yield CHUNK, dumps(chunk)
     except ConnectionDropped:
         raise
-    except Exception as exc:  # noqa: BLE001 - a backend failure mid-way becomes the stream's error chunk
-        event = ErrorChunk.error("server_error", f"The model failed to generate a response: {exc}")
+    except Exception:  # noqa: BLE001 - a backend failure mid-way becomes the stream's error chunk, not its details
+        log.exception("generation failed")
+        event = ErrorChunk.error("server_error", "The model failed to generate a response.")
         yield "error", ErrorChunk.dumps(event)
         return
     if completion.include_usage:

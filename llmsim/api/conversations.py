@@ -9,7 +9,7 @@ from flask.typing import ResponseReturnValue
 from pydantic import Field
 
 from llmsim import ids
-from llmsim.api.http import int_arg, json_body, services
+from llmsim.api.http import int_arg, json_body, owner, services
 from llmsim.errors import APIError, not_found
 from llmsim.responses import schema, translate
 from llmsim.store import ConversationStore, StoredConversation
@@ -44,14 +44,14 @@ def _check_id(conversation_id: str) -> None:
 
 def _conversation(conversation_id: str) -> StoredConversation:
     _check_id(conversation_id)
-    conversation = _store().get(conversation_id)
+    conversation = services().pipeline.conversation(conversation_id, owner())
     if conversation is None:
         raise not_found("Conversation", conversation_id)
     return conversation
 
 
 def _items(conversation_id: str) -> list[dict[str, Any]]:
-    _check_id(conversation_id)
+    _conversation(conversation_id)
     items = _store().items(conversation_id)
     if items is None:
         raise not_found("Conversation", conversation_id)
@@ -103,7 +103,7 @@ def create() -> ResponseReturnValue:
     _check_count(body)
     params = schema.parse(CreateConversation, body)
     schema.check_metadata(params.metadata)
-    conversation = StoredConversation(ids.new("conv"), params.metadata or {})
+    conversation = StoredConversation(ids.new("conv"), params.metadata or {}, owner=owner())
     _store().create(conversation, _new_items(params.items, []))
     return jsonify(conversation.public())
 
@@ -115,7 +115,7 @@ def retrieve(conversation_id: str) -> ResponseReturnValue:
 
 @bp.post("/conversations/<conversation_id>")
 def update(conversation_id: str) -> ResponseReturnValue:
-    _check_id(conversation_id)
+    _conversation(conversation_id)
     params = schema.parse(UpdateConversation, json_body())
     schema.check_metadata(params.metadata)
     conversation = _store().set_metadata(conversation_id, params.metadata or {})
@@ -126,7 +126,7 @@ def update(conversation_id: str) -> ResponseReturnValue:
 
 @bp.delete("/conversations/<conversation_id>")
 def delete(conversation_id: str) -> ResponseReturnValue:
-    _check_id(conversation_id)
+    _conversation(conversation_id)
     if not _store().delete(conversation_id):
         raise not_found("Conversation", conversation_id)
     return jsonify({"id": conversation_id, "object": "conversation.deleted", "deleted": True})

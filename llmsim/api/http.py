@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
+import hashlib
 import hmac
-import json
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from flask import current_app, request
+from gunicorn.http.errors import ParseException
 
+from llmsim.api import decode
 from llmsim.backends.sim.text import MODES as TEXT_MODES
 from llmsim.errors import APIError
 from llmsim.services import Services
-
-INVALID_JSON = (
-    "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP "
-    "library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON. If you "
-    "have trouble figuring out how to fix this, please contact us through our help center at help.openai.com.)"
-)
-
 
 def services() -> Services:
     return current_app.extensions["llmsim"]
@@ -31,15 +26,31 @@ def json_body() -> Any:
             f"Invalid Content-Type header ({request.content_type}), expected application/json.",
             status=415, code="unsupported_content_type",
         )
-    raw = request.get_data(cache=False)
+    return decode.loads(body_bytes())
+
+
+def body_bytes() -> bytes:
+    """The request body; a malformed chunked encoding (gunicorn raises it while the body is read) is the
+    client's 400, not a 500."""
     try:
-        return json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        raise APIError(INVALID_JSON) from None
+        return request.get_data(cache=False)
+    except (OSError, ParseException):
+        raise APIError("Invalid request body: it could not be read (malformed chunked transfer encoding?).",
+                       code="invalid_body") from None
+
+
+def _bearer() -> str | None:
+    scheme, _, key = request.headers.get("Authorization", "").partition(" ")
+    return key.strip() if scheme.lower() == "bearer" else None
+
+
+def _matches(key: str | None, expected: tuple[str, ...]) -> bool:
+    """Whether `key` is one of `expected`, in constant time for each."""
+    return key is not None and any([hmac.compare_digest(key.encode(), e.encode()) for e in expected])
 
 
 def require_api_key() -> None:
-    expected = services().settings.api_key
+    expected = services().settings.api_keys
     if not expected or request.path.startswith("/llmsim/") or request.path == "/metrics":
         return  # LLMSim's own endpoints guard themselves; /metrics is open, as vLLM's is
     header = request.headers.get("Authorization", "")
@@ -48,20 +59,26 @@ def require_api_key() -> None:
             "You didn't provide an API key. You need to provide your API key in an Authorization header using "
             "Bearer auth (i.e. Authorization: Bearer YOUR_KEY).", status=401, code="invalid_api_key",
         )
-    scheme, _, key = header.partition(" ")
-    if scheme.lower() != "bearer" or not hmac.compare_digest(key.strip().encode(), expected.encode()):
-        shown = key.strip()
+    if not _matches(_bearer(), expected):
+        shown = header.partition(" ")[2].strip()
         masked = shown[:3] + "*" * max(0, len(shown) - 7) + shown[-4:] if len(shown) > 7 else "****"
         raise APIError(f"Incorrect API key provided: {masked}.", status=401, code="invalid_api_key")
 
 
+def owner() -> str:
+    """The scope of the objects this request stores and may read: a digest of its API key when keys are
+    configured (as the real API scopes them to a project), else "" (one shared scope)."""
+    if not services().settings.api_keys:
+        return ""
+    return hashlib.sha256((_bearer() or "").encode()).hexdigest()[:32]
+
+
 def require_admin_key() -> None:
-    """Guard for /llmsim/admin routes: the admin key, when one is set, as a bearer token."""
-    expected = services().settings.admin_key
-    if not expected:
-        return
-    scheme, _, key = request.headers.get("Authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not hmac.compare_digest(key.strip().encode(), expected.encode()):
+    """Guard for /llmsim/admin routes: the admin key as a bearer token; with none set, an API key (the admin
+    API shows every prompt and can fault anyone's requests, so a server with keys never leaves it open)."""
+    settings = services().settings
+    expected = (settings.admin_key,) if settings.admin_key else settings.api_keys
+    if expected and not _matches(_bearer(), expected):
         raise APIError("Invalid or missing admin key.", status=401, code="invalid_api_key")
 
 

@@ -6,7 +6,7 @@ from flask import Blueprint, jsonify, request
 from flask.typing import ResponseReturnValue
 
 from llmsim.api.chaos import gate
-from llmsim.api.http import bool_arg, int_arg, json_body, seed_header, services, speed_header, text_mode_header
+from llmsim.api.http import bool_arg, int_arg, json_body, owner, seed_header, services, speed_header, text_mode_header
 from llmsim.api.sse import sse_response
 from llmsim.errors import APIError, not_found
 from llmsim.responses import compaction
@@ -31,7 +31,7 @@ def _cost_comment(pricing: Pricing | None, response: dict) -> str | None:
 
 
 def _stored(response_id: str) -> StoredResponse:
-    record = services().pipeline.store.get(response_id)
+    record = services().pipeline.stored(response_id, owner())
     if record is None:
         raise not_found("Response", response_id)
     return record
@@ -40,7 +40,7 @@ def _stored(response_id: str) -> StoredResponse:
 @bp.post("/responses")
 def create() -> ResponseReturnValue:
     run = services().pipeline.create(json_body(), seed=seed_header(), speed=speed_header(), admit=gate("responses"),
-                                    text_mode=text_mode_header())
+                                    text_mode=text_mode_header(), owner=owner())
     if run.stream:  # the cost is known only at the end: an SSE comment after the last event
         pricing = _pricing(run.response["model"])
         return sse_response(run.events, lambda: _cost_comment(pricing, run.response), together=not run.waits)
@@ -63,6 +63,7 @@ def retrieve(response_id: str) -> ResponseReturnValue:
 
 @bp.delete("/responses/<response_id>")
 def delete(response_id: str) -> ResponseReturnValue:
+    _stored(response_id)
     if not services().pipeline.store.delete(response_id):
         raise not_found("Response", response_id)
     return jsonify({"id": response_id, "object": "response.deleted", "deleted": True})
@@ -104,10 +105,10 @@ def input_items(response_id: str) -> ResponseReturnValue:
 
 @bp.post("/responses/input_tokens")
 def input_tokens() -> ResponseReturnValue:
-    count = services().pipeline.count_input_tokens(json_body())
+    count = services().pipeline.count_input_tokens(json_body(), owner())
     return jsonify({"object": "response.input_tokens", "input_tokens": count})
 
 
 @bp.post("/responses/compact")
 def compact() -> ResponseReturnValue:
-    return jsonify(compaction.compact(services().pipeline, json_body()))
+    return jsonify(compaction.compact(services().pipeline, json_body(), owner()))

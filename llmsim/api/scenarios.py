@@ -9,7 +9,7 @@ from __future__ import annotations
 from flask import Blueprint, jsonify, request
 from flask.typing import ResponseReturnValue
 
-from llmsim.api.http import int_arg, json_body, require_admin_key, services
+from llmsim.api.http import body_bytes, int_arg, json_body, require_admin_key, services
 from llmsim.chaos import scenarios
 from llmsim.errors import APIError
 
@@ -28,7 +28,7 @@ def load() -> ResponseReturnValue:
     """Replace the scenario; it plays from its first turn."""
     try:
         if request.mimetype in YAML_TYPES:
-            scenario = scenarios.parse_text(request.get_data(as_text=True), "scenario")
+            scenario = scenarios.parse_text(body_bytes().decode("utf-8", "replace"), "scenario")
         else:
             scenario = scenarios.parse(json_body(), "scenario")
     except scenarios.ScenarioError as exc:
@@ -60,4 +60,4 @@ def transcript() -> ResponseReturnValue:
     """The requests received since the last load or reset, oldest first, each with the step that answered it
     (`rules[i]`, `turns[i]`, or null when the simulator did)."""
     limit = int_arg("limit", scenarios.TRANSCRIPT, low=1, high=scenarios.TRANSCRIPT)
-    return jsonify({"object": "list", "data": list(_player().transcript)[-limit:]})
+    return jsonify({"object": "list", "data": _player().transcript.entries()[-limit:]})

@@ -9,7 +9,6 @@ even with `store: false`, and a failed turn evicts it.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -19,7 +18,8 @@ from flask_sock import Sock
 from simple_websocket import ConnectionClosed
 
 from llmsim.api.chaos import gate
-from llmsim.api.http import INVALID_JSON, seed_header, services, speed_header, text_mode_header
+from llmsim.api import decode
+from llmsim.api.http import owner, seed_header, services, speed_header, text_mode_header
 from llmsim.backends.base import Prompt
 from llmsim.chaos.faults import Admission, ConnectionDropped
 from llmsim.errors import APIError
@@ -48,20 +48,22 @@ def _options(state: BlueprintSetupState) -> None:
 @Sock().route("/responses", bp=bp)
 def responses_socket(ws: Connection) -> None:
     Session(ws, services().pipeline, seed=seed_header(), speed=speed_header(), admit=gate("responses"),
-            text_mode=text_mode_header()).serve()
+            text_mode=text_mode_header(), owner=owner()).serve()
 
 
 class Session:
     """One connection: reads client events and answers each `response.create` with its stream."""
 
     def __init__(self, ws: Connection, pipeline: Pipeline, *, seed: int | None = None, speed: float | None = None,
-                 admit: Callable[[Prompt, bool], Admission] | None = None, text_mode: str | None = None) -> None:
+                 admit: Callable[[Prompt, bool], Admission] | None = None, text_mode: str | None = None,
+                 owner: str = "") -> None:
         self.ws = ws
         self.pipeline = pipeline
         self.seed = seed
         self.text_mode = text_mode
         self.speed = speed
         self.admit = admit  # rate limits and faults, as for POST /responses
+        self.owner = owner  # the API key's scope, as for POST /responses
         self.recent: StoredResponse | None = None
 
     def serve(self) -> None:
@@ -93,7 +95,8 @@ class Session:
             raise APIError("Invalid type for 'generate': expected a boolean.", param="generate", code="invalid_type")
         body.pop("type")
         run = self.pipeline.create({**body, "stream": True}, seed=self.seed, speed=self.speed, admit=self.admit,
-                                   recent=self.recent, generate=generate, text_mode=self.text_mode)
+                                   recent=self.recent, generate=generate, text_mode=self.text_mode,
+                                   owner=self.owner)
         events = run.events
         try:
             for _, data in events:
@@ -110,10 +113,7 @@ class Session:
 
 def client_event(message: str | bytes) -> dict[str, Any]:
     """A client event as a dict, or the error the real API answers a malformed one with."""
-    try:
-        body = json.loads(message)
-    except (ValueError, UnicodeDecodeError):
-        raise APIError(INVALID_JSON, code="invalid_json") from None
+    body = decode.loads(message, code="invalid_json")
     if not isinstance(body, dict):
         raise APIError("Invalid client event: expected a JSON object.", code="invalid_type")
     kind = body.get("type")

@@ -9,6 +9,7 @@ Nothing here knows HTTP: HTTP faults become APIErrors, stream faults wrap the se
 from __future__ import annotations
 
 import errno
+import math
 import random
 import threading
 import time
@@ -43,6 +44,7 @@ STREAM_KINDS = frozenset({"stream_failed", "stream_error", "stream_drop", "strea
                           "slow_stream"})
 DEFAULT_AFTER_EVENTS = 8  # a stream fault with no trigger hits a few deltas into the output
 DEFAULT_RETRY_AFTER = 1.0  # seconds, for an injected rate_limit fault that names none
+MAX_RETRY_AFTER = 86400.0  # seconds an injected error may tell a client to wait
 MAX_HANG = 3600.0  # a `timeout` with no `seconds` waits for the client to give up, at most this long
 
 
@@ -108,6 +110,20 @@ class Fault(BaseModel):
     @classmethod
     def _alias(cls, value: Any) -> Any:
         return ALIASES.get(str(value), value) if isinstance(value, (str, int)) else value
+
+    @field_validator("seconds", "retry_after")
+    @classmethod
+    def _finite(cls, value: float | None) -> float | None:
+        if value is not None and not math.isfinite(value):  # `inf` would wait forever or overflow a clock
+            raise ValueError("Input should be a finite number")
+        return value
+
+    @field_validator("retry_after")
+    @classmethod
+    def _sane_retry(cls, value: float | None) -> float | None:
+        if value is not None and value > MAX_RETRY_AFTER:  # past a day it overflows the headers' milliseconds
+            raise ValueError(f"Input should be at most {MAX_RETRY_AFTER:g} seconds")
+        return value
 
     @model_validator(mode="after")
     def _fits_kind(self) -> Fault:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -21,6 +22,8 @@ from llmsim.errors import APIError
 ORGANIZATION = "org-llmsim"
 EPSILON = 1e-9  # refills are sums of floats: a whole request refilled may read 0.99999...
 DOCS = "Visit https://platform.openai.com/account/rate-limits to learn more."
+MAX_BUCKET_BYTES = 8 * 1024 * 1024  # buckets kept (their keys' size plus BUCKET_BYTES each); least recent go first
+BUCKET_BYTES = 200  # what one bucket and its dict entry take besides its key's strings
 
 
 class Limits(BaseModel):
@@ -139,21 +142,36 @@ def retry_after_headers(seconds: float) -> dict[str, str]:
     return {"retry-after": str(max(1, math.ceil(seconds))), "retry-after-ms": str(max(1, math.ceil(seconds * 1000)))}
 
 
-class RateLimiter:
-    """Buckets per (API key, model); `clock` is injectable so tests can move time instead of waiting."""
+def _size(key: tuple[str, str, str]) -> int:
+    return sum(map(len, key)) + BUCKET_BYTES
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+
+class RateLimiter:
+    """Buckets per (API key, model); `clock` is injectable so tests can move time instead of waiting.
+
+    Every distinct key and model makes buckets, so they are bounded in bytes: past `max_bytes` the least
+    recently used go (a forgotten bucket starts full again, which only errs on the lenient side)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic, max_bytes: int = MAX_BUCKET_BYTES) -> None:
         self.clock = clock
+        self.max_bytes = max_bytes
+        self.size = 0  # bytes the buckets take, by `_size`
         self.rejected = 0
-        self._buckets: dict[tuple[str, str, str], Bucket] = {}
+        self._buckets: OrderedDict[tuple[str, str, str], Bucket] = OrderedDict()
         self._lock = threading.Lock()
 
     def _bucket(self, key: tuple[str, str], kind: str, capacity: int | None, now: float) -> Bucket | None:
         if capacity is None:
             return None
-        bucket = self._buckets.get((*key, kind))
+        full_key = (*key, kind)
+        bucket = self._buckets.get(full_key)
+        if bucket is None:
+            self.size += _size(full_key)
+            while self._buckets and self.size > self.max_bytes:
+                self.size -= _size(self._buckets.popitem(last=False)[0])
         if bucket is None or bucket.capacity != capacity:
-            bucket = self._buckets[(*key, kind)] = Bucket(capacity, now)
+            bucket = self._buckets[full_key] = Bucket(capacity, now)
+        self._buckets.move_to_end(full_key)
         bucket.refill(now)
         return bucket
 
@@ -188,4 +206,5 @@ class RateLimiter:
     def reset(self) -> None:
         with self._lock:
             self._buckets.clear()
+            self.size = 0
             self.rejected = 0

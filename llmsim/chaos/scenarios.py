@@ -28,7 +28,8 @@ from llmsim.backends.sim.tools import last_user_text, pending
 from llmsim.chaos.faults import STREAM_KINDS, Fault, StreamFault, http_error
 from llmsim.errors import APIError
 
-TRANSCRIPT = 1000  # requests remembered
+TRANSCRIPT = 1000  # requests remembered, at most
+TRANSCRIPT_BYTES = 16 * 1024 * 1024  # and at most this much request JSON, the newest kept
 
 
 class ScenarioError(Exception):
@@ -141,6 +142,8 @@ def parse_text(text: str, source: str = "scenario") -> Scenario:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ScenarioError(f"{source}: not valid YAML or JSON: {exc}") from None
+    except RecursionError:
+        raise ScenarioError(f"{source}: nested too deeply") from None
     return parse(data if data is not None else {}, source)
 
 
@@ -152,12 +155,42 @@ def load(path: Path) -> Scenario:
     return parse_text(text, str(path))
 
 
+class Transcript:
+    """The latest requests, oldest first, each body held as its JSON text: bounded by its size in bytes, not by
+    a count alone (a thousand large prompts would otherwise pin their parsed bodies in memory)."""
+
+    def __init__(self, max_entries: int = TRANSCRIPT, max_bytes: int = TRANSCRIPT_BYTES) -> None:
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self.size = 0
+        self._entries: deque[tuple[dict[str, Any], str]] = deque()
+
+    def append(self, entry: dict[str, Any], body: Any) -> None:
+        """`entry` with `body` as its "request"; older entries go until it fits (a body over the whole budget
+        is kept alone)."""
+        text = json.dumps(body, separators=(",", ":"))  # ASCII: its length is its size in bytes
+        while self._entries and (len(self._entries) >= self.max_entries or self.size + len(text) > self.max_bytes):
+            self.size -= len(self._entries.popleft()[1])
+        self._entries.append((entry, text))
+        self.size += len(text)
+
+    def entries(self) -> list[dict[str, Any]]:
+        return [{**entry, "request": json.loads(text)} for entry, text in list(self._entries)]
+
+    def clear(self) -> None:
+        self._entries.clear()
+        self.size = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
 class Player:
     """Plays one scenario against incoming requests and keeps the transcript of what it saw."""
 
     def __init__(self, scenario: Scenario | None = None) -> None:
         self._lock = threading.Lock()
-        self.transcript: deque[dict[str, Any]] = deque(maxlen=TRANSCRIPT)
+        self.transcript = Transcript()
         self.load(scenario)
 
     def load(self, scenario: Scenario | None) -> None:
@@ -187,8 +220,7 @@ class Player:
             turn = self.requests
             self.requests += 1
             step, reply = self._pick(prompt, turn)
-            self.transcript.append({"index": turn, "time": time.time(), "model": prompt.model, "step": step,
-                                    "request": body})
+            self.transcript.append({"index": turn, "time": time.time(), "model": prompt.model, "step": step}, body)
         if reply is None:
             return prompt, None
         fault = _fault(reply.fault, prompt.model, stream) if reply.fault is not None else None

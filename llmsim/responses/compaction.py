@@ -45,10 +45,10 @@ def opaque(tokens_wanted: int) -> str:
     return "gAAAAA" + secrets.token_urlsafe(tokens_wanted)
 
 
-def compact(pipeline: Pipeline, body: Any) -> dict[str, Any]:
+def compact(pipeline: Pipeline, body: Any, owner: str = "") -> dict[str, Any]:
     request = schema.parse(CompactRequest, body)
     profile = pipeline.catalog.resolve(request.model or "default")
-    history = pipeline.history(request.previous_response_id, None)
+    history = pipeline.history(request.previous_response_id, None, owner=owner)
     items = history + translate.normalize_items(request.input or [], history)
     kept = [item for item in items if item["type"] == "message" and item["role"] == "user"]
     replaced = translate.count_input_tokens([item for item in items if item not in kept], None, [], profile.encoding)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import logging
 import os
 import random
 import secrets
@@ -25,6 +26,7 @@ from llmsim.backends.base import (Delta, Finish, ReasoningDelta, TextAnnotation,
                                   ToolCallStart, ToolItem, Usage)
 
 Event = dict[str, Any]
+log = logging.getLogger("llmsim")
 SerializedEvent = tuple[str, str]  # (event type, JSON data)
 TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed", "error"})
 # Events after which a stored snapshot of a running response is refreshed (not every delta: that is O(n²)).
@@ -100,8 +102,9 @@ class EventBuilder:
                 yield from self.feed(delta)
                 if self.finish is not None:
                     break
-        except Exception as exc:  # a backend failure becomes response.failed, never a broken stream
-            yield from self.fail("server_error", f"The model failed to generate a response: {exc}")
+        except Exception:  # a backend failure becomes response.failed, never a broken stream (nor its details)
+            log.exception("generation failed")
+            yield from self.fail("server_error", "The model failed to generate a response.")
             return
         if self.finish is None:
             yield from self.fail("server_error", "The model stopped without finishing the response.")

@@ -20,6 +20,7 @@ class StoredResponse:
     history: list[dict[str, Any]] = field(default_factory=list)  # items before this response's input
     events: list[SerializedEvent] = field(default_factory=list)  # stream events so far, in order
     worker: str | None = None  # the process generating it, for a background response
+    owner: str = ""  # the API key's scope it was made in ("": the one shared scope when no key is set)
     replay: Replayable | None = None  # a finished response's events, built on demand (`events` stays empty)
 
     @property
@@ -84,6 +85,7 @@ class StoredConversation:
     id: str
     metadata: dict[str, str]
     created_at: int = field(default_factory=lambda: int(time.time()))
+    owner: str = ""  # like StoredResponse.owner
 
     def public(self) -> dict[str, Any]:
         """The Conversation object as the SDK's type defines it."""

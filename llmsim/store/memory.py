@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import itertools
 import threading
 import time
 from collections import OrderedDict
@@ -15,15 +16,18 @@ V = TypeVar("V")
 
 
 class Bounded(Generic[V]):
-    """Oldest entries are evicted first; `max_entries=0` keeps nothing, `ttl_seconds=0` never expires.
+    """Oldest entries are evicted first, except `pinned` ones and the one just put; `max_entries=0` keeps
+    nothing, `ttl_seconds=0` never expires.
 
     Not locked itself: the stores hold their lock around every use.
     """
 
-    def __init__(self, max_entries: int, ttl_seconds: float, clock: Callable[[], float]) -> None:
+    def __init__(self, max_entries: int, ttl_seconds: float, clock: Callable[[], float],
+                 pinned: Callable[[V], bool] = lambda _: False) -> None:
         self.max_entries = max_entries
         self.ttl_seconds = ttl_seconds
         self._clock = clock
+        self._pinned = pinned
         self._items: OrderedDict[str, tuple[float, V]] = OrderedDict()
 
     def put(self, key: str, value: V) -> None:
@@ -32,8 +36,11 @@ class Bounded(Generic[V]):
         self._items[key] = (self._clock(), value)
         self._items.move_to_end(key)
         self._expire()
-        while len(self._items) > self.max_entries:
-            self._items.popitem(last=False)
+        excess = len(self._items) - self.max_entries
+        if excess > 0:
+            evictable = (k for k, (_, v) in self._items.items() if k != key and not self._pinned(v))
+            for old in list(itertools.islice(evictable, excess)):
+                del self._items[old]
 
     def get(self, key: str) -> V | None:
         self._expire()
@@ -59,11 +66,13 @@ class Bounded(Generic[V]):
 
 
 class MemoryStore:
-    """Responses in a dict; the default store."""
+    """Responses in a dict; the default store. The entry limit never evicts an unfinished (queued or running)
+    response: a client told "queued" can always come back for it."""
 
     def __init__(self, max_entries: int = 1024, ttl_seconds: float = 3600.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        self._records: Bounded[StoredResponse] = Bounded(max_entries, ttl_seconds, clock)
+        self._records: Bounded[StoredResponse] = Bounded(max_entries, ttl_seconds, clock,
+                                                         pinned=lambda record: record.status not in FINAL_STATUSES)
         self._stopping: set[str] = set()  # running responses asked to cancel
         self._lock = threading.Lock()
 

@@ -22,14 +22,15 @@ SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
     id TEXT PRIMARY KEY, stored_at REAL NOT NULL, status TEXT NOT NULL,
     response TEXT NOT NULL, input_items TEXT NOT NULL, history TEXT NOT NULL,
-    stopping INTEGER NOT NULL DEFAULT 0, worker TEXT);
+    stopping INTEGER NOT NULL DEFAULT 0, worker TEXT, owner TEXT NOT NULL DEFAULT '');
 CREATE INDEX IF NOT EXISTS responses_by_age ON responses (stored_at);
 CREATE TABLE IF NOT EXISTS events (
     response_id TEXT NOT NULL REFERENCES responses (id) ON DELETE CASCADE,
     seq INTEGER NOT NULL, type TEXT NOT NULL, data TEXT NOT NULL,
     PRIMARY KEY (response_id, seq)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS conversations (
-    id TEXT PRIMARY KEY, stored_at REAL NOT NULL, created_at INTEGER NOT NULL, metadata TEXT NOT NULL);
+    id TEXT PRIMARY KEY, stored_at REAL NOT NULL, created_at INTEGER NOT NULL, metadata TEXT NOT NULL,
+    owner TEXT NOT NULL DEFAULT '');
 CREATE INDEX IF NOT EXISTS conversations_by_age ON conversations (stored_at);
 CREATE TABLE IF NOT EXISTS conversation_items (
     position INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -37,6 +38,9 @@ CREATE TABLE IF NOT EXISTS conversation_items (
     item_id TEXT NOT NULL, item TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS items_by_conversation ON conversation_items (conversation_id, position);
 """
+# Columns added since the first schema: a database made before them gains them on open.
+ADDED_COLUMNS = {"responses": {"owner": "TEXT NOT NULL DEFAULT ''"},
+                 "conversations": {"owner": "TEXT NOT NULL DEFAULT ''"}}
 
 
 def _dumps(data: Any) -> str:
@@ -57,6 +61,11 @@ class Database:
         with self.write() as conn:
             for statement in SCHEMA.split(";"):  # not executescript: it would commit the transaction early
                 conn.execute(statement)
+            for table, columns in ADDED_COLUMNS.items():
+                present = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+                for name, declaration in columns.items():
+                    if name not in present:
+                        conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} {declaration}")
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
@@ -86,10 +95,13 @@ class Database:
 
 
 class _Limits:
-    """The memory stores' bounds, as SQL: entries past `max_entries` (oldest first) and older than the TTL go."""
+    """The memory stores' bounds, as SQL: entries past `max_entries` (the oldest `evictable` ones) and older
+    than the TTL go."""
 
-    def __init__(self, table: str, max_entries: int, ttl_seconds: float, clock: Callable[[], float]) -> None:
+    def __init__(self, table: str, max_entries: int, ttl_seconds: float, clock: Callable[[], float],
+                 evictable: str = "1") -> None:
         self.table = table
+        self.evictable = evictable  # an SQL condition
         self.max_entries = max_entries
         self.ttl_seconds = ttl_seconds
         self.clock = clock
@@ -97,11 +109,13 @@ class _Limits:
     def horizon(self) -> float:
         return self.clock() - self.ttl_seconds if self.ttl_seconds > 0 else float("-inf")
 
-    def enforce(self, conn: sqlite3.Connection) -> None:
+    def enforce(self, conn: sqlite3.Connection, kept: str) -> None:
+        """Apply the limits after `kept` was written; it stays, like the memory store's newest entry."""
         if self.ttl_seconds > 0:
             conn.execute(f"DELETE FROM {self.table} WHERE stored_at <= ?", (self.horizon(),))
-        conn.execute(f"DELETE FROM {self.table} WHERE id IN (SELECT id FROM {self.table} "
-                     "ORDER BY stored_at DESC, rowid DESC LIMIT -1 OFFSET ?)", (self.max_entries,))
+        conn.execute(f"DELETE FROM {self.table} WHERE id IN (SELECT id FROM {self.table} WHERE {self.evictable} "
+                     f"AND id != ? ORDER BY stored_at, rowid LIMIT max(0, (SELECT COUNT(*) FROM {self.table}) - ?))",
+                     (kept, self.max_entries))
 
 
 class SQLiteStore:
@@ -110,31 +124,33 @@ class SQLiteStore:
     def __init__(self, db: Database, max_entries: int = 1024, ttl_seconds: float = 3600.0,
                  clock: Callable[[], float] = time.time) -> None:
         self.db = db
-        self.limits = _Limits("responses", max_entries, ttl_seconds, clock)
+        finished = ", ".join(f"'{status}'" for status in sorted(FINAL_STATUSES))
+        self.limits = _Limits("responses", max_entries, ttl_seconds, clock, evictable=f"status IN ({finished})")
 
     def put(self, record: StoredResponse) -> None:
         if self.limits.max_entries <= 0:
             return
         with self.db.write() as conn:
             conn.execute("DELETE FROM responses WHERE id = ?", (record.id,))
-            conn.execute("INSERT INTO responses VALUES (?, ?, ?, ?, ?, ?, 0, ?)",
+            conn.execute("INSERT INTO responses (id, stored_at, status, response, input_items, history, worker, owner)"
+                         " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                          (record.id, self.limits.clock(), record.status, _dumps(record.response),
-                          _dumps(record.input_items), _dumps(record.history), record.worker))
+                          _dumps(record.input_items), _dumps(record.history), record.worker, record.owner))
             conn.executemany("INSERT INTO events VALUES (?, ?, ?, ?)",  # kept as text: any process may replay
                              [(record.id, seq, kind, data)
                               for seq, (kind, data) in enumerate(record.stream_events())])
-            self.limits.enforce(conn)
+            self.limits.enforce(conn, record.id)
 
     def get(self, response_id: str) -> StoredResponse | None:
         with self.db.read() as conn:
-            row = conn.execute("SELECT response, input_items, history, worker FROM responses "
+            row = conn.execute("SELECT response, input_items, history, worker, owner FROM responses "
                                "WHERE id = ? AND stored_at > ?", (response_id, self.limits.horizon())).fetchone()
             if row is None:
                 return None
             events = conn.execute("SELECT type, data FROM events WHERE response_id = ? ORDER BY seq",
                                   (response_id,)).fetchall()
         return StoredResponse(json.loads(row[0]), json.loads(row[1]), json.loads(row[2]), [tuple(e) for e in events],
-                              row[3])
+                              row[3], row[4])
 
     def delete(self, response_id: str) -> bool:
         with self.db.write() as conn:
@@ -194,16 +210,18 @@ class SQLiteConversations:
         if self.limits.max_entries <= 0:
             return
         with self.db.write() as conn:
-            conn.execute("INSERT INTO conversations VALUES (?, ?, ?, ?)",
-                         (conversation.id, self.limits.clock(), conversation.created_at, _dumps(conversation.metadata)))
+            conn.execute("INSERT INTO conversations (id, stored_at, created_at, metadata, owner) "
+                         "VALUES (?, ?, ?, ?, ?)",
+                         (conversation.id, self.limits.clock(), conversation.created_at, _dumps(conversation.metadata),
+                          conversation.owner))
             self._insert_items(conn, conversation.id, items)
-            self.limits.enforce(conn)
+            self.limits.enforce(conn, conversation.id)
 
     def get(self, conversation_id: str) -> StoredConversation | None:
         with self.db.read() as conn:
-            row = conn.execute("SELECT created_at, metadata FROM conversations WHERE id = ? AND stored_at > ?",
+            row = conn.execute("SELECT created_at, metadata, owner FROM conversations WHERE id = ? AND stored_at > ?",
                                (conversation_id, self.limits.horizon())).fetchone()
-        return None if row is None else StoredConversation(conversation_id, json.loads(row[1]), row[0])
+        return None if row is None else StoredConversation(conversation_id, json.loads(row[1]), row[0], row[2])
 
     def set_metadata(self, conversation_id: str, metadata: dict[str, str]) -> StoredConversation | None:
         with self.db.write() as conn:

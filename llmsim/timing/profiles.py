@@ -18,6 +18,8 @@ from llmsim.errors import APIError
 from llmsim.timing.latency import Timing
 from llmsim.timing.pricing import Pricing
 
+MAX_MODEL_NAME = 256  # characters in a requested model name
+
 Effort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
 
 
@@ -83,6 +85,10 @@ class Catalog:
         return self._by_name.get(name)
 
     def resolve(self, name: str) -> Profile:
+        if len(name) > MAX_MODEL_NAME:  # the API's bound; unbounded names would also grow per-model state
+            raise APIError(f"Invalid 'model': string too long. Expected a string with maximum length "
+                           f"{MAX_MODEL_NAME}, but got a string with length {len(name)} instead.", param="model",
+                           code="string_above_max_length")
         known = self._by_name.get(name)
         if known is not None:
             return known

@@ -87,12 +87,7 @@ class Generator:
     # --- structure ----------------------------------------------------------------------------
 
     def _resolve(self, ref: str) -> Any:
-        node: Any = self.root
-        for part in filter(None, ref.partition("#")[2].split("/")):
-            if not isinstance(node, dict) or part.replace("~1", "/").replace("~0", "~") not in node:
-                return {}  # a remote or dangling $ref: anything goes
-            node = node[part.replace("~1", "/").replace("~0", "~")]
-        return node
+        return _pointer(self.root, ref)
 
     def _merge(self, schema: dict[str, Any]) -> dict[str, Any]:
         merged: dict[str, Any] = {k: v for k, v in schema.items() if k != "allOf"}
@@ -247,6 +242,16 @@ def from_regex(pattern: str, rng: random.Random) -> str | None:
         return None
 
 
+def _pointer(root: Any, ref: str) -> Any:
+    """What a local `$ref` points at in `root`."""
+    node: Any = root
+    for part in filter(None, ref.partition("#")[2].split("/")):
+        if not isinstance(node, dict) or part.replace("~1", "/").replace("~0", "~") not in node:
+            return {}  # a remote or dangling $ref: anything goes
+        node = node[part.replace("~1", "/").replace("~0", "~")]
+    return node
+
+
 def generate(schema: dict[str, Any] | bool, rng: random.Random, fake: Faker | None = None,
              hints: dict[str, str] | None = None) -> Any:
     """One instance of `schema`, drawn from `rng`; `hints` give free-form strings by property name."""
@@ -262,6 +267,9 @@ def schema_error(schema: Any, *, strict: bool, require_object: bool) -> str | No
         Draft202012Validator.check_schema(schema)
     except SchemaError as exc:
         return f"In context={tuple(exc.path)!r}, {exc.message}."
+    cycle = _ref_cycle(schema)
+    if cycle:
+        return cycle
     if require_object and schema.get("type") != "object":
         return f"schema must be a JSON Schema of 'type: \"object\"', got 'type: \"{schema.get('type')}\"'."
     if strict:
@@ -299,3 +307,23 @@ def _strict_error(node: Any, context: tuple[str, ...]) -> str | None:
                 return found
     return None
 
+
+def _ref_cycle(schema: Any) -> str | None:
+    """A `$ref` that leads, through `$ref`s alone, back to itself: no value can ever be made of it."""
+    stack, seen = [(schema, ())], set()
+    while stack:
+        node, context = stack.pop()
+        if isinstance(node, list):
+            stack.extend((item, (*context, str(i))) for i, item in enumerate(node))
+            continue
+        if not isinstance(node, dict) or id(node) in seen:
+            continue
+        seen.add(id(node))
+        chain, target = {id(node)}, node
+        while isinstance(target, dict) and isinstance(target.get("$ref"), str):
+            target = _pointer(schema, target["$ref"])
+            if id(target) in chain:
+                return f"In context={context!r}, '$ref' leads back to itself through references alone."
+            chain.add(id(target))
+        stack.extend((value, (*context, key)) for key, value in node.items())
+    return None
