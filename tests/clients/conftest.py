@@ -16,19 +16,23 @@ import matrix
 _outcomes: dict[str, dict[str, dict[str, str]]] = {}
 
 
-def client_of(item: pytest.Item) -> str | None:
-    callspec = getattr(item, "callspec", None)
-    if callspec is not None and "client" in callspec.params:
-        return str(callspec.params["client"])
-    return getattr(item.module, "CLIENT", None)
+def cell_of(item: pytest.Item) -> tuple[str, str] | None:
+    """(client, feature): parameters `client` and `feature` (a check's name), else the module's CLIENT and
+    the test's name."""
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    if "client" in params:
+        return str(params["client"]), matrix.feature_of(f"test_{params['feature']}")
+    client = getattr(item.module, "CLIENT", None)
+    return None if client is None else (client, matrix.feature_of(item.name))
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     report = yield
-    client = client_of(item)
-    if client is not None and (report.when == "call" or report.failed):
-        cell = _outcomes.setdefault(client, {}).setdefault(matrix.feature_of(item.name), {})
+    cell_key = cell_of(item)
+    if cell_key is not None and (report.when == "call" or report.failed):
+        client, feature = cell_key
+        cell = _outcomes.setdefault(client, {}).setdefault(feature, {})
         if cell.get(item.name) != "failed":
             cell[item.name] = "passed" if report.passed else "failed"
     return report
