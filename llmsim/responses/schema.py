@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, TypeVar, Union
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator
+from pydantic import (BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator,
+                      model_validator)
 
 from llmsim.errors import APIError
 
@@ -39,9 +40,15 @@ class Open(BaseModel):
 # --- content parts -----------------------------------------------------------------------------
 
 
+class CacheBreakpoint(Strict):
+    mode: Literal["explicit"]
+    ttl: Literal["30m", "12h"] | None = None
+
+
 class InputText(Strict):
     type: Literal["input_text"]
     text: str
+    prompt_cache_breakpoint: CacheBreakpoint | None = None
 
 
 class InputImage(Strict):
@@ -49,6 +56,7 @@ class InputImage(Strict):
     image_url: str | None = None
     file_id: str | None = None
     detail: Literal["low", "high", "auto", "original"] = "auto"
+    prompt_cache_breakpoint: CacheBreakpoint | None = None
 
 
 class InputFile(Strict):
@@ -58,6 +66,7 @@ class InputFile(Strict):
     file_url: str | None = None
     filename: str | None = None
     detail: Literal["low", "high", "auto"] | None = None
+    prompt_cache_breakpoint: CacheBreakpoint | None = None
 
 
 class OutputText(Strict):
@@ -97,6 +106,13 @@ class Message(Strict):
         return value
 
 
+class Caller(Strict):
+    """Who called a tool: the model directly, or a program it wrote (programmatic tool calling)."""
+
+    type: Literal["direct", "program"]
+    caller_id: str | None = None
+
+
 class FunctionCall(Strict):
     type: Literal["function_call"]
     call_id: str
@@ -105,14 +121,19 @@ class FunctionCall(Strict):
     id: str | None = None
     status: Literal["in_progress", "completed", "incomplete"] | None = None
     namespace: str | None = None
+    caller: Caller | None = None
+    async_: bool | None = Field(None, alias="async")
 
 
 class FunctionCallOutput(Strict):
     type: Literal["function_call_output"]
-    call_id: str
+    call_id: str | None = None  # optional in the SDK's type
     output: Union[str, list[ContentPart]]
     id: str | None = None
     status: Literal["in_progress", "completed", "incomplete"] | None = None
+    name: str | None = None
+    namespace: str | None = None
+    caller: Caller | None = None
 
 
 class SummaryText(Strict):
@@ -141,7 +162,7 @@ OTHER_ITEM_TYPES = frozenset(
         "local_shell_call", "local_shell_call_output", "shell_call", "shell_call_output",
         "apply_patch_call", "apply_patch_call_output", "mcp_list_tools", "mcp_approval_request",
         "mcp_approval_response", "mcp_call", "custom_tool_call", "custom_tool_call_output",
-        "compaction", "additional_tools", "program", "program_output",
+        "compaction", "compaction_trigger", "configuration_update", "additional_tools", "program", "program_output",
     }
 )
 
@@ -189,13 +210,16 @@ class FunctionTool(Strict):
     parameters: dict[str, Any] | None = None
     strict: bool | None = True
     defer_loading: bool | None = None
+    allowed_callers: list[Literal["direct", "programmatic"]] | None = None
+    output_schema: dict[str, Any] | None = None
+    async_: bool | None = Field(None, alias="async")
 
 
 BUILTIN_TOOL_TYPES = frozenset(
     {
         "web_search", "web_search_preview", "web_search_2025_08_26", "web_search_preview_2025_03_11",
         "file_search", "code_interpreter", "image_generation", "mcp", "custom", "computer_use_preview",
-        "computer", "local_shell", "shell", "apply_patch", "tool_search", "namespace",
+        "computer", "local_shell", "shell", "apply_patch", "tool_search", "namespace", "programmatic_tool_calling",
     }
 )
 
@@ -250,6 +274,8 @@ class ReasoningConfig(Strict):
     effort: Effort | None = None
     summary: Literal["auto", "concise", "detailed"] | None = None
     generate_summary: Literal["auto", "concise", "detailed"] | None = None
+    context: Literal["auto", "current_turn", "all_turns"] | None = None
+    mode: str | None = None  # "standard", "pro", or a newer one
 
 
 class StreamOptions(Strict):
@@ -287,6 +313,15 @@ def as_items(value: Any) -> Any:
 
 class _Request(Strict):
     conversation: str | ConversationRef | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_means_default(cls, data: Any) -> Any:
+        """`null` for an optional parameter means its default, as the SDK's nullable types allow."""
+        if not isinstance(data, dict):
+            return data
+        fields = cls.model_fields
+        return {k: v for k, v in data.items() if v is not None or k not in fields or fields[k].is_required()}
 
     @property
     def conversation_id(self) -> str | None:

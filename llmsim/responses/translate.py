@@ -65,7 +65,7 @@ def to_turns(items: list[dict[str, Any]]) -> list[Turn]:
         elif kind == "function_call_output":
             output = item["output"]
             text = output if isinstance(output, str) else "".join(_part_text(p) for p in output)
-            turns.append(Turn("tool", text, kind, call_id=item["call_id"]))
+            turns.append(Turn("tool", text, kind, call_id=item.get("call_id")))
         elif kind != "reasoning":
             turns.append(Turn("assistant", json.dumps(item, sort_keys=True), kind))
     return turns
@@ -87,9 +87,15 @@ def count_input_tokens(items: list[dict[str, Any]], instructions: str | None, to
     return total
 
 
+# A function tool's fields the Response echoes even when null; its other optional fields only when set.
+ECHOED_NULLS = frozenset({"description", "parameters", "strict"})
+
+
 def echo_tools(request: CreateRequest | InputTokensRequest) -> list[dict[str, Any]]:
     """Tools as the Response echoes them: function tools with their defaults filled in."""
-    return [tool.model_dump(by_alias=True, exclude_none=not isinstance(tool, FunctionTool)) for tool in request.tools]
+    return [{k: v for k, v in tool.model_dump(by_alias=True).items() if v is not None or k in ECHOED_NULLS}
+            if isinstance(tool, FunctionTool) else tool.model_dump(by_alias=True, exclude_none=True)
+            for tool in request.tools]
 
 
 def _unsupported(param: str) -> APIError:
