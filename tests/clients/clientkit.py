@@ -12,9 +12,9 @@ def last(llmsim: LLMSim) -> dict[str, Any]:
     return llmsim.requests[-1]
 
 
-def retried(llmsim: LLMSim) -> None:
-    """The rate-limit rule fired on the first request, and a retry then succeeded."""
-    log = llmsim.fault_log
+def retried(log: LLMSim | list[dict[str, Any]]) -> None:
+    """The rate-limit rule fired on the first request, and a retry then succeeded (`log`: the fault log)."""
+    log = log.fault_log if isinstance(log, LLMSim) else log
     assert log[0]["fault"] == "rate_limit" and log[0]["status"] == 429, log
     assert any(entry["status"] == 200 and entry["fault"] is None for entry in log[1:]), log
 

@@ -1,6 +1,6 @@
-"""The Node clients (tests/clients/node, pinned by its package-lock.json): one `node check.mjs CLIENT CHECK`
-per test against the session's server; the script asserts what the client sees, this test what the server
-received."""
+"""The Node clients (tests/clients/node, pinned by its package-lock.json). `node check.mjs CLIENT` runs all of
+a client's checks in one process, each on a clean server; a test per check then asserts that it passed (the
+script asserts what the client saw) and what the server received."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from clientkit import RATE_LIMIT_ONCE, retried, texts
-from llmsim.pytest_plugin import LLMSim
+from llmsim.testing import ServerProcess
 from matrix import NODE_DIR
 
 SCRIPTS = {"openai (Node)": "openai", "Vercel AI SDK": "ai-sdk", "LangChain JS": "langchain"}
@@ -26,21 +26,26 @@ def checks(script: str) -> list[str]:
 
 CASES = [pytest.param(client, check, id=f"{script}-{check}")
          for client, script in SCRIPTS.items() for check in checks(script)]
+_reports: dict[str, dict[str, Any]] = {}
 
 
-def run_node(llmsim: LLMSim, script: str, check: str) -> dict[str, Any]:
-    done = subprocess.run(["node", "check.mjs", script, check], cwd=NODE_DIR, capture_output=True, text=True,
-                          timeout=120, env={**os.environ, "LLMSIM_BASE_URL": llmsim.base_url})
-    assert done.returncode == 0, f"node {script} {check} failed:\n{done.stderr[-3000:]}{done.stdout[-1000:]}"
-    return json.loads(done.stdout.strip().splitlines()[-1])
+def report(server: ServerProcess, script: str) -> dict[str, Any]:
+    """Every check of one script, run once per session."""
+    if script not in _reports:
+        faults = {f"LLMSIM_FAULTS_FOR_{check}": json.dumps({"faults": [RATE_LIMIT_ONCE]})
+                  for check in checks(script) if check.startswith("retry")}
+        done = subprocess.run(["node", "check.mjs", script], cwd=NODE_DIR, capture_output=True, text=True,
+                              timeout=300, env={**os.environ, "LLMSIM_URL": server.url, **faults})
+        assert done.returncode == 0, f"node check.mjs {script}:\n{done.stderr[-3000:]}"
+        _reports[script] = json.loads(done.stdout.strip().splitlines()[-1])
+    return _reports[script]
 
 
 @pytest.mark.parametrize(("client", "feature"), CASES)
-def test_node(llmsim: LLMSim, client: str, feature: str) -> None:
-    if feature == "retry":
-        llmsim.set_faults(RATE_LIMIT_ONCE)
-    result = run_node(llmsim, SCRIPTS[client], feature)
-    bodies = llmsim.requests
+def test_node(llmsim_server: ServerProcess, client: str, feature: str) -> None:
+    outcome = report(llmsim_server, SCRIPTS[client])[feature]
+    assert outcome["passed"], outcome["error"]
+    result, bodies = outcome["result"], outcome["requests"]
     sent = texts(bodies[-1].get("input") or bodies[-1].get("messages"))
     if feature.startswith("streaming"):
         assert any(body.get("stream") for body in bodies)
@@ -50,5 +55,5 @@ def test_node(llmsim: LLMSim, client: str, feature: str) -> None:
         assert "My name is Ada" in sent and result["first_text"][:40] in sent
     elif feature.startswith("tools") or feature.endswith("tool_loop"):
         assert "sunny and 22 C" in sent  # the tool's output went back to the model
-    elif feature == "retry":
-        retried(llmsim)
+    elif feature.startswith("retry"):
+        retried(outcome["fault_log"])
