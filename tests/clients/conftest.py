@@ -5,11 +5,10 @@ LLMSIM_CLIENTS_MATRIX=FILE the outcomes are written there for the README table."
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Generator
 from pathlib import Path
 
 import pytest
-
 
 import matrix
 
@@ -27,7 +26,8 @@ def cell_of(item: pytest.Item) -> tuple[str, str] | None:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
+                              ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
     cell_key = cell_of(item)
     if cell_key is not None and (report.when == "call" or report.failed):

@@ -75,6 +75,10 @@ def table(data: dict[str, Any]) -> str:
             passed = sum(outcome == "passed" for outcome in tests.values())
             cells.append("–" if not tests else "yes" if passed == len(tests) else f"**no** ({passed}/{len(tests)})")
         rows.append(f"| {client} ({tested}) | " + " | ".join(cells) + " |")
+    failing = [f"{client}: `{name}`" for client, features in sorted(data["results"].items())
+               for tests in features.values() for name, outcome in sorted(tests.items()) if outcome != "passed"]
+    if failing:
+        rows += ["", "Not passing: " + "; ".join(failing) + "."]
     return "\n".join(rows)
 
 
