@@ -93,7 +93,7 @@ def _page(items: list[dict[str, Any]], has_more: bool = False) -> dict[str, Any]
 
 def _new_items(raw: list[Any] | None, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Input items as stored: each with an id, references resolved against the conversation."""
-    return translate.normalize_items(raw or [], history)
+    return translate.normalize_items(raw or [], history, services().pipeline.store.find_item)
 
 
 @bp.post("/conversations")

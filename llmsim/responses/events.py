@@ -195,8 +195,9 @@ class EventBuilder:
             item = {"id": ids.new("ctc"), "type": "custom_tool_call", "call_id": delta.call_id, "name": delta.name,
                     "input": ""}
         else:
-            item = {"id": ids.new("fc"), "type": "function_call", "status": "in_progress", "arguments": "",
-                    "call_id": delta.call_id, "name": delta.name}
+            reasoning = next((i for i in reversed(self.response["output"]) if i["type"] == "reasoning"), None)
+            item = {"id": ids.child("fc", reasoning["id"]) if reasoning else ids.new("fc"), "type": "function_call",
+                    "status": "in_progress", "arguments": "", "call_id": delta.call_id, "name": delta.name}
         yield self._open(item)
 
     def _hosted(self, delta: ToolItem) -> Iterator[Event]:
