@@ -75,7 +75,9 @@ class Pipeline:
             raise APIError("Background mode requires store=true.", param="background", code="invalid_value")
         profile = self.catalog.resolve(request.model)
         history = self.history(request.previous_response_id, request.conversation_id, recent)
-        items = translate.normalize_items(request.input, history)
+        items = translate.normalize_items(request.input, history, self.store.find_item)
+        if profile.reasoning is not None:
+            translate.require_reasoning(items, history)
         effort, summary = translate.resolve_reasoning(request, profile)
         prompt = translate.build_prompt(request, profile, history + items, self.seed if seed is None else seed,
                                         effort, summary)
@@ -133,7 +135,7 @@ class Pipeline:
         request = schema.parse(schema.InputTokensRequest, body)
         profile = self.catalog.resolve(request.model or "default")
         history = self.history(request.previous_response_id, request.conversation_id)
-        items = history + translate.normalize_items(request.input, history)
+        items = history + translate.normalize_items(request.input, history, self.store.find_item)
         return translate.count_input_tokens(items, request.instructions, translate.echo_tools(request),
                                             profile.encoding)
 

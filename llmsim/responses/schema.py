@@ -180,6 +180,8 @@ def _item_tag(value: Any) -> str | None:
     if not isinstance(value, dict):
         return None
     kind = value.get("type")
+    if not isinstance(kind, str | None):
+        return None  # reported as an invalid type, not matched against the tags
     if kind is None:
         return "message" if "role" in value else "item_reference" if "id" in value else None
     if kind in OTHER_ITEM_TYPES:
@@ -452,14 +454,20 @@ def _error(err: dict[str, Any]) -> APIError:
         )
     if kind in ("literal_error", "union_tag_invalid", "enum"):
         expected = ctx.get("expected", ctx.get("expected_tags", ""))
-        discriminator = str(ctx.get("discriminator", "type")).strip("'")  # `type`, or `role` for chat messages
-        return APIError(
-            f"Invalid value: '{value if kind != 'union_tag_invalid' else ctx.get('tag')}'. "
-            f"Supported values are: {expected}.",
-            param=param + (f".{discriminator}" if kind == "union_tag_invalid" else ""), code="invalid_value",
-        )
+        if kind == "union_tag_invalid":
+            discriminator = str(ctx.get("discriminator", "type")).strip("'")  # `type`, or `role` for chat messages
+            param = f"{param}.{discriminator}"
+            value = value.get(discriminator) if isinstance(value, dict) else value
+        if not isinstance(value, str):  # never a Python repr in a message: name the type instead
+            return APIError(f"Invalid type for '{param}': expected one of {expected}, but got {_describe(value)} "
+                            "instead.", param=param, code="invalid_type")
+        return APIError(f"Invalid value: '{value}'. Supported values are: {expected}.", param=param,
+                        code="invalid_value")
     if kind == "invalid_item":
         tag = value.get("type") if isinstance(value, dict) else None
+        if tag is not None and not isinstance(tag, str):
+            return APIError(f"Invalid type for '{param}.type': expected a string, but got {_describe(tag)} instead.",
+                            param=f"{param}.type", code="invalid_type")
         if tag is None:
             return APIError(f"Invalid type for '{param}': expected an input item, but got {_describe(value)} instead.",
                             param=param, code="invalid_type")
