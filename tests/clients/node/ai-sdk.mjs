@@ -46,7 +46,7 @@ export async function client_history(baseURL) {
   messages.push(...first.response.messages, { role: "user", content: ASK_NAME });
   const second = await generateText({ model, messages });
   assert.ok(second.text.trim());
-  return { first_text: first.text };
+  return { first_text: first.text, first_id: first.providerMetadata.openai.responseId };
 }
 
 export async function tools(baseURL) {
