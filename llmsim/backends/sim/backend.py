@@ -28,7 +28,7 @@ from llmsim.backends.base import (
     ToolItem,
     Usage,
 )
-from llmsim.backends.sim import jsongen
+from llmsim.backends.sim import jsongen, prompted
 from llmsim.backends.sim.tools import Call, Planner, Say, Step
 
 # Reasoning tokens per visible output token, by effort (spec R4.3.1).
@@ -116,8 +116,9 @@ class SimBackend:
         fmt = prompt.text_format
         if fmt.get("type") == "json_schema":
             return json.dumps(jsongen.generate(fmt["schema"], rng, fake, hints), ensure_ascii=False)
-        if fmt.get("type") == "json_object":
-            return json.dumps(jsongen.generate(JSON_OBJECT, rng, fake), ensure_ascii=False)
+        if fmt.get("type") == "json_object":  # the shape the prompt asks for, else a one-key object
+            schema = prompted.requested_schema(prompt.turns) or JSON_OBJECT
+            return json.dumps(jsongen.generate(schema, rng, fake, hints), ensure_ascii=False)
         return self._compose(fake, encoding, target)
 
     @staticmethod
