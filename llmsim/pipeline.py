@@ -10,7 +10,7 @@ import copy
 import functools
 import json
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from llmsim import ids
@@ -64,10 +64,11 @@ class Pipeline:
 
     def create(self, body: Any, *, seed: int | None = None, recent: StoredResponse | None = None,
                speed: float | None = None, admit: Callable[[Prompt, bool], Admission] | None = None,
-               generate: bool = True) -> Run:
+               generate: bool = True, text_mode: str | None = None) -> Run:
         """`recent`: a response held outside the store (WebSocket mode's connection-local cache) to chain from.
         `admit`: rate limits and faults (llmsim/api/chaos.py), checked once the prompt is known.
-        `generate=False` (WebSocket mode's warm-up): a completed response with no output, to chain from."""
+        `generate=False` (WebSocket mode's warm-up): a completed response with no output, to chain from.
+        `text_mode`: the sim's text mode for this request (X-LLMSim-Text-Mode); None keeps the server's."""
         request = schema.parse(schema.CreateRequest, body)
         schema.check_metadata(request.metadata)
         toolspec.check(request)
@@ -81,6 +82,8 @@ class Pipeline:
         effort, summary = translate.resolve_reasoning(request, profile)
         prompt = translate.build_prompt(request, profile, history + items, self.seed if seed is None else seed,
                                         effort, summary)
+        if text_mode:
+            prompt = replace(prompt, text_mode=text_mode)
         prompt, admission = self.admit(prompt, body, request.stream, admit)
         response = new_response(request, profile, ids.new("resp"), prompt.tools, effort, summary)
         builder = EventBuilder(

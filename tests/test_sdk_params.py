@@ -72,7 +72,7 @@ def sample(tp: Any, name: str = "", depth: int = 0) -> Any:
     if tp is float:
         return 0.5
     if origin in (dict, typing.Dict) or tp is dict:
-        return {"k": "v"}
+        return {"type": "function", "name": "lookup"}  # a free-form object; as a tool reference, a valid one
     if origin is not None and typing.get_args(tp):  # List, Iterable, SequenceNotStr
         return [sample(typing.get_args(tp)[0], name, depth + 1)]
     return {}  # object

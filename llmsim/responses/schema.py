@@ -226,7 +226,128 @@ BUILTIN_TOOL_TYPES = frozenset(
 )
 
 
+Callers = list[Literal["direct", "programmatic"]] | None
+
+
+class McpToolFilter(Strict):
+    read_only: bool | None = None
+    tool_names: list[str] | None = None
+
+
+class McpApprovalFilter(Strict):
+    always: McpToolFilter | None = None
+    never: McpToolFilter | None = None
+
+
+class McpTool(Strict):
+    type: Literal["mcp"]
+    server_label: str
+    allowed_callers: Callers = None
+    allowed_tools: list[str] | McpToolFilter | None = None
+    authorization: str | None = None
+    connector_id: str | None = None
+    defer_loading: bool | None = None
+    headers: dict[str, str] | None = None
+    require_approval: Literal["always", "never"] | McpApprovalFilter | None = None
+    server_description: str | None = None
+    server_url: str | None = None
+    tunnel_id: str | None = None
+
+
+class CustomFormatText(Strict):
+    type: Literal["text"]
+
+
+class CustomFormatGrammar(Strict):
+    type: Literal["grammar"]
+    definition: str
+    syntax: Literal["lark", "regex"]
+
+
+class CustomTool(Strict):
+    type: Literal["custom"]
+    name: str = Field(pattern=r"^[a-zA-Z0-9_-]{1,64}$")
+    description: str | None = None
+    format: Annotated[Union[CustomFormatText, CustomFormatGrammar], Field(discriminator="type")] | None = None
+    allowed_callers: Callers = None
+    defer_loading: bool | None = None
+    async_: bool | None = Field(None, alias="async")
+
+
+class ImageGenerationTool(Strict):
+    type: Literal["image_generation"]
+    action: Literal["generate", "edit", "auto"] | None = None
+    background: Literal["transparent", "opaque", "auto"] | None = None
+    complexity: Literal["low", "medium", "high"] | None = None
+    frame_count: int | None = Field(None, ge=1)
+    frame_duration_ms: int | None = Field(None, ge=1)
+    input_fidelity: Literal["high", "low"] | None = None
+    input_image_mask: dict[str, str] | None = None
+    model: str | None = None
+    moderation: Literal["auto", "low"] | None = None
+    output_compression: int | None = Field(None, ge=0, le=100)
+    output_format: Literal["png", "webp", "jpeg", "gif", "svg"] | None = None
+    partial_images: int | None = Field(None, ge=0, le=3)
+    quality: Literal["low", "medium", "high", "xhigh", "max", "auto"] | None = None
+    size: str | None = None
+    svg: dict[str, Any] | None = None
+
+
+class FileSearchTool(Strict):
+    type: Literal["file_search"]
+    vector_store_ids: list[str]
+    filters: dict[str, Any] | None = None
+    max_num_results: int | None = Field(None, ge=1, le=50)
+    ranking_options: dict[str, Any] | None = None
+
+
+class WebSearchFilters(Strict):
+    allowed_domains: list[str] | None = None
+
+
+class UserLocation(Strict):
+    type: Literal["approximate"] | None = None
+    city: str | None = None
+    country: str | None = None
+    region: str | None = None
+    timezone: str | None = None
+
+
+class WebSearchTool(Strict):
+    """web_search and web_search_preview, each dated variant."""
+
+    type: Literal["web_search", "web_search_2025_08_26", "web_search_preview", "web_search_preview_2025_03_11"]
+    external_web_access: bool | None = None
+    filters: WebSearchFilters | None = None
+    search_context_size: Literal["low", "medium", "high"] | None = None
+    search_content_types: list[Literal["text", "image"]] | None = None
+    user_location: UserLocation | None = None
+
+
+class ContainerAuto(Strict):
+    type: Literal["auto"]
+    file_ids: list[str] | None = None
+    memory_limit: Literal["1g", "4g", "16g", "64g"] | None = None
+    network_policy: dict[str, Any] | None = None
+
+
+class CodeInterpreterTool(Strict):
+    type: Literal["code_interpreter"]
+    container: str | ContainerAuto
+    allowed_callers: Callers = None
+
+
+# Built-in tools whose configuration the simulator reads: validated field by field as the real API does.
+CHECKED_TOOLS: dict[str, type[BaseModel]] = {
+    "mcp": McpTool, "custom": CustomTool, "image_generation": ImageGenerationTool, "file_search": FileSearchTool,
+    "code_interpreter": CodeInterpreterTool, **{kind: WebSearchTool for kind in (
+        "web_search", "web_search_2025_08_26", "web_search_preview", "web_search_preview_2025_03_11")},
+}
+
+
 class BuiltinTool(Open):
+    """The other built-in tools (computer, shell, apply_patch, ...): carried through as sent."""
+
     type: str
 
     @field_validator("type")
@@ -238,9 +359,18 @@ class BuiltinTool(Open):
         return value
 
 
+def _tool_tag(value: Any) -> str:
+    kind = value.get("type") if isinstance(value, dict) else None
+    return kind if kind == "function" or (isinstance(kind, str) and kind in CHECKED_TOOLS) else "builtin"
+
+
 Tool = Annotated[
-    Union[Annotated[FunctionTool, Tag("function")], Annotated[BuiltinTool, Tag("builtin")]],
-    Discriminator(lambda v: "function" if isinstance(v, dict) and v.get("type") == "function" else "builtin"),
+    Union[
+        Annotated[FunctionTool, Tag("function")],
+        *(Annotated[model, Tag(kind)] for kind, model in CHECKED_TOOLS.items()),
+        Annotated[BuiltinTool, Tag("builtin")],
+    ],
+    Discriminator(_tool_tag),
 ]
 
 
@@ -293,17 +423,37 @@ class ToolChoiceFunction(Strict):
     name: str
 
 
-class ToolChoiceOther(Open):
-    """allowed_tools, hosted tool types, mcp, custom: carried through as sent."""
+class ToolRef(Open):
+    """A tool named in allowed_tools: its type and, for those that have them, its name or server label."""
 
     type: str
+    name: str | None = None
+    server_label: str | None = None
+
+
+class ToolChoiceAllowed(Strict):
+    type: Literal["allowed_tools"]
+    mode: Literal["auto", "required"]
+    tools: list[ToolRef]
+
+
+class ToolChoiceOther(Open):
+    """Hosted tool types, mcp, custom: carried through as sent."""
+
+    type: str
+
+
+def _choice_tag(value: Any) -> str:
+    kind = value.get("type") if isinstance(value, dict) else None
+    return kind if kind in ("function", "allowed_tools") else "other"
 
 
 ToolChoice = Union[
     Literal["none", "auto", "required"],
     Annotated[
-        Union[Annotated[ToolChoiceFunction, Tag("function")], Annotated[ToolChoiceOther, Tag("other")]],
-        Discriminator(lambda v: "function" if isinstance(v, dict) and v.get("type") == "function" else "other"),
+        Union[Annotated[ToolChoiceFunction, Tag("function")], Annotated[ToolChoiceAllowed, Tag("allowed_tools")],
+              Annotated[ToolChoiceOther, Tag("other")]],
+        Discriminator(_choice_tag),
     ],
 ]
 
@@ -398,8 +548,9 @@ _TAGS = ITEM_TAGS | {"builtin", "function", "other", "input_text", "input_image"
                      "refusal", "text", "json_object", "json_schema", "str", "ConversationRef",
                      # llmsim/chat_schema.py's branches: message roles and chat content parts
                      "system", "developer", "user", "assistant", "tool", "image_url", "input_audio", "file", "custom",
-                     "allowed_tools"}
-_UNION_FIELDS = {"tool_choice", "format", "conversation", "output", "instructions"}
+                     "allowed_tools", "grammar", "McpToolFilter", "McpApprovalFilter", "ContainerAuto", *CHECKED_TOOLS}
+_UNION_FIELDS = {"tool_choice", "format", "conversation", "output", "instructions", "allowed_tools",
+                 "require_approval", "container"}
 _TYPE_NAMES = {
     "string_type": "a string", "int_type": "an integer", "float_type": "a decimal", "bool_type": "a boolean",
     "dict_type": "an object", "model_type": "an object", "list_type": "an array", "model_attributes_type": "an object",
@@ -515,6 +666,9 @@ def parse(model: type[M], body: Any) -> M:
         # A union reports one error per branch: skip branches of another type, then the deepest error
         # names what the client got wrong.
         same_field = [e for e in errors if e["loc"][:1] == errors[0]["loc"][:1]]
+        # An object sent where a string enum is one branch: the object's own errors say more.
+        same_field = [e for e in same_field if e["type"] != "literal_error" or isinstance(e.get("input"), str)] \
+            or same_field
         relevant = [e for e in same_field if e["type"] not in _TYPE_NAMES] or same_field
         raise _error(max(relevant, key=lambda e: len(e["loc"]))) from None
 
