@@ -26,6 +26,15 @@ from llmsim.timing.pacing import Pacer
 log = logging.getLogger("llmsim")
 
 
+class _Flask(Flask):
+    def make_default_options_response(self) -> Response:
+        """OPTIONS: 204 with the `Allow` header, no body (Flask's default is an empty 200 text/html)."""
+        response = super().make_default_options_response()
+        response.status_code = 204
+        response.headers.remove("Content-Type")
+        return response
+
+
 def create_app(settings: Settings | None = None) -> Flask:
     settings = settings or Settings()
     backend = load_backend(settings)
@@ -38,7 +47,7 @@ def create_app(settings: Settings | None = None) -> Flask:
     if hasattr(backend, "observe"):  # the mlx backend's own queue for decode slots
         backend.observe(metrics.queues)
 
-    app = Flask("llmsim")
+    app = _Flask("llmsim")
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
     app.json.sort_keys = False
     app.json.ensure_ascii = False
@@ -71,17 +80,19 @@ def create_app(settings: Settings | None = None) -> Flask:
         return jsonify(error.body()), error.status, error.headers
 
     @app.errorhandler(HTTPException)
-    def _http_error(error: HTTPException) -> tuple[Response, int]:
+    def _http_error(error: HTTPException) -> tuple[Response, int, dict[str, str]]:
         status = error.code or 500
+        headers: dict[str, str] = {}
         if status == 404:
             message = f"Invalid URL ({request.method} {request.path})"
         elif status == 405:
             message = f"Method not allowed: {request.method} {request.path}"
+            headers = {"Allow": ", ".join(sorted(getattr(error, "valid_methods", None) or []))}
         elif status == 413:
             message = f"Request body too large: the limit is {settings.max_body_bytes} bytes."
         else:
             message = error.description or error.name
-        return jsonify(APIError(message, status=status).body()), status
+        return jsonify(APIError(message, status=status).body()), status, headers
 
     @app.errorhandler(Exception)
     def _unexpected(error: Exception) -> tuple[Response, int]:

@@ -189,6 +189,5 @@ def main(argv: list[str] | None = None) -> int:
         print(warning, file=sys.stderr, flush=True)
     from llmsim.server import serve
 
-    print(f"llmsim: serving {settings.backend} on http://{settings.host}:{settings.port}/openai/v1", flush=True)
-    serve(settings)
+    serve(settings)  # prints "serving ..." once it answers
     return 0

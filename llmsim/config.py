@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-DEFAULT_PROFILES_DIR = Path(__file__).resolve().parent.parent / "profiles"
+# In the package (a link to the top-level profiles/ in a checkout), so a wheel carries them.
+DEFAULT_PROFILES_DIR = Path(__file__).resolve().parent / "profiles"
 
 
 @dataclass

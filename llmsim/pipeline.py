@@ -82,7 +82,9 @@ class Pipeline:
             raise APIError("Background mode requires store=true.", param="background", code="invalid_value")
         profile = self.catalog.resolve(request.model)
         history = self.history(request.previous_response_id, request.conversation_id, recent, owner)
-        items = translate.normalize_items(request.input, history)
+        items = translate.normalize_items(request.input, history, self.item_finder(owner))
+        if profile.reasoning is not None:
+            translate.require_reasoning(items, history)
         effort, summary = translate.resolve_reasoning(request, profile)
         prompt = translate.build_prompt(request, profile, history + items, self.seed if seed is None else seed,
                                         effort, summary)
@@ -119,6 +121,10 @@ class Pipeline:
         """The backend's deltas: every transport (Responses, Chat Completions) comes through this one call."""
         return self.pacer.pace(self.backend.generate(prompt), prompt, speed)  # speed: None = the server's
 
+    def item_finder(self, owner: str) -> Callable[[str], dict[str, Any] | None]:
+        """`item_reference` (and items sent back by id) resolve among the stored responses of the caller's scope."""
+        return functools.partial(self.store.find_item, owner=owner)
+
     def stored(self, response_id: str, owner: str) -> StoredResponse | None:
         """A stored response if `owner` may see it: another API key's is as missing as on the real API."""
         record = self.store.get(response_id)
@@ -154,7 +160,7 @@ class Pipeline:
         request = schema.parse(schema.InputTokensRequest, body)
         profile = self.catalog.resolve(request.model or "default")
         history = self.history(request.previous_response_id, request.conversation_id, owner=owner)
-        items = history + translate.normalize_items(request.input, history)
+        items = history + translate.normalize_items(request.input, history, self.item_finder(owner))
         return translate.count_input_tokens(items, request.instructions, translate.echo_tools(request),
                                             profile.encoding)
 

@@ -31,6 +31,7 @@ class LLMSimServer(BaseApplication):  # type: ignore[misc]
             "loglevel": "warning",
             "child_exit": multiprocess.child_exit,
             "on_exit": lambda _server: multiprocess.remove_dir(self.metrics_dir),
+            "post_worker_init": _announce,
         }
         for key, value in options.items():
             self.cfg.set(key, value)
@@ -39,6 +40,17 @@ class LLMSimServer(BaseApplication):  # type: ignore[misc]
         from llmsim.app import create_app  # built inside the worker, after gevent has patched the stdlib
 
         return create_app(self.settings)
+
+
+def serving_line(settings: Settings) -> str:
+    return f"llmsim: serving {settings.backend} on http://{settings.host}:{settings.port}/openai/v1"
+
+
+def _announce(worker: Any) -> None:
+    """Said by the first worker once it has the app loaded (the master bound the socket before forking it), so
+    "serving" means requests are answered; a server that fails to bind or to boot never says it."""
+    if worker.age == 1:
+        print(serving_line(worker.app.settings), flush=True)
 
 
 def serve(settings: Settings) -> None:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import openai
 import pytest
 from stateful import PACED, client_for, slow_profiles, until, wait_final
 
+from llmsim.responses.events import EventBuilder
+from llmsim.store import Database, MemoryStore, SQLiteStore, StoredResponse, background
 from llmsim.testing import ServerProcess
 
 
@@ -70,10 +74,11 @@ def test_cancel_really_stops_generation(slow: openai.OpenAI, client: openai.Open
             deltas.append(event.delta)
             if len(deltas) == 3:
                 cancelled = slow.responses.cancel(response_id)
-    # The stream ended by itself: generation stopped, with no terminal event of a finished response.
+    # The stream ended by itself: generation stopped, and a terminal event carries the cancelled response.
     assert cancelled is not None and cancelled.status == "cancelled"
-    assert not {"response.completed", "response.incomplete", "response.failed"} & set(kinds)
-    assert kinds[-1] == "response.output_item.done"
+    assert not {"response.completed", "response.failed"} & set(kinds)
+    assert kinds[-2:] == ["response.output_item.done", "response.incomplete"]
+    assert event.response.status == "cancelled"  # type: ignore[union-attr]
 
     final = slow.responses.retrieve(response_id)
     assert final.status == "cancelled" and final.output[0].status == "incomplete"  # type: ignore[union-attr]
@@ -122,8 +127,22 @@ def test_cancel_rules(client: openai.OpenAI) -> None:
     with pytest.raises(openai.NotFoundError):
         client.responses.cancel("resp_missing")
     queued = client.responses.create(model="gpt-4o", input="Hi", background=True)
-    done = wait_final(client, queued.id)
-    assert client.responses.cancel(queued.id) == done  # a finished response comes back as it is
+    assert wait_final(client, queued.id).status == "completed"
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.responses.cancel(queued.id)
+    assert caught.value.body["message"] == "Cannot cancel a completed response."  # type: ignore[index]
+
+
+@pytest.mark.parametrize("store", ["memory", "sqlite"])
+def test_a_queued_response_cancelled_ends_its_stream(store: str, tmp_path: Path) -> None:
+    """No worker ever ran it, so nothing else would write its stream's end."""
+    responses = MemoryStore() if store == "memory" else SQLiteStore(Database(tmp_path / "s.db"))
+    builder = EventBuilder({"id": "resp_1", "status": "queued", "output": []})
+    responses.put(StoredResponse(builder.response, [], [], [(e["type"], json.dumps(e)) for e in builder.queue()]))
+    assert background.cancel(responses, "resp_1").status == "cancelled"  # type: ignore[union-attr]
+    events = [json.loads(data) for _, data in list(background.follow(responses, "resp_1"))]
+    assert [e["type"] for e in events] == ["response.created", "response.queued", "response.incomplete"]
+    assert [e["sequence_number"] for e in events] == [0, 1, 2] and events[-1]["response"]["status"] == "cancelled"
 
 
 def test_background_response_in_a_conversation(client: openai.OpenAI) -> None:

@@ -137,7 +137,7 @@ def test_item_reference_and_logprobs_include(client: openai.OpenAI) -> None:
     plain = client.conversations.items.retrieve(answer, conversation_id=conversation.id)
     with_logprobs = client.conversations.items.retrieve(answer, conversation_id=conversation.id,
                                                         include=["message.output_text.logprobs"])
-    assert plain.content[0].logprobs is None  # type: ignore[union-attr]
+    assert plain.content[0].logprobs == []  # type: ignore[union-attr]
     assert with_logprobs.content[0].logprobs  # type: ignore[union-attr]
 
     first = client.conversations.items.list(conversation.id, order="asc").data[0]

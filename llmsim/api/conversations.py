@@ -77,12 +77,11 @@ def _include() -> frozenset[str]:
 
 
 def _shown(item: dict[str, Any], include: frozenset[str]) -> dict[str, Any]:
-    """An item as listed: logprobs and encrypted reasoning only when `include` asks for them."""
+    """An item as listed: logprobs (empty otherwise) and encrypted reasoning only when `include` asks for them."""
     if item["type"] == "reasoning" and "reasoning.encrypted_content" not in include:
         return {k: v for k, v in item.items() if k != "encrypted_content"}
     if item["type"] == "message" and "message.output_text.logprobs" not in include:
-        content = [{k: v for k, v in part.items() if k != "logprobs"} if part.get("type") == "output_text" else part
-                   for part in item["content"]]
+        content = [{**part, "logprobs": []} if part.get("type") == "output_text" else part for part in item["content"]]
         return {**item, "content": content}
     return item
 
@@ -94,7 +93,7 @@ def _page(items: list[dict[str, Any]], has_more: bool = False) -> dict[str, Any]
 
 def _new_items(raw: list[Any] | None, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Input items as stored: each with an id, references resolved against the conversation."""
-    return translate.normalize_items(raw or [], history)
+    return translate.normalize_items(raw or [], history, services().pipeline.store.find_item)
 
 
 @bp.post("/conversations")

@@ -74,6 +74,8 @@ def cancel(response_id: str) -> ResponseReturnValue:
     record = _stored(response_id)
     if not record.response.get("background"):
         raise APIError("Cannot cancel a synchronous response.")
+    if record.status in ("completed", "failed", "incomplete"):
+        raise APIError(f"Cannot cancel a {record.status} response.")
     record = background.cancel(services().pipeline.store, response_id) or record  # a final one comes back as is
     return jsonify(record.response)
 

@@ -146,7 +146,7 @@ def _tool_choice(request: ChatRequest) -> str | dict[str, Any]:
             "type": "function", "function": {"name": request.function_call.name}}
     if choice is None or isinstance(choice, str):
         return choice or "auto"
-    data = choice.model_dump()
+    data = choice if isinstance(choice, dict) else choice.model_dump()  # the deprecated form is a dict already
     if data["type"] == "allowed_tools":
         allowed = data["allowed_tools"]
         return {"type": "allowed_tools", "mode": allowed["mode"], "tools": [_reference(t) for t in allowed["tools"]]}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
 from llmsim.responses.schema import Effort, Strict
 
@@ -102,6 +102,10 @@ ToolCall = Annotated[Union[FunctionToolCall, CustomToolCall], Field(discriminato
 
 
 class AssistantMessage(Strict):
+    """Other keys are ignored, as the real API ignores them: clients send back what their providers added
+    (litellm's `provider_specific_fields`, `reasoning_content`, `thinking_blocks`). Parts and tool calls stay strict."""
+
+    model_config = ConfigDict(strict=True, extra="ignore")
     role: Literal["assistant"]
     content: Union[str, list[AssistantPart], None] = None
     refusal: str | None = None
@@ -116,6 +120,7 @@ class ToolMessage(Strict):
     role: Literal["tool"]
     content: Union[str, list[TextPart]]
     tool_call_id: str
+    name: str | None = None  # the function's name: LangChain JS and OpenAI's cookbook send it
 
 
 class FunctionMessage(Strict):

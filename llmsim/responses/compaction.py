@@ -49,7 +49,7 @@ def compact(pipeline: Pipeline, body: Any, owner: str = "") -> dict[str, Any]:
     request = schema.parse(CompactRequest, body)
     profile = pipeline.catalog.resolve(request.model or "default")
     history = pipeline.history(request.previous_response_id, None, owner=owner)
-    items = history + translate.normalize_items(request.input or [], history)
+    items = history + translate.normalize_items(request.input or [], history, pipeline.item_finder(owner))
     kept = [item for item in items if item["type"] == "message" and item["role"] == "user"]
     replaced = translate.count_input_tokens([item for item in items if item not in kept], None, [], profile.encoding)
     summary = opaque(max(MIN_SUMMARY_TOKENS, round(SUMMARY_SHARE * replaced)))

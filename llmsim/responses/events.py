@@ -29,6 +29,7 @@ Event = dict[str, Any]
 log = logging.getLogger("llmsim")
 SerializedEvent = tuple[str, str]  # (event type, JSON data)
 TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed", "error"})
+CANCELLED = "response.incomplete"  # the terminal event of a cancelled response
 # Events after which a stored snapshot of a running response is refreshed (not every delta: that is O(n²)).
 SNAPSHOT = TERMINAL | {"response.created", "response.queued", "response.in_progress", "response.output_item.added",
                        "response.output_item.done"}
@@ -154,10 +155,12 @@ class EventBuilder:
     def cancel(self) -> Iterator[Event]:
         """Stop where generation is: the open item ends incomplete and the response cancelled.
 
-        The API defines no terminal event for a cancelled response; its stream just ends.
+        The SDK's types have no event of a cancelled response; `response.incomplete` carrying it (status
+        `cancelled`) ends the stream with a terminal event clients know.
         """
         yield from self._close(status="incomplete")
         self.response["status"] = "cancelled"
+        yield self._lifecycle(CANCELLED)
 
     def fail(self, code: str, message: str) -> Iterator[Event]:
         """End the response as failed (after closing what is open)."""
@@ -224,15 +227,18 @@ class EventBuilder:
         part["text"] += delta.text
         part["logprobs"].extend(delta.logprobs)
         yield self._event("response.output_text.delta", item_id=item["id"], output_index=self._index,
-                          content_index=0, delta=delta.text, logprobs=delta.logprobs, **self._obfuscation())
+                          content_index=0, delta=delta.text, logprobs=event_logprobs(delta.logprobs),
+                          **self._obfuscation())
 
     def _open_call(self, delta: ToolCallStart) -> Iterator[Event]:
         if delta.kind == "custom_tool_call":
             item = {"id": self._new_id("ctc"), "type": "custom_tool_call", "call_id": delta.call_id, "name": delta.name,
                     "input": ""}
         else:
-            item = {"id": self._new_id("fc"), "type": "function_call", "status": "in_progress", "arguments": "",
-                    "call_id": delta.call_id, "name": delta.name}
+            reasoning = next((i for i in reversed(self.response["output"]) if i["type"] == "reasoning"), None)
+            item = {"id": ids.child("fc", reasoning["id"]) if reasoning else self._new_id("fc"),
+                    "type": "function_call", "status": "in_progress", "arguments": "", "call_id": delta.call_id,
+                    "name": delta.name}
         yield self._open(item)
 
     def _hosted(self, delta: ToolItem) -> Iterator[Event]:
@@ -288,7 +294,7 @@ class EventBuilder:
             item["status"] = status
             for i, part in enumerate(item["content"]):
                 yield self._event("response.output_text.done", item_id=item["id"], output_index=index,
-                                  content_index=i, text=part["text"], logprobs=list(part["logprobs"]))
+                                  content_index=i, text=part["text"], logprobs=event_logprobs(part["logprobs"]))
                 yield self._event("response.content_part.done", item_id=item["id"], output_index=index,
                                   content_index=i, part=part)
         elif item["type"] == "function_call":
@@ -330,6 +336,18 @@ class EventBuilder:
 def dumps(data: Any) -> str:
     """An event's (or any API object's) wire form: compact JSON, UTF-8 as is."""
     return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+
+
+def cancelled_event(response: dict[str, Any], sequence_number: int) -> Event:
+    """The terminal event of a response cancelled before it ran (see EventBuilder.cancel)."""
+    return {"type": CANCELLED, "sequence_number": sequence_number, "response": response}
+
+
+def event_logprobs(logprobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Logprobs as text events carry them: without the `bytes` the output_text part keeps."""
+    return [{"token": p["token"], "logprob": p["logprob"],
+             "top_logprobs": [{"token": t["token"], "logprob": t["logprob"]} for t in p.get("top_logprobs") or []]}
+            for p in logprobs]
 
 
 def usage_dict(usage: Usage) -> dict[str, Any]:

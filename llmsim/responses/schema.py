@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, TypeVar, Union
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator
+from pydantic import (BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator,
+                      model_validator)
 
 from llmsim.errors import APIError
 
@@ -39,9 +40,15 @@ class Open(BaseModel):
 # --- content parts -----------------------------------------------------------------------------
 
 
+class CacheBreakpoint(Strict):
+    mode: Literal["explicit"]
+    ttl: Literal["30m", "12h"] | None = None
+
+
 class InputText(Strict):
     type: Literal["input_text"]
     text: str
+    prompt_cache_breakpoint: CacheBreakpoint | None = None
 
 
 class InputImage(Strict):
@@ -49,6 +56,7 @@ class InputImage(Strict):
     image_url: str | None = None
     file_id: str | None = None
     detail: Literal["low", "high", "auto", "original"] = "auto"
+    prompt_cache_breakpoint: CacheBreakpoint | None = None
 
 
 class InputFile(Strict):
@@ -58,6 +66,7 @@ class InputFile(Strict):
     file_url: str | None = None
     filename: str | None = None
     detail: Literal["low", "high", "auto"] | None = None
+    prompt_cache_breakpoint: CacheBreakpoint | None = None
 
 
 class OutputText(Strict):
@@ -97,6 +106,13 @@ class Message(Strict):
         return value
 
 
+class Caller(Strict):
+    """Who called a tool: the model directly, or a program it wrote (programmatic tool calling)."""
+
+    type: Literal["direct", "program"]
+    caller_id: str | None = None
+
+
 class FunctionCall(Strict):
     type: Literal["function_call"]
     call_id: str
@@ -105,14 +121,19 @@ class FunctionCall(Strict):
     id: str | None = None
     status: Literal["in_progress", "completed", "incomplete"] | None = None
     namespace: str | None = None
+    caller: Caller | None = None
+    async_: bool | None = Field(None, alias="async")
 
 
 class FunctionCallOutput(Strict):
     type: Literal["function_call_output"]
-    call_id: str
+    call_id: str | None = None  # optional in the SDK's type
     output: Union[str, list[ContentPart]]
     id: str | None = None
     status: Literal["in_progress", "completed", "incomplete"] | None = None
+    name: str | None = None
+    namespace: str | None = None
+    caller: Caller | None = None
 
 
 class SummaryText(Strict):
@@ -141,7 +162,7 @@ OTHER_ITEM_TYPES = frozenset(
         "local_shell_call", "local_shell_call_output", "shell_call", "shell_call_output",
         "apply_patch_call", "apply_patch_call_output", "mcp_list_tools", "mcp_approval_request",
         "mcp_approval_response", "mcp_call", "custom_tool_call", "custom_tool_call_output",
-        "compaction", "additional_tools", "program", "program_output",
+        "compaction", "compaction_trigger", "configuration_update", "additional_tools", "program", "program_output",
     }
 )
 
@@ -159,6 +180,8 @@ def _item_tag(value: Any) -> str | None:
     if not isinstance(value, dict):
         return None
     kind = value.get("type")
+    if not isinstance(kind, str | None):
+        return None  # reported as an invalid type, not matched against the tags
     if kind is None:
         return "message" if "role" in value else "item_reference" if "id" in value else None
     if kind in OTHER_ITEM_TYPES:
@@ -189,18 +212,142 @@ class FunctionTool(Strict):
     parameters: dict[str, Any] | None = None
     strict: bool | None = True
     defer_loading: bool | None = None
+    allowed_callers: list[Literal["direct", "programmatic"]] | None = None
+    output_schema: dict[str, Any] | None = None
+    async_: bool | None = Field(None, alias="async")
 
 
 BUILTIN_TOOL_TYPES = frozenset(
     {
         "web_search", "web_search_preview", "web_search_2025_08_26", "web_search_preview_2025_03_11",
         "file_search", "code_interpreter", "image_generation", "mcp", "custom", "computer_use_preview",
-        "computer", "local_shell", "shell", "apply_patch", "tool_search", "namespace",
+        "computer", "local_shell", "shell", "apply_patch", "tool_search", "namespace", "programmatic_tool_calling",
     }
 )
 
 
+Callers = list[Literal["direct", "programmatic"]] | None
+
+
+class McpToolFilter(Strict):
+    read_only: bool | None = None
+    tool_names: list[str] | None = None
+
+
+class McpApprovalFilter(Strict):
+    always: McpToolFilter | None = None
+    never: McpToolFilter | None = None
+
+
+class McpTool(Strict):
+    type: Literal["mcp"]
+    server_label: str
+    allowed_callers: Callers = None
+    allowed_tools: list[str] | McpToolFilter | None = None
+    authorization: str | None = None
+    connector_id: str | None = None
+    defer_loading: bool | None = None
+    headers: dict[str, str] | None = None
+    require_approval: Literal["always", "never"] | McpApprovalFilter | None = None
+    server_description: str | None = None
+    server_url: str | None = None
+    tunnel_id: str | None = None
+
+
+class CustomFormatText(Strict):
+    type: Literal["text"]
+
+
+class CustomFormatGrammar(Strict):
+    type: Literal["grammar"]
+    definition: str
+    syntax: Literal["lark", "regex"]
+
+
+class CustomTool(Strict):
+    type: Literal["custom"]
+    name: str = Field(pattern=r"^[a-zA-Z0-9_-]{1,64}$")
+    description: str | None = None
+    format: Annotated[Union[CustomFormatText, CustomFormatGrammar], Field(discriminator="type")] | None = None
+    allowed_callers: Callers = None
+    defer_loading: bool | None = None
+    async_: bool | None = Field(None, alias="async")
+
+
+class ImageGenerationTool(Strict):
+    type: Literal["image_generation"]
+    action: Literal["generate", "edit", "auto"] | None = None
+    background: Literal["transparent", "opaque", "auto"] | None = None
+    complexity: Literal["low", "medium", "high"] | None = None
+    frame_count: int | None = Field(None, ge=1)
+    frame_duration_ms: int | None = Field(None, ge=1)
+    input_fidelity: Literal["high", "low"] | None = None
+    input_image_mask: dict[str, str] | None = None
+    model: str | None = None
+    moderation: Literal["auto", "low"] | None = None
+    output_compression: int | None = Field(None, ge=0, le=100)
+    output_format: Literal["png", "webp", "jpeg", "gif", "svg"] | None = None
+    partial_images: int | None = Field(None, ge=0, le=3)
+    quality: Literal["low", "medium", "high", "xhigh", "max", "auto"] | None = None
+    size: str | None = None
+    svg: dict[str, Any] | None = None
+
+
+class FileSearchTool(Strict):
+    type: Literal["file_search"]
+    vector_store_ids: list[str]
+    filters: dict[str, Any] | None = None
+    max_num_results: int | None = Field(None, ge=1, le=50)
+    ranking_options: dict[str, Any] | None = None
+
+
+class WebSearchFilters(Strict):
+    allowed_domains: list[str] | None = None
+
+
+class UserLocation(Strict):
+    type: Literal["approximate"] | None = None
+    city: str | None = None
+    country: str | None = None
+    region: str | None = None
+    timezone: str | None = None
+
+
+class WebSearchTool(Strict):
+    """web_search and web_search_preview, each dated variant."""
+
+    type: Literal["web_search", "web_search_2025_08_26", "web_search_preview", "web_search_preview_2025_03_11"]
+    external_web_access: bool | None = None
+    filters: WebSearchFilters | None = None
+    search_context_size: Literal["low", "medium", "high"] | None = None
+    search_content_types: list[Literal["text", "image"]] | None = None
+    user_location: UserLocation | None = None
+
+
+class ContainerAuto(Strict):
+    type: Literal["auto"]
+    file_ids: list[str] | None = None
+    memory_limit: Literal["1g", "4g", "16g", "64g"] | None = None
+    network_policy: dict[str, Any] | None = None
+
+
+class CodeInterpreterTool(Strict):
+    type: Literal["code_interpreter"]
+    container: str | ContainerAuto
+    allowed_callers: Callers = None
+
+
+# Built-in tools whose configuration the simulator reads: validated field by field as the real API does.
+CHECKED_TOOLS: dict[str, type[BaseModel]] = {
+    "mcp": McpTool, "custom": CustomTool, "image_generation": ImageGenerationTool, "file_search": FileSearchTool,
+    "code_interpreter": CodeInterpreterTool, **{kind: WebSearchTool for kind in (
+        "web_search", "web_search_2025_08_26", "web_search_preview", "web_search_preview_2025_03_11")},
+}
+
+
 class BuiltinTool(Open):
+    """The other built-in tools (computer, shell, apply_patch, ...): carried through as sent."""
+
     type: str
 
     @field_validator("type")
@@ -212,9 +359,18 @@ class BuiltinTool(Open):
         return value
 
 
+def _tool_tag(value: Any) -> str:
+    kind = value.get("type") if isinstance(value, dict) else None
+    return kind if kind == "function" or (isinstance(kind, str) and kind in CHECKED_TOOLS) else "builtin"
+
+
 Tool = Annotated[
-    Union[Annotated[FunctionTool, Tag("function")], Annotated[BuiltinTool, Tag("builtin")]],
-    Discriminator(lambda v: "function" if isinstance(v, dict) and v.get("type") == "function" else "builtin"),
+    Union[
+        Annotated[FunctionTool, Tag("function")],
+        *(Annotated[model, Tag(kind)] for kind, model in CHECKED_TOOLS.items()),
+        Annotated[BuiltinTool, Tag("builtin")],
+    ],
+    Discriminator(_tool_tag),
 ]
 
 
@@ -250,6 +406,8 @@ class ReasoningConfig(Strict):
     effort: Effort | None = None
     summary: Literal["auto", "concise", "detailed"] | None = None
     generate_summary: Literal["auto", "concise", "detailed"] | None = None
+    context: Literal["auto", "current_turn", "all_turns"] | None = None
+    mode: str | None = None  # "standard", "pro", or a newer one
 
 
 class StreamOptions(Strict):
@@ -265,17 +423,37 @@ class ToolChoiceFunction(Strict):
     name: str
 
 
-class ToolChoiceOther(Open):
-    """allowed_tools, hosted tool types, mcp, custom: carried through as sent."""
+class ToolRef(Open):
+    """A tool named in allowed_tools: its type and, for those that have them, its name or server label."""
 
     type: str
+    name: str | None = None
+    server_label: str | None = None
+
+
+class ToolChoiceAllowed(Strict):
+    type: Literal["allowed_tools"]
+    mode: Literal["auto", "required"]
+    tools: list[ToolRef]
+
+
+class ToolChoiceOther(Open):
+    """Hosted tool types, mcp, custom: carried through as sent."""
+
+    type: str
+
+
+def _choice_tag(value: Any) -> str:
+    kind = value.get("type") if isinstance(value, dict) else None
+    return kind if kind in ("function", "allowed_tools") else "other"
 
 
 ToolChoice = Union[
     Literal["none", "auto", "required"],
     Annotated[
-        Union[Annotated[ToolChoiceFunction, Tag("function")], Annotated[ToolChoiceOther, Tag("other")]],
-        Discriminator(lambda v: "function" if isinstance(v, dict) and v.get("type") == "function" else "other"),
+        Union[Annotated[ToolChoiceFunction, Tag("function")], Annotated[ToolChoiceAllowed, Tag("allowed_tools")],
+              Annotated[ToolChoiceOther, Tag("other")]],
+        Discriminator(_choice_tag),
     ],
 ]
 
@@ -287,6 +465,15 @@ def as_items(value: Any) -> Any:
 
 class _Request(Strict):
     conversation: str | ConversationRef | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_means_default(cls, data: Any) -> Any:
+        """`null` for an optional parameter means its default, as the SDK's nullable types allow."""
+        if not isinstance(data, dict):
+            return data
+        fields = cls.model_fields
+        return {k: v for k, v in data.items() if v is not None or k not in fields or fields[k].is_required()}
 
     @property
     def conversation_id(self) -> str | None:
@@ -361,8 +548,9 @@ _TAGS = ITEM_TAGS | {"builtin", "function", "other", "input_text", "input_image"
                      "refusal", "text", "json_object", "json_schema", "str", "ConversationRef",
                      # llmsim/chat_schema.py's branches: message roles and chat content parts
                      "system", "developer", "user", "assistant", "tool", "image_url", "input_audio", "file", "custom",
-                     "allowed_tools"}
-_UNION_FIELDS = {"tool_choice", "format", "conversation", "output", "instructions"}
+                     "allowed_tools", "grammar", "McpToolFilter", "McpApprovalFilter", "ContainerAuto", *CHECKED_TOOLS}
+_UNION_FIELDS = {"tool_choice", "format", "conversation", "output", "instructions", "allowed_tools",
+                 "require_approval", "container"}
 _TYPE_NAMES = {
     "string_type": "a string", "int_type": "an integer", "float_type": "a decimal", "bool_type": "a boolean",
     "dict_type": "an object", "model_type": "an object", "list_type": "an array", "model_attributes_type": "an object",
@@ -417,14 +605,20 @@ def _error(err: dict[str, Any]) -> APIError:
         )
     if kind in ("literal_error", "union_tag_invalid", "enum"):
         expected = ctx.get("expected", ctx.get("expected_tags", ""))
-        discriminator = str(ctx.get("discriminator", "type")).strip("'")  # `type`, or `role` for chat messages
-        return APIError(
-            f"Invalid value: '{value if kind != 'union_tag_invalid' else ctx.get('tag')}'. "
-            f"Supported values are: {expected}.",
-            param=param + (f".{discriminator}" if kind == "union_tag_invalid" else ""), code="invalid_value",
-        )
+        if kind == "union_tag_invalid":
+            discriminator = str(ctx.get("discriminator", "type")).strip("'")  # `type`, or `role` for chat messages
+            param = f"{param}.{discriminator}"
+            value = value.get(discriminator) if isinstance(value, dict) else value
+        if not isinstance(value, str):  # never a Python repr in a message: name the type instead
+            return APIError(f"Invalid type for '{param}': expected one of {expected}, but got {_describe(value)} "
+                            "instead.", param=param, code="invalid_type")
+        return APIError(f"Invalid value: '{value}'. Supported values are: {expected}.", param=param,
+                        code="invalid_value")
     if kind == "invalid_item":
         tag = value.get("type") if isinstance(value, dict) else None
+        if tag is not None and not isinstance(tag, str):
+            return APIError(f"Invalid type for '{param}.type': expected a string, but got {_describe(tag)} instead.",
+                            param=f"{param}.type", code="invalid_type")
         if tag is None:
             return APIError(f"Invalid type for '{param}': expected an input item, but got {_describe(value)} instead.",
                             param=param, code="invalid_type")
@@ -472,6 +666,9 @@ def parse(model: type[M], body: Any) -> M:
         # A union reports one error per branch: skip branches of another type, then the deepest error
         # names what the client got wrong.
         same_field = [e for e in errors if e["loc"][:1] == errors[0]["loc"][:1]]
+        # An object sent where a string enum is one branch: the object's own errors say more.
+        same_field = [e for e in same_field if e["type"] != "literal_error" or isinstance(e.get("input"), str)] \
+            or same_field
         relevant = [e for e in same_field if e["type"] not in _TYPE_NAMES] or same_field
         raise _error(max(relevant, key=lambda e: len(e["loc"]))) from None
 

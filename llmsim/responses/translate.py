@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from typing import Any
 
 from llmsim import ids, tokens
@@ -18,18 +19,38 @@ TOKENS_REPLY_PRIMING = 3
 IMAGE_TOKENS = {"low": 85, "high": 765, "auto": 765, "original": 765}
 
 
-def normalize_items(items: list[Any], history: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Request input items as the API stores and lists them: plain dicts, each with an id."""
+Lookup = Callable[[str], "dict[str, Any] | None"]  # an item of any stored response by id: ResponseStore.find_item
+
+
+def _none(_: str) -> None:
+    return None
+
+
+def normalize_items(items: list[Any], history: list[dict[str, Any]], lookup: Lookup = _none) -> list[dict[str, Any]]:
+    """Request input items as the API stores and lists them: plain dicts, each with an id.
+
+    An `item_reference`, or a reasoning item sent back by id without its `encrypted_content`, must name an
+    item of the history, of this input, or of any stored response (`lookup`); else the real API's 404.
+    """
     known = {item.get("id"): item for item in history if item.get("id")}
+
+    def find(item_id: str) -> dict[str, Any] | None:
+        return known.get(item_id) or next((i for i in out if i.get("id") == item_id), None) or lookup(item_id)
+
     out: list[dict[str, Any]] = []
     for item in items:
         data = item.model_dump(by_alias=True, exclude_none=True)
         if data["type"] == "item_reference":
-            referenced = known.get(data["id"]) or next((i for i in out if i.get("id") == data["id"]), None)
+            referenced = find(data["id"])
             if referenced is None:
                 raise APIError(f"Item with id '{data['id']}' not found.", status=404, param="input")
             out.append(referenced)
             continue
+        if data["type"] == "reasoning" and data.get("id") and "encrypted_content" not in data and \
+                find(data["id"]) is None:
+            raise APIError(f"Item with id '{data['id']}' not found. Items are not persisted when `store` is set to "
+                           "false. Try again with `store` set to true, or remove this item from your input.",
+                           status=404, param="input")
         if data["type"] == "message":
             data.setdefault("status", "completed")
             data["id"] = data.get("id") or ids.new("msg")
@@ -40,6 +61,18 @@ def normalize_items(items: list[Any], history: list[dict[str, Any]]) -> list[dic
             data["id"] = data.get("id") or ids.new("rs" if data["type"] == "reasoning" else "item")
         out.append(data)
     return out
+
+
+def require_reasoning(items: list[dict[str, Any]], history: list[dict[str, Any]]) -> None:
+    """A reasoning model's function call sent back needs the reasoning item that preceded it, as the real API
+    requires; its id names that item (see `ids.child`)."""
+    seen = {item.get("id") for item in history}
+    for item in items:
+        required = ids.parent(item.get("id") or "", "rs") if item["type"] == "function_call" else None
+        if required and required not in seen:
+            raise APIError(f"Item '{item['id']}' of type 'function_call' was provided without its required "
+                           f"'reasoning' item: '{required}'.", param="input")
+        seen.add(item.get("id"))
 
 
 def _part_text(part: dict[str, Any]) -> str:
@@ -65,7 +98,7 @@ def to_turns(items: list[dict[str, Any]]) -> list[Turn]:
         elif kind == "function_call_output":
             output = item["output"]
             text = output if isinstance(output, str) else "".join(_part_text(p) for p in output)
-            turns.append(Turn("tool", text, kind, call_id=item["call_id"]))
+            turns.append(Turn("tool", text, kind, call_id=item.get("call_id")))
         elif kind != "reasoning":
             turns.append(Turn("assistant", json.dumps(item, sort_keys=True), kind))
     return turns
@@ -88,9 +121,15 @@ def count_input_tokens(items: list[dict[str, Any]], instructions: str | None, to
     return total
 
 
+# A function tool's fields the Response echoes even when null; its other optional fields only when set.
+ECHOED_NULLS = frozenset({"description", "parameters", "strict"})
+
+
 def echo_tools(request: CreateRequest | InputTokensRequest) -> list[dict[str, Any]]:
     """Tools as the Response echoes them: function tools with their defaults filled in."""
-    return [tool.model_dump(by_alias=True, exclude_none=not isinstance(tool, FunctionTool)) for tool in request.tools]
+    return [{k: v for k, v in tool.model_dump(by_alias=True).items() if v is not None or k in ECHOED_NULLS}
+            if isinstance(tool, FunctionTool) else tool.model_dump(by_alias=True, exclude_none=True)
+            for tool in request.tools]
 
 
 def _unsupported(param: str) -> APIError:

@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from llmsim.responses.events import SNAPSHOT, TERMINAL, EventBuilder
+from llmsim.responses.events import SNAPSHOT, TERMINAL, EventBuilder, cancelled_event
 from llmsim.store import FINAL_STATUSES, ResponseStore, SerializedEvent, StoredResponse
 
 log = logging.getLogger("llmsim")
@@ -139,13 +139,22 @@ def cancel(store: ResponseStore, response_id: str, wait_seconds: float = CANCEL_
         if state is None:
             return None
         if state[0] in FINAL_STATUSES:
-            return store.get(response_id)
+            return _end_stream(store, store.get(response_id))
         if time.monotonic() > deadline:
             record.response = {**record.response, "status": "cancelled"}
             store.append(response_id, [], record.response, force=True)
-            return record
+            return _end_stream(store, store.get(response_id))
         time.sleep(poll_seconds)
-    return record
+    return _end_stream(store, record)
+
+
+def _end_stream(store: ResponseStore, record: StoredResponse | None) -> StoredResponse | None:
+    """A response cancelled where no worker ran it (queued, or its worker gone) gets its stream's terminal event."""
+    if record is None or record.status != "cancelled" or (record.events and record.events[-1][0] in TERMINAL):
+        return record
+    event = cancelled_event(record.response, len(record.events))
+    store.append(record.id, [(event["type"], json.dumps(event, separators=(",", ":"), ensure_ascii=False))], force=True)
+    return store.get(record.id)
 
 
 class BackgroundRunner:

@@ -35,6 +35,13 @@ class StoredResponse:
         """Every stream event, in order: those kept, or those built again from the replay."""
         return self.events if self.replay is None else self.replay.events(self.response)
 
+    def items(self) -> list[dict[str, Any]]:
+        """Its own items, findable by id once stored: its input, then its output."""
+        return [*self.input_items, *self.response["output"]]
+
+    def item(self, item_id: str) -> dict[str, Any] | None:
+        return next((item for item in reversed(self.items()) if item.get("id") == item_id), None)
+
     def context(self) -> list[dict[str, Any]]:
         """The items a response chained from this one inherits: history, input, then output."""
         return [*self.history, *self.input_items, *self.response["output"]]
@@ -77,6 +84,14 @@ class ResponseStore(Protocol):
     def cancel(self, response_id: str) -> StoredResponse | None:
         """Ask a response to stop: a queued one is cancelled at once, a running one by its worker when it next
         appends. Returns the record as it now is."""
+        ...
+
+    def find_item(self, item_id: str, owner: str | None = None) -> dict[str, Any] | None:
+        """An input or output item of any stored response, by its id, as the real API resolves `item_reference`.
+
+        Only what `get` would still return is found (TTL, eviction; `store: false` responses are never put), and
+        a background response's output items once `append` has stored them. The newest response holding the id
+        wins. `owner`: only among the responses of that API key's scope (None: any)."""
         ...
 
 

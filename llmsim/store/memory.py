@@ -23,11 +23,13 @@ class Bounded(Generic[V]):
     """
 
     def __init__(self, max_entries: int, ttl_seconds: float, clock: Callable[[], float],
-                 pinned: Callable[[V], bool] = lambda _: False) -> None:
+                 pinned: Callable[[V], bool] = lambda _: False,
+                 on_evict: Callable[[str, V], None] = lambda key, value: None) -> None:
         self.max_entries = max_entries
         self.ttl_seconds = ttl_seconds
         self._clock = clock
         self._pinned = pinned
+        self._on_evict = on_evict  # called for every entry that leaves: evicted, expired or popped
         self._items: OrderedDict[str, tuple[float, V]] = OrderedDict()
 
     def put(self, key: str, value: V) -> None:
@@ -40,7 +42,7 @@ class Bounded(Generic[V]):
         if excess > 0:
             evictable = (k for k, (_, v) in self._items.items() if k != key and not self._pinned(v))
             for old in list(itertools.islice(evictable, excess)):
-                del self._items[old]
+                self._on_evict(old, self._items.pop(old)[1])
 
     def get(self, key: str) -> V | None:
         self._expire()
@@ -48,7 +50,14 @@ class Bounded(Generic[V]):
         return entry[1] if entry else None
 
     def pop(self, key: str) -> bool:
-        return self._items.pop(key, None) is not None
+        entry = self._items.pop(key, None)
+        if entry is not None:
+            self._on_evict(key, entry[1])
+        return entry is not None
+
+    def _evict_oldest(self) -> None:
+        key, (_, value) = self._items.popitem(last=False)
+        self._on_evict(key, value)
 
     def __len__(self) -> int:
         self._expire()
@@ -62,7 +71,7 @@ class Bounded(Generic[V]):
             stored_at, _ = next(iter(self._items.values()))
             if stored_at > horizon:
                 break
-            self._items.popitem(last=False)
+            self._evict_oldest()
 
 
 class MemoryStore:
@@ -72,13 +81,17 @@ class MemoryStore:
     def __init__(self, max_entries: int = 1024, ttl_seconds: float = 3600.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._records: Bounded[StoredResponse] = Bounded(max_entries, ttl_seconds, clock,
-                                                         pinned=lambda record: record.status not in FINAL_STATUSES)
+                                                         pinned=lambda record: record.status not in FINAL_STATUSES,
+                                                         on_evict=self._unindex)
         self._stopping: set[str] = set()  # running responses asked to cancel
+        self._item_index: dict[str, str] = {}  # item id → id of the newest stored response holding it
         self._lock = threading.Lock()
 
     def put(self, record: StoredResponse) -> None:
         with self._lock:
             self._records.put(record.id, record)
+            if self._records.get(record.id) is record:  # not when the store keeps nothing
+                self._index(record.id, record.items())
 
     def get(self, response_id: str) -> StoredResponse | None:
         with self._lock:
@@ -101,6 +114,7 @@ class MemoryStore:
             record.events.extend(events)
             if response is not None:
                 record.response = copy.deepcopy(response)  # the caller goes on changing its own
+                self._index(response_id, record.response["output"])
                 if record.status in FINAL_STATUSES:
                     self._stopping.discard(response_id)
             return True
@@ -118,6 +132,23 @@ class MemoryStore:
             elif record is not None and record.status not in FINAL_STATUSES:
                 self._stopping.add(response_id)
             return record
+
+    def find_item(self, item_id: str, owner: str | None = None) -> dict[str, Any] | None:
+        with self._lock:
+            response_id = self._item_index.get(item_id)
+            record = None if response_id is None else self._records.get(response_id)  # expires what is old
+            item = None if record is None or owner is not None and record.owner != owner else record.item(item_id)
+            return copy.deepcopy(item)
+
+    def _index(self, response_id: str, items: list[dict[str, Any]]) -> None:
+        for item in items:
+            if item.get("id"):
+                self._item_index[item["id"]] = response_id
+
+    def _unindex(self, response_id: str, record: StoredResponse) -> None:
+        for item in record.items():
+            if self._item_index.get(item.get("id", "")) == response_id:
+                del self._item_index[item["id"]]
 
 
 class MemoryConversations:

@@ -28,6 +28,11 @@ CREATE TABLE IF NOT EXISTS events (
     response_id TEXT NOT NULL REFERENCES responses (id) ON DELETE CASCADE,
     seq INTEGER NOT NULL, type TEXT NOT NULL, data TEXT NOT NULL,
     PRIMARY KEY (response_id, seq)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS items (
+    response_id TEXT NOT NULL REFERENCES responses (id) ON DELETE CASCADE,
+    item_id TEXT NOT NULL, item TEXT NOT NULL,
+    PRIMARY KEY (response_id, item_id)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS items_by_id ON items (item_id);
 CREATE TABLE IF NOT EXISTS conversations (
     id TEXT PRIMARY KEY, stored_at REAL NOT NULL, created_at INTEGER NOT NULL, metadata TEXT NOT NULL,
     owner TEXT NOT NULL DEFAULT '');
@@ -139,6 +144,7 @@ class SQLiteStore:
             conn.executemany("INSERT INTO events VALUES (?, ?, ?, ?)",  # kept as text: any process may replay
                              [(record.id, seq, kind, data)
                               for seq, (kind, data) in enumerate(record.stream_events())])
+            self._index(conn, record.id, record.items())
             self.limits.enforce(conn, record.id)
 
     def get(self, response_id: str) -> StoredResponse | None:
@@ -174,6 +180,7 @@ class SQLiteStore:
             if response is not None:
                 conn.execute("UPDATE responses SET status = ?, response = ? WHERE id = ?",
                              (response["status"], _dumps(response), response_id))
+                self._index(conn, response_id, response["output"])
             return True
 
     def tail(self, response_id: str, after: int) -> tuple[str, list[SerializedEvent]] | None:
@@ -196,6 +203,19 @@ class SQLiteStore:
             elif row is not None and row[0] not in FINAL_STATUSES:
                 conn.execute("UPDATE responses SET stopping = 1 WHERE id = ?", (response_id,))
         return self.get(response_id)
+
+    def find_item(self, item_id: str, owner: str | None = None) -> dict[str, Any] | None:
+        with self.db.read() as conn:
+            row = conn.execute("SELECT items.item FROM items JOIN responses ON responses.id = items.response_id "
+                               "WHERE items.item_id = ? AND responses.stored_at > ? AND (? IS NULL OR owner = ?) "
+                               "ORDER BY responses.stored_at DESC LIMIT 1",
+                               (item_id, self.limits.horizon(), owner, owner)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    @staticmethod
+    def _index(conn: sqlite3.Connection, response_id: str, items: list[dict[str, Any]]) -> None:
+        conn.executemany("INSERT OR REPLACE INTO items VALUES (?, ?, ?)",
+                         [(response_id, item["id"], _dumps(item)) for item in items if item.get("id")])
 
 
 class SQLiteConversations:

@@ -28,7 +28,7 @@ from llmsim.backends.base import (
     ToolItem,
     Usage,
 )
-from llmsim.backends.sim import jsongen, text
+from llmsim.backends.sim import jsongen, prompted, text
 from llmsim.backends.sim.text import Answer
 from llmsim.backends.sim.tools import Call, Planner, Say, Step, last_user_text
 
@@ -122,8 +122,9 @@ class SimBackend:
         if fmt.get("type") == "json_schema":
             return text.tokenize(json.dumps(jsongen.generate(fmt["schema"], rng, fake, hints), ensure_ascii=False),
                                  prompt.profile.encoding)
-        if fmt.get("type") == "json_object":
-            return text.tokenize(json.dumps(jsongen.generate(JSON_OBJECT, rng, fake), ensure_ascii=False),
+        if fmt.get("type") == "json_object":  # the shape the prompt asks for, else a one-key object
+            schema = prompted.requested_schema(prompt.turns) or JSON_OBJECT
+            return text.tokenize(json.dumps(jsongen.generate(schema, rng, fake, hints), ensure_ascii=False),
                                  prompt.profile.encoding)
         return text.compose(mode, question, target, rng, prompt.profile.encoding, fake=lambda: fake)
 

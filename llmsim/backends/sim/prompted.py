@@ -1,0 +1,88 @@
+"""The JSON shape a prompt asks for under `json_object`: a JSON Schema, a JSON example or a list of keys.
+
+Clients that ask for JSON without a schema parameter spell the shape out in the prompt (pydantic-ai's
+`PromptedOutput` pastes the schema, LangChain's format instructions paste an example schema and then the
+real one, people write "with keys `title` and `year`"); a model follows it, so the simulator does too.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from llmsim.backends.base import Turn
+from llmsim.backends.sim import jsongen
+
+MAX_SCAN_CHARS = 100_000  # of the prompt's end: the instructions that matter are near the question
+MAX_ATTEMPTS = 256  # JSON decodes tried: bounded work whatever the prompt holds
+KEYS = re.compile(r"\b(?:keys?|fields?|properties|attributes)\b(?P<list>[^.\n{]*)", re.IGNORECASE)
+QUOTED = re.compile(r"[`\"']([A-Za-z_][A-Za-z0-9_]{0,63})[`\"']")
+
+
+def requested_schema(turns: list[Turn]) -> dict[str, Any] | None:
+    """The schema of the JSON the system and user turns ask for, or None when they name no shape.
+
+    A schema found in the text wins over an example, the last of each over earlier ones (format instructions
+    show an example schema before the real one); keys named in a sentence come last."""
+    text = "\n".join(t.text for t in turns if t.role in ("system", "user") and t.kind == "message")
+    text = text[-MAX_SCAN_CHARS:]
+    schemas, examples = _objects(text)
+    if schemas:
+        return schemas[-1]
+    if examples:
+        return _schema_of(examples[-1])
+    keys = [key for match in KEYS.finditer(text) for key in QUOTED.findall(match.group("list"))]
+    if keys:
+        unique = list(dict.fromkeys(keys))
+        return {"type": "object", "properties": {key: {"type": "string"} for key in unique}, "required": unique}
+    return None
+
+
+def _objects(text: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The JSON objects written in `text`: (schemas, examples), in order."""
+    decoder = json.JSONDecoder()
+    schemas: list[dict[str, Any]] = []
+    examples: list[dict[str, Any]] = []
+    position, attempts = text.find("{"), 0
+    while position >= 0 and attempts < MAX_ATTEMPTS:
+        attempts += 1
+        try:
+            value, end = decoder.raw_decode(text, position)
+        except (ValueError, RecursionError):
+            position = text.find("{", position + 1)
+            continue
+        if isinstance(value, dict) and value:
+            schema = _as_schema(value)
+            if schema is not None:
+                schemas.append(schema)
+            else:
+                examples.append(value)
+        position = text.find("{", end)
+    return schemas, examples
+
+
+def _as_schema(value: dict[str, Any]) -> dict[str, Any] | None:
+    """`value` as an object schema when it is one (properties of schemas, or `$ref`/`$defs`), else None."""
+    properties = value.get("properties")
+    is_schema = isinstance(properties, dict) and properties and all(isinstance(p, dict) for p in properties.values())
+    if not is_schema and not ("$ref" in value and isinstance(value.get("$defs"), dict)):
+        return None
+    schema = {"type": "object", **value} if "type" not in value and "$ref" not in value else value
+    return schema if jsongen.schema_error(schema, strict=False, require_object=False) is None else None
+
+
+def _schema_of(example: Any) -> dict[str, Any]:
+    """A schema every value shaped like `example` fits: same keys, same kinds of values."""
+    if isinstance(example, dict):
+        return {"type": "object", "properties": {k: _schema_of(v) for k, v in example.items()},
+                "required": list(example)}
+    if isinstance(example, list):
+        return {"type": "array", "items": _schema_of(example[0])} if example else {"type": "array"}
+    if isinstance(example, bool):
+        return {"type": "boolean"}
+    if isinstance(example, int):
+        return {"type": "integer"}
+    if isinstance(example, float):
+        return {"type": "number"}
+    return {"type": "string"} if isinstance(example, str) else {"type": "null"}

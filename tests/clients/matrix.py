@@ -1,0 +1,95 @@
+"""The client × feature matrix: which cell a test fills, the results file the suite writes, and the README
+table rendered from it (`python tests/clients/matrix.py` after a run with LLMSIM_CLIENTS_MATRIX set)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).parent
+NODE_DIR = HERE / "node"
+RESULTS = HERE / "results.json"
+README = HERE.parent.parent / "README.md"
+
+# (client, language, the packages whose versions the table names)
+CLIENTS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "openai (Node)": ("node", ("openai",)),
+    "Vercel AI SDK": ("node", ("ai", "@ai-sdk/openai")),
+    "LangChain JS": ("node", ("langchain", "@langchain/openai")),
+    "langchain-openai": ("python", ("langchain-openai",)),
+    "pydantic-ai": ("python", ("pydantic-ai-slim",)),
+    "openai-agents": ("python", ("openai-agents",)),
+    "litellm": ("python", ("litellm",)),
+}
+FEATURES = {
+    "text": "text",
+    "streaming": "streaming",
+    "server_state": "multi-turn, server state",
+    "client_history": "multi-turn, client history",
+    "tools": "tool round trip",
+    "structured": "structured output",
+    "reasoning": "reasoning model",
+    "retry": "429 retried",
+}
+BEGIN, END = "<!-- client-matrix:begin -->", "<!-- client-matrix:end -->"
+
+
+def feature_of(test_name: str) -> str:
+    """`test_tools__chat[...]` → `tools`: a feature's variants share its cell."""
+    name = test_name.split("[")[0].removeprefix("test_").split("__")[0]
+    if name not in FEATURES:
+        raise ValueError(f"{test_name}: not a feature of the matrix ({', '.join(FEATURES)})")
+    return name
+
+
+def versions() -> dict[str, str]:
+    found: dict[str, str] = {}
+    for language, packages in CLIENTS.values():
+        for package in packages:
+            if language == "python":
+                found[package] = metadata.version(package)
+            else:
+                manifest = NODE_DIR / "node_modules" / package / "package.json"
+                found[package] = json.loads(manifest.read_text())["version"]
+    return found
+
+
+def write(outcomes: dict[str, dict[str, dict[str, str]]], path: Path) -> None:
+    """outcomes: client → feature → test name → "passed" / "failed"."""
+    path.write_text(json.dumps({"versions": versions(), "results": outcomes}, indent=1, sort_keys=True) + "\n")
+
+
+def table(data: dict[str, Any]) -> str:
+    head = "| client (tested version) | " + " | ".join(FEATURES.values()) + " |"
+    rows = [head, "|" + "---|" * (len(FEATURES) + 1)]
+    for client, (_language, packages) in CLIENTS.items():
+        tested = ", ".join(f"`{p}` {data['versions'][p]}" for p in packages)
+        cells = []
+        for feature in FEATURES:
+            tests = data["results"].get(client, {}).get(feature, {})
+            passed = sum(outcome == "passed" for outcome in tests.values())
+            cells.append("–" if not tests else "yes" if passed == len(tests) else f"**no** ({passed}/{len(tests)})")
+        rows.append(f"| {client} ({tested}) | " + " | ".join(cells) + " |")
+    failing = [f"{client}: `{name}`" for client, features in sorted(data["results"].items())
+               for tests in features.values() for name, outcome in sorted(tests.items()) if outcome != "passed"]
+    if failing:
+        rows += ["", "Not passing: " + "; ".join(failing) + "."]
+    return "\n".join(rows)
+
+
+def render(results: Path = RESULTS, readme: Path = README) -> None:
+    text = readme.read_text()
+    block = f"{BEGIN}\n{table(json.loads(results.read_text()))}\n{END}"
+    updated, count = re.subn(re.escape(BEGIN) + ".*?" + re.escape(END), lambda _: block, text, flags=re.S)
+    if count != 1:
+        raise SystemExit(f"{readme}: expected one {BEGIN} … {END} block")
+    readme.write_text(updated)
+
+
+if __name__ == "__main__":
+    render(Path(sys.argv[1]) if len(sys.argv) > 1 else Path(os.environ.get("LLMSIM_CLIENTS_MATRIX", RESULTS)))

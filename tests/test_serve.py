@@ -1,0 +1,42 @@
+"""`llmsim serve` says "serving" only once requests are answered, and never when it cannot start."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import urllib.request
+
+from llmsim.testing import free_port
+
+
+def _serve(port: int) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "llmsim", "serve", "--port", str(port), "--speed", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def test_serving_is_printed_once_the_server_answers() -> None:
+    port = free_port()
+    process = _serve(port)
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:  # the line comes once, as the server answers: no retry after it
+            if "serving" in line:
+                break
+        assert line.strip() == f"llmsim: serving sim on http://127.0.0.1:{port}/openai/v1"
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/llmsim/health", timeout=5) as answer:
+            assert answer.status == 200
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def test_serving_is_not_printed_when_the_port_is_taken() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        process = _serve(taken.getsockname()[1])
+        output, _ = process.communicate(timeout=60)
+    assert process.returncode != 0
+    assert "serving" not in output
+    assert "in use" in output
