@@ -15,14 +15,17 @@ from typing import Any
 
 from llmsim import ids
 from llmsim.backends.base import Backend, Delta, Finish, Prompt, Usage
+from llmsim.backends.relay import Exchange, Relayed
 from llmsim.chaos.faults import Admission
 from llmsim.chaos.scenarios import Player
 from llmsim.errors import APIError, not_found
 from llmsim.responses import schema, toolspec, translate
 from llmsim.responses.events import TERMINAL, EventBuilder
+from llmsim.responses.relayed import RelayedStream
 from llmsim.responses.response import new_response
 from llmsim.store import ConversationStore, MemoryConversations, ResponseStore, StoredResponse, background
 from llmsim.store.background import BackgroundRunner, follow
+from llmsim.timing import recorded
 from llmsim.timing.pacing import Pacer
 from llmsim.timing.profiles import Catalog
 
@@ -107,6 +110,53 @@ class Pipeline:
     def generate(self, prompt: Prompt, speed: float | None = None) -> Iterator[Delta]:
         """The backend's deltas: every transport (Responses, Chat Completions) comes through this one call."""
         return self.pacer.pace(self.backend.generate(prompt), prompt, speed)  # speed: None = the server's
+
+    def relay(self, exchange: Exchange, admission: Admission, speed: float | None = None) -> Relayed | None:
+        """Proxy and replay answer a whole request with their own events and ids; around them the same
+        recorded timing, stream faults, rate-limit settling and store apply. None: the backend left it to
+        `create` (replay's miss with `--on-miss sim`)."""
+        reply = self.backend.relay(exchange)  # type: ignore[attr-defined]
+        if reply is None:
+            return None
+        speed = self.pacer.speed if speed is None else speed
+        watch = RelayedStream(exchange.endpoint)
+        store = exchange.endpoint == "responses" and exchange.body.get("store") is not False
+        if reply.events is None:
+            recorded.wait(reply.wait, speed)
+            watch.observe_body(reply.body)
+            self._settle_relayed(watch, admission, store, [])
+            if admission.stream_fault is not None:
+                admission.stream_fault.answer_body()
+            return Relayed(reply.status, reply.headers, body=reply.body)
+        events = recorded.play(reply.events, speed) if reply.timed else ((k, d) for _, k, d in reply.events)
+        watched = self._watch_relayed(events, watch, admission, store)
+        return Relayed(reply.status, reply.headers, events=admission.events(watch, watched, watch.dumps))  # type: ignore[arg-type]
+
+    def _watch_relayed(self, events: Iterator[SerializedEvent], watch: RelayedStream, admission: Admission,
+                       store: bool) -> Iterator[SerializedEvent]:
+        kept: list[SerializedEvent] = []
+        try:
+            for kind, data in events:
+                final = watch.observe(kind, data)
+                if store:
+                    kept.append((kind, data))
+                if final:  # settled before the client sees the end, as for a generated response
+                    self._settle_relayed(watch, admission, store, kept)
+                yield kind, data
+        finally:
+            close = getattr(events, "close", None)
+            if close is not None:
+                close()
+        if watch.chat:
+            self._settle_relayed(watch, admission, False, kept)
+
+    def _settle_relayed(self, watch: RelayedStream, admission: Admission, store: bool,
+                        events: list[SerializedEvent]) -> None:
+        finish = watch.finish()
+        if finish is not None and admission.on_finish is not None:
+            admission.on_finish(finish)
+        if store and watch.response is not None and watch.response.get("id"):
+            self.store.put(StoredResponse(watch.response, [], [], events))
 
     def history(self, previous_response_id: str | None, conversation_id: str | None,
                 recent: StoredResponse | None = None) -> list[dict[str, Any]]:

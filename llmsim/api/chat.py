@@ -10,6 +10,7 @@ from typing import Any
 from flask import Blueprint, Response, jsonify
 from flask.typing import ResponseReturnValue
 
+from llmsim.api import relay
 from llmsim.api.chaos import gate
 from llmsim.api.http import json_body, seed_header, services, speed_header
 from llmsim.api.sse import SSE_HEADERS
@@ -27,11 +28,14 @@ CHUNK = "chat.completion.chunk"
 def create() -> ResponseReturnValue:
     pipeline = services().pipeline
     body = json_body()
+    answer = relay.answer("chat/completions", body, speed_header())
+    if answer.relayed is not None:
+        return relay.http_response(answer.relayed, named_events=False)
     request = chat.parse(body)
     profile = pipeline.catalog.resolve(request.model)
     seed = seed_header()
     prompt = chat.build_prompt(request, profile, pipeline.seed if seed is None else seed)
-    prompt, admission = pipeline.admit(prompt, body, bool(request.stream), gate("chat.completions"))
+    prompt, admission = pipeline.admit(prompt, body, bool(request.stream), answer.admit or gate("chat.completions"))
     speed = speed_header()
 
     def deltas(choice_prompt: Prompt) -> Iterator[Delta]:
