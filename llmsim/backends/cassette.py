@@ -27,7 +27,7 @@ NORMALISED = {
     "chat/completions": ("model", "messages", "tools", "response_format"),
 }
 KEPT_HEADERS = ("openai-processing-ms", "openai-version", "x-request-id", "retry-after", "retry-after-ms")
-KEY_PATTERN = re.compile(r"\b(sk-[A-Za-z0-9_\-]{8,})|(Bearer\s+\S+)")
+KEY_PATTERN = re.compile(r"\bsk-[A-Za-z0-9_\-]{20,}")  # OpenAI-style keys, besides the upstream's own
 REDACTED = "<redacted>"
 
 
@@ -112,7 +112,7 @@ def file_name(cassette: Cassette) -> str:
 
 
 def redact(value: Any, secrets: tuple[str, ...] = ()) -> Any:
-    """`value` with every secret, `sk-...` key and bearer token in its strings replaced."""
+    """`value` with every secret and every `sk-...` key in its strings replaced."""
     if isinstance(value, str):
         for secret in secrets:
             if secret:

@@ -2,7 +2,8 @@
 
 - TTFT: from the request to the first output (the first output item, or the first chat delta), one sample
   per stream; with prefill taken out, fitted as a lognormal (mean and spread of the logs) → p50, p95.
-- ITL: the gaps between consecutive visible deltas (text, tool arguments), one token each, the same way.
+- ITL: the gaps between consecutive visible deltas (text, tool arguments), one token each, as a lognormal
+  fitted by moments over each stream's span (see `lognormal_from_streams`).
 - prefill tokens/s: the least-squares slope of TTFT against input tokens, when the inputs vary enough for
   the slope to stand out of the noise; otherwise the model's shipped value is kept, and the output says so.
 - reasoning tokens/s: reasoning tokens (from usage) over the time between the first output and the first
@@ -41,13 +42,14 @@ class Samples:
     """One model's measurements, in milliseconds."""
 
     ttft: list[tuple[float, int]] = field(default_factory=list)  # (TTFT, input tokens or -1)
-    itl: list[float] = field(default_factory=list)
+    itl: list[tuple[float, int]] = field(default_factory=list)  # per stream: (first to last delta, gaps)
     reasoning: list[tuple[float, int, int]] = field(default_factory=list)  # (first visible, input, reasoning tokens)
 
     def add(self, cassette: Cassette) -> None:
         if cassette.status >= 400 or not cassette.events:
             return
-        first_output = previous = first_visible = None
+        first_output = last_visible = first_visible = None
+        gaps = 0
         usage: dict[str, Any] = {}
         for t, kind, data in cassette.events:
             ms = t * 1000
@@ -55,15 +57,16 @@ class Samples:
             if first_output is None and (kind == "response.output_item.added" or visible):
                 first_output = ms
             if visible:
-                if previous is not None:
-                    self.itl.append(ms - previous)
-                previous = ms
+                gaps += first_visible is not None
                 first_visible = ms if first_visible is None else first_visible
+                last_visible = ms
             if kind in ("response.completed", "response.incomplete") or (not kind and '"usage":{' in data):
                 event = json.loads(data)
                 usage = (event.get("response") or event).get("usage") or usage
         if first_output is None:
             return
+        if gaps and first_visible is not None and last_visible is not None:
+            self.itl.append((last_visible - first_visible, gaps))
         input_tokens = int(usage.get("input_tokens", usage.get("prompt_tokens", -1)))
         details = usage.get("output_tokens_details") or usage.get("completion_tokens_details") or {}
         reasoning = int(details.get("reasoning_tokens") or 0)
@@ -89,6 +92,18 @@ def lognormal(values: list[float]) -> dict[str, float]:
     mu = statistics.fmean(logs)
     sigma = statistics.stdev(logs) if len(logs) > 1 else 0.0
     return {"p50": round(math.exp(mu), 2), "p95": round(math.exp(mu + Z95 * sigma), 2)}
+
+
+def lognormal_from_streams(streams: list[tuple[float, int]]) -> dict[str, float]:
+    """p50 and p95 of the per-token lognormal, by moments: the mean from each stream's whole span and its
+    spread from how much the streams' mean gaps vary. Spans survive events that arrive batched (a busy
+    network or host), where single gaps do not."""
+    gaps = sum(n for _, n in streams)
+    mean = sum(span for span, _ in streams) / gaps
+    variance = sum(n * (span / n - mean) ** 2 for span, n in streams) / max(1, len(streams) - 1)
+    sigma2 = math.log1p(variance / mean ** 2)
+    mu = math.log(mean) - sigma2 / 2
+    return {"p50": round(math.exp(mu), 2), "p95": round(math.exp(mu + Z95 * math.sqrt(sigma2)), 2)}
 
 
 def prefill_slope(samples: list[tuple[float, int]]) -> float | None:
@@ -123,11 +138,12 @@ def fit_model(name: str, samples: Samples, shipped: Profile | None) -> tuple[dic
     ttft = [ms - slope * max(tokens, 0) for ms, tokens in samples.ttft]
     if not ttft:
         raise ValueError(f"{name}: no streamed cassette without reasoning to fit TTFT from")
-    if len(samples.itl) < 2:
-        raise ValueError(f"{name}: fewer than two visible deltas to fit the inter-token latency from")
-    ttft_fit, itl_fit = lognormal(ttft), lognormal(samples.itl)
+    if not samples.itl:
+        raise ValueError(f"{name}: no stream with two visible deltas to fit the inter-token latency from")
+    ttft_fit, itl_fit = lognormal(ttft), lognormal_from_streams(samples.itl)
     notes[:0] = [f"TTFT p50 {ttft_fit['p50']} ms p95 {ttft_fit['p95']} ms ({len(ttft)} samples)",
-                 f"ITL p50 {itl_fit['p50']} ms p95 {itl_fit['p95']} ms ({len(samples.itl)} samples)"]
+                 f"ITL p50 {itl_fit['p50']} ms p95 {itl_fit['p95']} ms ({sum(n for _, n in samples.itl)} gaps "
+                 f"in {len(samples.itl)} streams)"]
     reasoning_rates = [tokens / ((visible - ttft_fit["p50"] - slope * max(inputs, 0)) / 1000.0)
                        for visible, inputs, tokens in samples.reasoning
                        if visible - ttft_fit["p50"] - slope * max(inputs, 0) > 0]
