@@ -20,7 +20,9 @@ import pytest
 import yaml
 
 from llmsim.backends.cassette import file_name, load
+from llmsim.config import DEFAULT_PROFILES_DIR
 from llmsim.testing import ServerProcess
+from llmsim.timing.profiles import load_catalog
 
 KEY = "sk-upstream-secret-0123456789abcdef"
 KEY_ENV = "LLMSIM_TEST_UPSTREAM_KEY"
@@ -30,7 +32,9 @@ STREAMS = [f"Tell me about topic number {i}." for i in range(10)]
 
 
 def sdk(server: ServerProcess) -> openai.OpenAI:
-    return openai.OpenAI(base_url=server.base_url, api_key="sk-client", max_retries=0)
+    """No keep-alive: a server stops at once, with no idle connection to wait out."""
+    return openai.OpenAI(base_url=server.base_url, api_key="sk-client", max_retries=0,
+                         default_headers={"Connection": "close"})
 
 
 def timed_stream(client: openai.OpenAI, text: str, **options: Any) -> tuple[float, dict[str, Any]]:
@@ -68,6 +72,21 @@ def conversation(client: openai.OpenAI) -> dict[str, Any]:
             "referenced": referenced}
 
 
+def over_websocket(server: ServerProcess) -> list[Any]:
+    with sdk(server).responses.connect() as connection:
+        connection.response.create(model="gpt-4o", input="Over a WebSocket.")
+        events = []
+        for event in connection:
+            events.append(event)
+            if event.type == "response.completed":
+                return events
+    raise AssertionError("no response.completed")
+
+
+def bad_request(client: openai.OpenAI) -> None:
+    client.responses.create(model="gpt-4o", input="Too hot.", temperature=5)
+
+
 def chats(client: openai.OpenAI) -> tuple[str, str]:
     messages = [{"role": "user", "content": "Say something about rivers."}]
     streamed = "".join(chunk.choices[0].delta.content or "" for chunk in
@@ -99,7 +118,11 @@ def proxy(upstream: ServerProcess, cassettes: Path) -> Iterator[ServerProcess]:
 def recording(proxy: ServerProcess, cassettes: Path) -> dict[str, Any]:
     client = sdk(proxy)
     warm_up = timed_stream(client, "Warm up.")[1]  # first-stream costs (the SDK's too) stay out of the timings
-    return {"warm_up": warm_up, "streams": streams(client, STREAMS), **conversation(client), "chats": chats(client)}
+    recorded = {"warm_up": warm_up, "streams": streams(client, STREAMS), **conversation(client),
+                "chats": chats(client), "websocket": over_websocket(proxy)}
+    with pytest.raises(openai.BadRequestError) as error:  # the upstream's own 400, passed through
+        bad_request(client)
+    return {**recorded, "error": error.value.body}
 
 
 @pytest.fixture(scope="module")
@@ -112,14 +135,14 @@ def replay(recording: dict[str, Any], cassettes: Path) -> Iterator[ServerProcess
 def test_cassettes_are_readable_stably_named_and_keyless(recording: dict[str, Any], cassettes: Path,
                                                          proxy: ServerProcess) -> None:
     recorded = load(cassettes)
-    assert len(recorded) == 1 + len(STREAMS) + 5 + 2  # one file per interaction
+    assert len(recorded) == 1 + len(STREAMS) + 5 + 2 + 1 + 1  # one file per interaction
     for cassette in recorded:
         assert cassette.path is not None and cassette.path.stem == file_name(cassette)
         text = cassette.path.read_text()
         assert KEY not in text
         assert text.startswith('{\n  "llmsim_cassette": 1,')  # indented JSON, one field a line
     streamed = [c for c in recorded if c.endpoint == "responses" and c.stream]
-    assert len(streamed) == 1 + len(STREAMS)
+    assert len(streamed) == 1 + len(STREAMS) + 1  # and the WebSocket one
     for cassette in streamed:
         assert cassette.events[0][1] == "response.created"
         assert [t for t, _, _ in cassette.events] == sorted(t for t, _, _ in cassette.events)
@@ -168,66 +191,46 @@ def test_a_miss_names_the_nearest_cassette(recording: dict[str, Any], replay: Se
     assert "topic number" in json.dumps(json.loads((cassettes / nearest).read_text())["request"])
 
 
-def test_websocket_mode_through_proxy_and_replay(recording: dict[str, Any], proxy: ServerProcess,
-                                                 cassettes: Path) -> None:
-    def over_websocket(server: ServerProcess) -> list[Any]:
-        with sdk(server).responses.connect() as connection:
-            connection.response.create(model="gpt-4o", input="Over a WebSocket.")
-            events = []
-            for event in connection:
-                events.append(event)
-                if event.type == "response.completed":
-                    return events
-        raise AssertionError("no response.completed")
-
-    live = over_websocket(proxy)
-    with ServerProcess("--backend", "replay", "--cassettes", str(cassettes), "--speed", "0") as replay:
-        replayed = over_websocket(replay)
+def test_websocket_mode_through_proxy_and_replay(recording: dict[str, Any], replay: ServerProcess) -> None:
+    live = recording["websocket"]
+    replayed = over_websocket(replay)
     assert [e.model_dump() for e in replayed] == [e.model_dump() for e in live]
     assert [e.sequence_number for e in live] == list(range(len(live)))
 
 
-def test_faults_and_rate_limits_apply_in_front(upstream: ServerProcess, tmp_path: Path) -> None:
-    with ServerProcess("--backend", "proxy", "--upstream", upstream.base_url, "--record", str(tmp_path),
-                       "--upstream-api-key-env", KEY_ENV, "--rpm", "2", env={KEY_ENV: KEY}) as proxy:
-        client = sdk(proxy)
-        with pytest.raises(openai.InternalServerError):
-            client.responses.create(model="gpt-4o", input="Fail.", extra_headers={"X-LLMSim-Fault": "500"})
-        assert list(tmp_path.iterdir()) == []  # refused in front: the upstream never saw it
-        with client.responses.stream(model="gpt-4o", input="Cut short.",
-                                     extra_headers={"X-LLMSim-Fault": "stream_failed;after_events=4"}) as stream:
-            events = list(stream)
-        assert events[-1].type == "response.failed"
-        assert [e.sequence_number for e in events] == list(range(len(events)))
+def test_upstream_errors_pass_through_and_replay(recording: dict[str, Any], replay: ServerProcess) -> None:
+    with pytest.raises(openai.BadRequestError) as replayed:
+        bad_request(sdk(replay))
+    assert replayed.value.body == recording["error"]
+    assert recording["error"]["param"] == "temperature"
+
+
+def test_faults_and_rate_limits_apply_in_front(recording: dict[str, Any], proxy: ServerProcess,
+                                               cassettes: Path) -> None:
+    client, before = sdk(proxy), len(load(cassettes))
+    with pytest.raises(openai.InternalServerError):
+        client.responses.create(model="gpt-4o", input="Fail.", extra_headers={"X-LLMSim-Fault": "500"})
+    with client.responses.stream(model="gpt-4o", input="Cut short.",
+                                 extra_headers={"X-LLMSim-Fault": "stream_failed;after_events=4"}) as stream:
+        events = list(stream)
+    assert events[-1].type == "response.failed"
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    admin = httpx.Client(base_url=f"{proxy.url}/llmsim/admin", headers={"Connection": "close"})
+    try:
+        admin.put("/faults", json={"rate_limits": {"rpm": 1}}).raise_for_status()
+        client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "Say something "
+                                                                  "about rivers."}])
         with pytest.raises(openai.RateLimitError):
-            client.responses.create(model="gpt-4o", input="One too many.")
+            client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "Again."}])
+    finally:
+        admin.put("/faults", json={})
+        admin.post("/faults/reset")
+        admin.close()
+    assert len(load(cassettes)) == before + 1  # the refused and the cut requests were never recorded
 
 
-def test_an_unreachable_upstream_is_a_502(tmp_path: Path) -> None:
-    with ServerProcess("--backend", "proxy", "--upstream", "http://127.0.0.1:9/v1") as proxy:
-        with pytest.raises(openai.APIStatusError) as caught:
-            sdk(proxy).responses.create(model="gpt-4o", input="Hello?")
-    assert caught.value.status_code == 502
-    assert caught.value.body["code"] == "upstream_unreachable"  # type: ignore[index]
-
-
-def test_upstream_errors_pass_through_and_replay(upstream: ServerProcess, tmp_path: Path) -> None:
-    with ServerProcess("--backend", "proxy", "--upstream", upstream.base_url, "--record", str(tmp_path)) as proxy:
-        with pytest.raises(openai.AuthenticationError) as live:  # no key in the environment: upstream says 401
-            sdk(proxy).responses.create(model="gpt-4o", input="Hi")
-    with ServerProcess("--backend", "replay", "--cassettes", str(tmp_path), "--speed", "0") as replay:
-        with pytest.raises(openai.AuthenticationError) as replayed:
-            sdk(replay).responses.create(model="gpt-4o", input="Hi")
-    assert replayed.value.body == live.value.body
-
-
-def test_on_miss_sim_and_proxy(recording: dict[str, Any], upstream: ServerProcess, cassettes: Path,
-                               tmp_path: Path) -> None:
-    with ServerProcess("--backend", "replay", "--cassettes", str(cassettes), "--speed", "0",
-                       "--on-miss", "sim") as replay:
-        client = sdk(replay)
-        assert client.responses.create(model="gpt-4o", input="Not recorded.").output_text
-        assert client.responses.create(model="gpt-4o", input=STREAMS[0]).id == recording["streams"][0][1]["id"]
+def test_on_miss_proxy_records_the_miss(recording: dict[str, Any], upstream: ServerProcess, cassettes: Path,
+                                        tmp_path: Path) -> None:
     for cassette in load(cassettes)[:3]:
         (tmp_path / cassette.path.name).write_text(cassette.path.read_text())  # type: ignore[union-attr]
     with ServerProcess("--backend", "replay", "--cassettes", str(tmp_path), "--speed", "0", "--on-miss", "proxy",
@@ -238,17 +241,24 @@ def test_on_miss_sim_and_proxy(recording: dict[str, Any], upstream: ServerProces
         assert sdk(replay).responses.create(model="gpt-4o", input="Recorded on a miss.").id == live.id
 
 
-def test_exact_and_sequence_matching(recording: dict[str, Any], cassettes: Path) -> None:
+def test_exact_matching_with_the_simulator_on_a_miss(recording: dict[str, Any], cassettes: Path) -> None:
     with ServerProcess("--backend", "replay", "--cassettes", str(cassettes), "--speed", "0",
-                       "--match", "exact") as replay:
+                       "--match", "exact", "--on-miss", "sim") as replay:
         first = sdk(replay).responses.create(model="gpt-4o", input="Plan a weekend in Lisbon.")
         assert first.id == recording["first"].id
-        with pytest.raises(openai.NotFoundError):  # the same request plus a field normalised matching ignores
-            sdk(replay).responses.create(model="gpt-4o", input="Plan a weekend in Lisbon.", temperature=0.5)
+        # the same request plus a field normalised matching ignores: simulated
+        other = sdk(replay).responses.create(model="gpt-4o", input="Plan a weekend in Lisbon.", temperature=0.5)
+        assert other.id != first.id and other.output_text
+
+
+def test_sequence_matching(recording: dict[str, Any], cassettes: Path) -> None:
     with ServerProcess("--backend", "replay", "--cassettes", str(cassettes), "--speed", "0",
                        "--match", "sequence") as replay:
         first = sdk(replay).responses.create(model="gpt-4o", input="Anything at all.")  # the first recorded
         assert first.id == recording["warm_up"]["id"]
+        with pytest.raises(openai.NotFoundError) as caught:  # the second recorded is no chat completion
+            sdk(replay).chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "Hi"}])
+        assert "1 of" in caught.value.message and "cassettes were played" in caught.value.message
 
 
 def test_profile_fit_recovers_the_upstream_profile(recording: dict[str, Any], proxy: ServerProcess,
@@ -264,6 +274,6 @@ def test_profile_fit_recovers_the_upstream_profile(recording: dict[str, Any], pr
     timing = yaml.safe_load(output.read_text())["models"][0]["timing"]
     assert abs(timing["ttft_ms"]["p50"] - 450) <= 0.25 * 450, timing
     assert abs(timing["itl_ms"]["p50"] - 9) <= 0.25 * 9, timing
-    with ServerProcess("--speed", "0", "--profiles-dir", str(output.parent)) as server:
-        models = httpx.get(f"{server.base_url}/models").json()["data"]
-        assert "gpt-4o" in [m["id"] for m in models]
+    fitted = load_catalog([DEFAULT_PROFILES_DIR, output.parent]).get("gpt-4o")  # what --profiles-dir loads
+    assert fitted is not None and fitted.timing is not None
+    assert fitted.timing.ttft_ms.p50 == timing["ttft_ms"]["p50"] and fitted.snapshot == "gpt-4o-2024-08-06"

@@ -1,7 +1,9 @@
 """`llmsim profile fit DIR -o FILE.yaml`: each model's timing, fitted from the streams it recorded.
 
-- TTFT: from the request to the first output (the first output item, or the first chat delta), one sample
-  per stream; with prefill taken out, fitted as a lognormal (mean and spread of the logs) → p50, p95.
+- TTFT: from the upstream accepting the request (`response.created`; for Chat Completions, the request) to
+  the first output (the first output item, or the first chat delta), one sample per stream: the network and
+  the hosts' own time are no part of the model's. With prefill taken out, fitted as a lognormal (mean and
+  spread of the logs) → p50, p95.
 - ITL: the gaps between consecutive visible deltas (text, tool arguments), one token each, as a lognormal
   fitted by moments over each stream's span (see `lognormal_from_streams`).
 - prefill tokens/s: the least-squares slope of TTFT against input tokens, when the inputs vary enough for
@@ -51,8 +53,9 @@ class Samples:
         first_output = last_visible = first_visible = None
         gaps = 0
         usage: dict[str, Any] = {}
+        accepted = next((t * 1000 for t, kind, _ in cassette.events if kind == "response.created"), 0.0)
         for t, kind, data in cassette.events:
-            ms = t * 1000
+            ms = t * 1000 - accepted
             visible = kind in VISIBLE or (not kind and _chat_delta(data))
             if first_output is None and (kind == "response.output_item.added" or visible):
                 first_output = ms
