@@ -264,8 +264,10 @@ def test_sequence_matching(recording: dict[str, Any], cassettes: Path) -> None:
 def test_profile_fit_recovers_the_upstream_profile(recording: dict[str, Any], proxy: ServerProcess,
                                                     cassettes: Path, tmp_path: Path) -> None:
     client = sdk(proxy)
-    for batch in range(8):  # 40 more streams, 5 at a time: enough samples for the TTFT's spread
-        streams(client, [f"Fit sample {batch}-{i}." for i in range(5)])
+    for i in range(40):  # 40 more short streams, one at a time (a busy host delays concurrent ones)
+        events = list(client.responses.create(model="gpt-4o", input=f"Fit sample {i}.", max_output_tokens=16,
+                                              stream=True))
+        assert events[-1].type == "response.incomplete"
     output = tmp_path / "fitted" / "gpt-4o.yaml"
     done = subprocess.run([sys.executable, "-m", "llmsim", "profile", "fit", str(cassettes), "-o", str(output)],
                           capture_output=True, text=True, check=True)

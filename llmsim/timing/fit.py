@@ -1,9 +1,9 @@
 """`llmsim profile fit DIR -o FILE.yaml`: each model's timing, fitted from the streams it recorded.
 
-- TTFT: from the upstream accepting the request (`response.created`; for Chat Completions, the request) to
-  the first output (the first output item, or the first chat delta), one sample per stream: the network and
-  the hosts' own time are no part of the model's. With prefill taken out, fitted as a lognormal (mean and
-  spread of the logs) → p50, p95.
+- TTFT: from the request to the first output (the first output item, or the first chat delta), one sample
+  per stream (events that arrive together on a busy host make later offsets unreliable, the request's is
+  not); with prefill taken out, fitted as a lognormal by median and median absolute deviation of the logs,
+  which a few stalled samples do not drag → p50, p95.
 - ITL: the gaps between consecutive visible deltas (text, tool arguments), one token each, as a lognormal
   fitted by moments over each stream's span (see `lognormal_from_streams`).
 - prefill tokens/s: the least-squares slope of TTFT against input tokens, when the inputs vary enough for
@@ -53,9 +53,8 @@ class Samples:
         first_output = last_visible = first_visible = None
         gaps = 0
         usage: dict[str, Any] = {}
-        accepted = next((t * 1000 for t, kind, _ in cassette.events if kind == "response.created"), 0.0)
         for t, kind, data in cassette.events:
-            ms = t * 1000 - accepted
+            ms = t * 1000
             visible = kind in VISIBLE or (not kind and _chat_delta(data))
             if first_output is None and (kind == "response.output_item.added" or visible):
                 first_output = ms
@@ -90,10 +89,11 @@ def _chat_delta(data: str) -> bool:
 
 
 def lognormal(values: list[float]) -> dict[str, float]:
-    """p50 and p95 of the lognormal whose logs have these values' mean and standard deviation."""
+    """p50 and p95 of a lognormal fitted robustly: the median of the logs, and their spread from the median
+    absolute deviation (0.6745 of a standard deviation for a normal)."""
     logs = [math.log(max(v, 0.01)) for v in values]
-    mu = statistics.fmean(logs)
-    sigma = statistics.stdev(logs) if len(logs) > 1 else 0.0
+    mu = statistics.median(logs)
+    sigma = statistics.median(abs(x - mu) for x in logs) / 0.6745
     return {"p50": round(math.exp(mu), 2), "p95": round(math.exp(mu + Z95 * sigma), 2)}
 
 
