@@ -10,9 +10,9 @@ from pathlib import Path
 
 from llmsim.backends import BACKENDS
 from llmsim.backends.cassette import load as load_cassettes
+from llmsim.backends.mlx.models import check as check_models
 from llmsim.backends.replay.backend import ON_MISS
 from llmsim.backends.replay.library import MODES
-from llmsim.backends.mlx.models import check as check_models
 from llmsim.chaos import scenarios
 from llmsim.chaos.faults import FaultConfigError, fault_config
 from llmsim.config import DEFAULT_PROFILES_DIR, Settings

@@ -130,7 +130,8 @@ class Pipeline:
             return Relayed(reply.status, reply.headers, body=reply.body)
         events = recorded.play(reply.events, speed) if reply.timed else ((k, d) for _, k, d in reply.events)
         watched = self._watch_relayed(events, watch, admission, store)
-        return Relayed(reply.status, reply.headers, events=admission.events(watch, watched, watch.dumps))  # type: ignore[arg-type]
+        faulted = admission.events(watch, watched, watch.dumps)  # type: ignore[arg-type]  # the builder's stand-in
+        return Relayed(reply.status, reply.headers, events=faulted)
 
     def _watch_relayed(self, events: Iterator[SerializedEvent], watch: RelayedStream, admission: Admission,
                        store: bool) -> Iterator[SerializedEvent]:

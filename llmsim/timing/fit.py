@@ -144,9 +144,9 @@ def fit_model(name: str, samples: Samples, shipped: Profile | None) -> tuple[dic
     if not samples.itl:
         raise ValueError(f"{name}: no stream with two visible deltas to fit the inter-token latency from")
     ttft_fit, itl_fit = lognormal(ttft), lognormal_from_streams(samples.itl)
+    gaps = sum(n for _, n in samples.itl)
     notes[:0] = [f"TTFT p50 {ttft_fit['p50']} ms p95 {ttft_fit['p95']} ms ({len(ttft)} samples)",
-                 f"ITL p50 {itl_fit['p50']} ms p95 {itl_fit['p95']} ms ({sum(n for _, n in samples.itl)} gaps "
-                 f"in {len(samples.itl)} streams)"]
+                 f"ITL p50 {itl_fit['p50']} ms p95 {itl_fit['p95']} ms ({gaps} gaps in {len(samples.itl)} streams)"]
     reasoning_rates = [tokens / ((visible - ttft_fit["p50"] - slope * max(inputs, 0)) / 1000.0)
                        for visible, inputs, tokens in samples.reasoning
                        if visible - ttft_fit["p50"] - slope * max(inputs, 0) > 0]
