@@ -6,14 +6,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Literal
+from dataclasses import replace
+from typing import TYPE_CHECKING, Literal
 
 from llmsim.backends import cassette as cassettes
 from llmsim.backends.base import Backend, Delta, Prompt
 from llmsim.backends.cassette import Cassette
 from llmsim.backends.relay import Exchange, Reply, upstream_error
 from llmsim.backends.replay.library import Library
+from llmsim.backends.sim.backend import SimBackend
 from llmsim.config import Settings
+
+if TYPE_CHECKING:
+    from llmsim.backends.proxy.backend import ProxyBackend
 
 OnMiss = Literal["error", "sim", "proxy"]
 ON_MISS: tuple[OnMiss, ...] = ("error", "sim", "proxy")
@@ -24,7 +29,7 @@ class ReplayBackend:
     name = "replay"
 
     def __init__(self, library: Library, on_miss: OnMiss = "error", fallback: Backend | None = None,
-                 proxy: object | None = None) -> None:
+                 proxy: ProxyBackend | None = None) -> None:
         self.library = library
         self.on_miss = on_miss
         self.fallback = fallback  # `--on-miss sim`: the simulator generates, through the usual pipeline
@@ -35,14 +40,12 @@ class ReplayBackend:
         if settings.cassettes_dir is None:
             raise ValueError("--backend replay needs --cassettes DIR")
         directory = settings.cassettes_dir
-        library = Library(directory, cassettes.load(directory) if directory.is_dir() else [], settings.match)
-        from llmsim.backends.sim.backend import SimBackend
-
-        backend = cls(library, settings.on_miss, SimBackend(tool_call_rate=settings.tool_call_rate))
+        library = Library(directory, cassettes.load(directory) if directory.is_dir() else [],
+                          settings.match)  # type: ignore[arg-type]  # the CLI offers only MODES
+        fallback = SimBackend(tool_call_rate=settings.tool_call_rate)
+        backend = cls(library, settings.on_miss, fallback)  # type: ignore[arg-type]
         if settings.on_miss == "proxy":
-            from dataclasses import replace
-
-            from llmsim.backends.proxy.backend import ProxyBackend
+            from llmsim.backends.proxy.backend import ProxyBackend  # httpx only when a miss may go upstream
 
             recording = replace(settings, record_dir=settings.record_dir or directory)
             backend.proxy = ProxyBackend.from_settings(recording, on_record=library.add)
@@ -55,7 +58,7 @@ class ReplayBackend:
         if self.on_miss == "sim":
             return None
         if self.on_miss == "proxy" and self.proxy is not None:
-            return self.proxy.relay(exchange)  # type: ignore[attr-defined]
+            return self.proxy.relay(exchange)
         raise self.library.miss(exchange)
 
     def generate(self, prompt: Prompt) -> Iterator[Delta]:
