@@ -39,7 +39,7 @@ import pytest
 
 
 @pytest.mark.llmsim_cassette("greeting")
-def test_greeting(llmsim_cassette):
+def test_changed(llmsim_cassette):
     llmsim_cassette.client.responses.create(model="gpt-4o", input="Say goodbye.")
 '''
 
@@ -61,14 +61,11 @@ def test_record_then_replay(pytester: pytest.Pytester, upstream: ServerProcess, 
     assert len(list((pytester.path / "cassettes" / "greeting").glob("*.json"))) == 2
 
     upstream.stop()  # replay needs no upstream
+    pytester.makepyfile(test_changed=CHANGED)  # the recorded cassette, asked something else
     replayed = pytester.runpytest_subprocess("-p", "no:cacheprovider")
-    replayed.assert_outcomes(passed=1, errors=1)  # the missing cassette fails the test's setup
+    replayed.assert_outcomes(passed=1, failed=1, errors=1)  # the missing cassette fails the test's setup
     first, second = (json.loads(line) for line in answers.read_text().splitlines())
     assert first == second  # the same id and words, from the cassette
     replayed.stdout.fnmatch_lines(["*no cassette 'never-recorded'*record it once with `pytest --llmsim-record`*"])
-
-    pytester.makepyfile(test_inner=CHANGED)
-    changed = pytester.runpytest_subprocess("-p", "no:cacheprovider")
-    changed.assert_outcomes(failed=1)
     miss = "*no cassette in*matched this responses request*Nearest: responses-gpt-4o-*differs in: input*"
-    changed.stdout.fnmatch_lines([miss])
+    replayed.stdout.fnmatch_lines([miss])
