@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import time
 from collections.abc import Callable, Iterator
 
@@ -36,8 +37,12 @@ class ProxyBackend:
         self._auth = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.writer = writer
         self.on_record = on_record  # replay's `--on-miss proxy` adds what was recorded to its library
-        self.client = httpx.Client(timeout=httpx.Timeout(READ_TIMEOUT, connect=CONNECT_TIMEOUT),
-                                   limits=httpx.Limits(max_connections=None, max_keepalive_connections=256))
+        # TCP_NODELAY: a request's headers and body go out as two writes, and Nagle would hold the body back
+        # until the upstream's delayed ACK (tens of ms on a busy keep-alive connection).
+        transport = httpx.HTTPTransport(socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
+                                        limits=httpx.Limits(max_connections=None, max_keepalive_connections=256))
+        self.client = httpx.Client(transport=transport,
+                                   timeout=httpx.Timeout(READ_TIMEOUT, connect=CONNECT_TIMEOUT))
 
     @classmethod
     def from_settings(cls, settings: Settings, **options: object) -> ProxyBackend:
