@@ -11,6 +11,7 @@ from flask import Response, jsonify
 
 from llmsim.api import chaos
 from llmsim.api.http import services
+from llmsim.api.metrics import metered
 from llmsim.api.sse import SSE_HEADERS
 from llmsim.backends.base import Prompt
 from llmsim.backends.cassette import canonical
@@ -41,18 +42,22 @@ def answer(endpoint: str, body: Any, speed: float | None, pipeline: Pipeline | N
 
 
 def admit(endpoint: str, body: dict[str, Any]) -> Admission:
-    """The chaos gate, from what the body says: model, metadata, a token estimate and the output limit."""
+    """The chaos gate and the metrics' Meter, from what the body says: model, metadata, a token estimate and
+    the output limit."""
     model = str(body.get("model") or "")
     catalog = services().catalog
     profile = catalog.get(model) or catalog.default
     said = [body.get(name) for name in ("instructions", "input", "messages") if body.get(name) is not None]
     limit = body.get("max_output_tokens") or body.get("max_completion_tokens") or body.get("max_tokens")
     metadata = body.get("metadata")
-    return chaos.admit(endpoint.replace("/", "."), model, model_id=profile.id,
-                       metadata=metadata if isinstance(metadata, dict) else None,
-                       input_tokens=len(canonical(said)) // CHARS_PER_TOKEN,
-                       max_output_tokens=limit if isinstance(limit, int) else None,
-                       stream=bool(body.get("stream")), profile_limits=profile.rate_limits)
+    stream = bool(body.get("stream"))
+    prompt = Prompt(model=model, profile=profile, turns=[], input_tokens=len(canonical(said)) // CHARS_PER_TOKEN,
+                    max_output_tokens=limit if isinstance(limit, int) else None,
+                    metadata=metadata if isinstance(metadata, dict) else {})
+    return metered(prompt, stream, lambda: chaos.admit(  # measured at the edge like any other request
+        endpoint.replace("/", "."), model, model_id=profile.id, metadata=prompt.metadata,
+        input_tokens=prompt.input_tokens, max_output_tokens=prompt.max_output_tokens, stream=stream,
+        profile_limits=profile.rate_limits))
 
 
 def http_response(relayed: Relayed, named_events: bool = True) -> Response | tuple[Response, int, dict[str, str]]:

@@ -7,7 +7,7 @@ from flask.typing import ResponseReturnValue
 
 from llmsim.api import relay
 from llmsim.api.chaos import gate
-from llmsim.api.http import bool_arg, int_arg, json_body, seed_header, services, speed_header
+from llmsim.api.http import bool_arg, int_arg, json_body, seed_header, services, speed_header, text_mode_header
 from llmsim.api.sse import sse_response
 from llmsim.errors import APIError, not_found
 from llmsim.responses import compaction
@@ -45,10 +45,10 @@ def create() -> ResponseReturnValue:
     if answer.relayed is not None:
         return relay.http_response(answer.relayed)
     run = services().pipeline.create(body, seed=seed_header(), speed=speed_header(),
-                                     admit=answer.admit or gate("responses"))
+                                     admit=answer.admit or gate("responses"), text_mode=text_mode_header())
     if run.stream:  # the cost is known only at the end: an SSE comment after the last event
         pricing = _pricing(run.response["model"])
-        return sse_response(run.events, lambda: _cost_comment(pricing, run.response))
+        return sse_response(run.events, lambda: _cost_comment(pricing, run.response), together=not run.waits)
     response = run.drain()
     if response["status"] == "failed":
         error = response["error"] or {}

@@ -12,15 +12,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from llmsim.backends.base import Finish, Usage
-
-SerializedEvent = tuple[str, str]
+from llmsim.responses.events import SerializedEvent, dumps
 LIFECYCLE = frozenset({"response.created", "response.queued", "response.in_progress", "response.completed",
                        "response.incomplete", "response.failed"})
 FINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
-
-
-def dumps(data: Any) -> str:
-    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
 
 
 class RelayedStream:
