@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from collections.abc import Callable, Iterator
 from contextlib import closing
+from dataclasses import replace
 from typing import Any
 
 from flask import Blueprint, Response, jsonify

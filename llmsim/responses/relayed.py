@@ -12,7 +12,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from llmsim.backends.base import Finish, Usage
-from llmsim.responses.events import SerializedEvent, dumps
+from llmsim.responses.events import dumps
+
 LIFECYCLE = frozenset({"response.created", "response.queued", "response.in_progress", "response.completed",
                        "response.incomplete", "response.failed"})
 FINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
