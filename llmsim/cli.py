@@ -10,7 +10,10 @@ import sys
 from pathlib import Path
 
 from llmsim.backends import BACKENDS
+from llmsim.backends.cassette import load as load_cassettes
 from llmsim.backends.mlx.models import check as check_models
+from llmsim.backends.replay.backend import ON_MISS
+from llmsim.backends.replay.library import MODES as MATCH_MODES
 from llmsim.backends.sim.text import MODES as TEXT_MODES
 from llmsim.chaos import scenarios
 from llmsim.chaos.faults import FaultConfigError, fault_config
@@ -108,10 +111,30 @@ def build_parser() -> argparse.ArgumentParser:
                        help="worker processes; the memory store is per process (LLMSIM_WORKERS)")
     serve.add_argument("--worker-connections", type=int, default=_env("worker_connections", d.worker_connections),
                        help="open connections per worker (LLMSIM_WORKER_CONNECTIONS)")
+    serve.add_argument("--upstream", default=_env("upstream", None),
+                       help="proxy: the OpenAI-compatible base URL to forward to, e.g. https://api.openai.com/v1 "
+                            "(LLMSIM_UPSTREAM)")
+    serve.add_argument("--upstream-api-key-env", default=_env("upstream_api_key_env", d.upstream_api_key_env),
+                       metavar="VAR", help="proxy: the environment variable that holds the upstream's API key; the "
+                                           "key is never written anywhere (LLMSIM_UPSTREAM_API_KEY_ENV)")
+    serve.add_argument("--record", type=Path, default=_env("record", None), metavar="DIR",
+                       help="proxy: write one cassette per interaction into DIR (LLMSIM_RECORD)")
+    serve.add_argument("--cassettes", type=Path, default=_env("cassettes", None), metavar="DIR",
+                       help="replay: the cassettes to answer from (LLMSIM_CASSETTES)")
+    serve.add_argument("--match", choices=MATCH_MODES, default=_env("match", d.match),
+                       help="replay: how a request finds its cassette (LLMSIM_MATCH)")
+    serve.add_argument("--on-miss", choices=ON_MISS, default=_env("on_miss", d.on_miss),
+                       help="replay: when no cassette matches, answer an error, simulate, or forward to --upstream "
+                            "and record (LLMSIM_ON_MISS)")
     scenario = commands.add_parser("scenario", help="work with scripted scenarios")
     scenario_commands = scenario.add_subparsers(dest="action", required=True)
     validate = scenario_commands.add_parser("validate", help="check a scenario file and list its problems")
     validate.add_argument("file", type=Path)
+    profile = commands.add_parser("profile", help="work with latency profiles")
+    profile_commands = profile.add_subparsers(dest="action", required=True)
+    fit = profile_commands.add_parser("fit", help="fit each model's timing from recorded cassettes")
+    fit.add_argument("cassettes", type=Path, metavar="DIR")
+    fit.add_argument("-o", "--output", type=Path, required=True, metavar="FILE.yaml")
     return parser
 
 
@@ -145,6 +168,12 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         max_body_bytes=int(args.max_body_bytes),
         workers=int(args.workers),
         worker_connections=int(args.worker_connections),
+        upstream=args.upstream or None,
+        upstream_api_key_env=str(args.upstream_api_key_env),
+        record_dir=Path(args.record) if args.record else None,
+        cassettes_dir=Path(args.cassettes) if args.cassettes else None,
+        match=str(args.match),
+        on_miss=str(args.on_miss),
     )
 
 
@@ -158,13 +187,38 @@ def exposure_warning(settings: Settings) -> str | None:
         return None
     return (f"llmsim: warning: serving on {settings.host} with no --api-key or --admin-key: anyone who can reach "
             "it can read every prompt through /llmsim/admin and inject faults into other clients' requests")
+def relay_problem(settings: Settings) -> str | None:
+    """What stops proxy or replay from starting, before workers fork."""
+    if settings.backend == "proxy" and not settings.upstream:
+        return "--backend proxy needs --upstream URL"
+    if settings.record_dir and settings.backend not in ("proxy", "replay"):
+        return "--record works with --backend proxy (or replay with --on-miss proxy)"
+    if settings.backend == "replay":
+        if settings.cassettes_dir is None:
+            return "--backend replay needs --cassettes DIR"
+        if settings.on_miss == "proxy" and not settings.upstream:
+            return "--on-miss proxy needs --upstream URL"
+        if not settings.cassettes_dir.is_dir() and settings.on_miss != "proxy":
+            return f"--cassettes: {settings.cassettes_dir} is not a directory"
+        try:
+            load_cassettes(settings.cassettes_dir) if settings.cassettes_dir.is_dir() else None
+        except (ValueError, KeyError, OSError) as exc:
+            return f"--cassettes: {exc}"
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "scenario":
         return scenarios.validate_command(args.file)
+    if args.command == "profile":
+        from llmsim.timing.fit import fit_command
+
+        return fit_command(args.cassettes, args.output)
     settings = settings_from_args(args)
+    if problem := relay_problem(settings):
+        print(f"llmsim: {problem}", file=sys.stderr)
+        return 2
     try:
         load_catalog(settings.profiles_dir)  # fail before forking workers, naming the bad file and field
     except ProfileError as exc:

@@ -38,6 +38,12 @@ class Settings:
     max_body_bytes: int = 32 * 1024 * 1024
     workers: int = 1
     worker_connections: int = 4096
+    upstream: str | None = None  # proxy: the upstream's base URL, e.g. https://api.openai.com/v1
+    upstream_api_key_env: str = "OPENAI_API_KEY"  # proxy: the variable holding the upstream key (never stored)
+    record_dir: Path | None = None  # proxy: write a cassette per interaction here
+    cassettes_dir: Path | None = None  # replay: the cassettes to answer from
+    match: str = "normalised"  # replay: normalised | exact | sequence
+    on_miss: str = "error"  # replay: error | sim | proxy
 
     @property
     def api_keys(self) -> tuple[str, ...]:

@@ -16,11 +16,13 @@ from typing import Any
 
 from llmsim import ids
 from llmsim.backends.base import Backend, Delta, Finish, Prompt, Usage
+from llmsim.backends.relay import Exchange, Relayed
 from llmsim.chaos.faults import Admission
 from llmsim.chaos.scenarios import Player
 from llmsim.errors import APIError, not_found
 from llmsim.responses import schema, toolspec, translate
 from llmsim.responses.events import TERMINAL, EventBuilder, SerializedEvent, dumps
+from llmsim.responses.relayed import RelayedStream
 from llmsim.responses.replay import DeltaLog, Replay
 from llmsim.responses.response import new_response
 from llmsim.store import (
@@ -32,6 +34,7 @@ from llmsim.store import (
     background,
 )
 from llmsim.store.background import BackgroundRunner, follow
+from llmsim.timing import recorded
 from llmsim.timing.fairness import fair
 from llmsim.timing.pacing import Pacer
 from llmsim.timing.profiles import Catalog
@@ -134,6 +137,54 @@ class Pipeline:
         """A conversation if `owner` may see it, like `stored`."""
         conversation = self.conversations.get(conversation_id)
         return conversation if conversation is not None and conversation.owner == owner else None
+    def relay(self, exchange: Exchange, admission: Admission, speed: float | None = None, owner: str = ""
+              ) -> Relayed | None:
+        """Proxy and replay answer a whole request with their own events and ids; around them the same
+        recorded timing, stream faults, rate-limit settling and store apply. None: the backend left it to
+        `create` (replay's miss with `--on-miss sim`)."""
+        reply = self.backend.relay(exchange)  # type: ignore[attr-defined]
+        if reply is None:
+            return None
+        speed = self.pacer.speed if speed is None else speed
+        watch = RelayedStream(exchange.endpoint)
+        store = exchange.endpoint == "responses" and exchange.body.get("store") is not False
+        if reply.events is None:
+            recorded.wait(reply.wait, speed)
+            watch.observe_body(reply.body)
+            self._settle_relayed(watch, admission, store, [], owner)
+            if admission.stream_fault is not None:
+                admission.stream_fault.answer_body()
+            return Relayed(reply.status, reply.headers, body=reply.body)
+        events = recorded.play(reply.events, speed) if reply.timed else ((k, d) for _, k, d in reply.events)
+        watched = self._watch_relayed(events, watch, admission, store, owner)
+        faulted = admission.events(watch, watched, watch.dumps)  # type: ignore[arg-type]  # the builder's stand-in
+        return Relayed(reply.status, reply.headers, events=faulted)
+
+    def _watch_relayed(self, events: Iterator[SerializedEvent], watch: RelayedStream, admission: Admission,
+                       store: bool, owner: str) -> Iterator[SerializedEvent]:
+        kept: list[SerializedEvent] = []
+        try:
+            for kind, data in events:
+                final = watch.observe(kind, data)
+                if store:
+                    kept.append((kind, data))
+                if final:  # settled before the client sees the end, as for a generated response
+                    self._settle_relayed(watch, admission, store, kept, owner)
+                yield kind, data
+        finally:
+            close = getattr(events, "close", None)
+            if close is not None:
+                close()
+        if watch.chat:
+            self._settle_relayed(watch, admission, False, kept, owner)
+
+    def _settle_relayed(self, watch: RelayedStream, admission: Admission, store: bool,
+                        events: list[SerializedEvent], owner: str) -> None:
+        finish = watch.finish()
+        if finish is not None and admission.on_finish is not None:
+            admission.on_finish(finish)
+        if store and watch.response is not None and watch.response.get("id"):
+            self.store.put(StoredResponse(watch.response, [], [], events, owner=owner))
 
     def history(self, previous_response_id: str | None, conversation_id: str | None,
                 recent: StoredResponse | None = None, owner: str = "") -> list[dict[str, Any]]:

@@ -10,6 +10,17 @@
 `llmsim_flags` fixture (override it in a conftest.py); `llmsim` is the per-test handle and
 starts each test with no scenario, no faults and an empty transcript. The openai SDK is
 imported only when a test uses the fixtures, so the plugin costs nothing elsewhere.
+
+Record once, replay afterwards:
+
+    @pytest.mark.llmsim_cassette("weather-agent")
+    def test_weather_agent(llmsim_cassette):
+        reply = llmsim_cassette.client.responses.create(model="gpt-4o", input="Weather in Paris?")
+
+`pytest --llmsim-record` runs such tests through a recording proxy in front of `--llmsim-upstream`
+(the upstream key comes from OPENAI_API_KEY, or the variable `--llmsim-upstream-key-env` names) and writes
+the cassettes to `cassettes/<name>/` beside the test file (or under `--llmsim-cassettes DIR`). Without the
+flag the same test replays them; a request with no cassette fails the test with the nearest one named.
 """
 
 from __future__ import annotations
@@ -116,6 +127,53 @@ def _text(source: str | Path) -> str:
         if isinstance(source, Path):
             raise
         return source
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("llmsim", "LLMSim cassettes")
+    group.addoption("--llmsim-record", action="store_true",
+                    help="record the cassettes of tests marked llmsim_cassette through a proxy to the upstream")
+    group.addoption("--llmsim-upstream", default="https://api.openai.com/v1",
+                    help="the upstream base URL to record from (default: %(default)s)")
+    group.addoption("--llmsim-upstream-key-env", default="OPENAI_API_KEY",
+                    help="the environment variable holding the upstream's key (default: %(default)s)")
+    group.addoption("--llmsim-cassettes", default=None, metavar="DIR",
+                    help="where cassettes live (default: a cassettes/ folder beside each test file)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "llmsim_cassette(name, speed=0): record or replay this test's LLM traffic "
+                                       "(the llmsim_cassette fixture)")
+
+
+@pytest.fixture
+def llmsim_cassette(request: pytest.FixtureRequest) -> Iterator[LLMSim]:
+    """A server for one test: a recording proxy under --llmsim-record, else a replay of its cassettes."""
+    marker = request.node.get_closest_marker("llmsim_cassette")
+    if marker is None or not marker.args:
+        raise pytest.UsageError("the llmsim_cassette fixture needs @pytest.mark.llmsim_cassette(\"name\")")
+    name = str(marker.args[0])
+    option = request.config.getoption
+    root = Path(option("--llmsim-cassettes") or Path(str(request.node.path)).parent / "cassettes")
+    directory = root / name
+    if option("--llmsim-record"):
+        directory.mkdir(parents=True, exist_ok=True)
+        for old in directory.glob("*.json"):  # a recording replaces the cassette's old interactions
+            old.unlink()
+        flags = ("--backend", "proxy", "--upstream", option("--llmsim-upstream"), "--record", str(directory),
+                 "--upstream-api-key-env", option("--llmsim-upstream-key-env"))
+    else:
+        if not any(directory.glob("*.json")):
+            pytest.fail(f"LLMSim: no cassette '{name}' in {root}: record it once with `pytest --llmsim-record` "
+                        f"(and --llmsim-upstream URL)", pytrace=False)
+        flags = ("--backend", "replay", "--cassettes", str(directory), "--speed",
+                 str(marker.kwargs.get("speed", 0)))
+    with ServerProcess(*flags) as server:
+        handle = LLMSim(server)
+        try:
+            yield handle
+        finally:
+            handle.close()
 
 
 @pytest.fixture(scope="session")

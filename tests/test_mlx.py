@@ -335,3 +335,25 @@ def test_leaving_mid_batch_frees_the_slot(models: dict[str, Path]) -> None:
     assert text == "Hello there."
     assert loaded.scheduler.running == 0 and loaded.scheduler.waiting == 0
     assert queue == [1, -1] and len(waits) == 1  # the newcomer waited for the slot (vllm:num_requests_waiting)
+
+
+def test_proxy_in_front_of_mlx_records_what_replay_serves(mlx_server: ServerProcess, tmp_path: Path) -> None:
+    """Real local generation as the upstream: the proxy streams the mlx events through unchanged and records
+    them; a replay server then serves the same stream, tool call included, with no model loaded."""
+    def run(server: ServerProcess) -> tuple[list[dict], str]:
+        client = openai.OpenAI(base_url=server.base_url, api_key="sk-test", max_retries=0,
+                               default_headers={"Connection": "close"})
+        with client.responses.stream(model="scripted", input="Weather? <|s_tool|>", tools=[WEATHER]) as stream:
+            events = [event.model_dump() for event in stream]
+        chat = client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "Hi"}],
+                                              temperature=0, max_completion_tokens=8)
+        return events, str(chat.choices[0].message.content)
+
+    with ServerProcess("--backend", "proxy", "--upstream", mlx_server.base_url, "--record", str(tmp_path)) as proxy:
+        events, chat = run(proxy)
+    call = events[-1]["response"]["output"][-1]
+    assert call["type"] == "function_call" and json.loads(call["arguments"]) == {"city": "Paris"}
+    assert chat
+    assert len(list(tmp_path.glob("*.json"))) == 2
+    with ServerProcess("--backend", "replay", "--cassettes", str(tmp_path), "--speed", "0") as replay:
+        assert run(replay) == (events, chat)

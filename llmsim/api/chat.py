@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import replace
 from collections.abc import Callable, Iterator
 from contextlib import closing
+from dataclasses import replace
 from typing import Any
 
 from flask import Blueprint, Response, jsonify
 from flask.typing import ResponseReturnValue
 
+from llmsim.api import relay
 from llmsim.api.chaos import gate
 from llmsim.api.http import json_body, seed_header, services, speed_header, text_mode_header
 from llmsim.api.sse import SSE_HEADERS
@@ -30,12 +31,15 @@ CHUNK = "chat.completion.chunk"
 def create() -> ResponseReturnValue:
     pipeline = services().pipeline
     body = json_body()
+    answer = relay.answer("chat/completions", body, speed_header())
+    if answer.relayed is not None:
+        return relay.http_response(answer.relayed, named_events=False)
     request = chat.parse(body)
     profile = pipeline.catalog.resolve(request.model)
     seed = seed_header()
     prompt = chat.build_prompt(request, profile, pipeline.seed if seed is None else seed)
     prompt = replace(prompt, text_mode=text_mode_header() or prompt.text_mode)
-    prompt, admission = pipeline.admit(prompt, body, bool(request.stream), gate("chat.completions"))
+    prompt, admission = pipeline.admit(prompt, body, bool(request.stream), answer.admit or gate("chat.completions"))
     speed = speed_header()
 
     def deltas(choice_prompt: Prompt) -> Iterator[Delta]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, jsonify, request
 from flask.typing import ResponseReturnValue
 
+from llmsim.api import relay
 from llmsim.api.chaos import gate
 from llmsim.api.http import bool_arg, int_arg, json_body, owner, seed_header, services, speed_header, text_mode_header
 from llmsim.api.sse import sse_response
@@ -39,8 +40,13 @@ def _stored(response_id: str) -> StoredResponse:
 
 @bp.post("/responses")
 def create() -> ResponseReturnValue:
-    run = services().pipeline.create(json_body(), seed=seed_header(), speed=speed_header(), admit=gate("responses"),
-                                    text_mode=text_mode_header(), owner=owner())
+    body = json_body()
+    answer = relay.answer("responses", body, speed_header())
+    if answer.relayed is not None:
+        return relay.http_response(answer.relayed)
+    run = services().pipeline.create(body, seed=seed_header(), speed=speed_header(),
+                                     admit=answer.admit or gate("responses"), text_mode=text_mode_header(),
+                                     owner=owner())
     if run.stream:  # the cost is known only at the end: an SSE comment after the last event
         pricing = _pricing(run.response["model"])
         return sse_response(run.events, lambda: _cost_comment(pricing, run.response), together=not run.waits)

@@ -17,6 +17,7 @@ from flask.blueprints import BlueprintSetupState
 from flask_sock import Sock
 from simple_websocket import ConnectionClosed
 
+from llmsim.api import relay
 from llmsim.api.chaos import gate
 from llmsim.api import decode
 from llmsim.api.http import owner, seed_header, services, speed_header, text_mode_header
@@ -94,9 +95,14 @@ class Session:
         if not isinstance(generate, bool):
             raise APIError("Invalid type for 'generate': expected a boolean.", param="generate", code="invalid_type")
         body.pop("type")
-        run = self.pipeline.create({**body, "stream": True}, seed=self.seed, speed=self.speed, admit=self.admit,
-                                   recent=self.recent, generate=generate, text_mode=self.text_mode,
-                                   owner=self.owner)
+        answer = relay.answer("responses", {**body, "stream": True}, self.speed, self.pipeline)
+        if answer.relayed is not None:  # proxy, replay: their own events, one after another on this socket
+            for _, data in answer.relayed.events or iter([("", dumps(answer.relayed.body))]):
+                self.send(data, stream_id)
+            return
+        run = self.pipeline.create({**body, "stream": True}, seed=self.seed, speed=self.speed,
+                                   admit=answer.admit or self.admit, recent=self.recent, generate=generate,
+                                   text_mode=self.text_mode, owner=self.owner)
         events = run.events
         try:
             for _, data in events:

@@ -6,7 +6,7 @@ from llmsim.backends.base import Backend
 from llmsim.config import Settings
 from llmsim.timing.profiles import Catalog, load_catalog
 
-BACKENDS = ("sim", "mlx")
+BACKENDS = ("sim", "mlx", "proxy", "replay")
 
 
 def load_backend(settings: Settings) -> Backend:
@@ -20,6 +20,14 @@ def load_backend(settings: Settings) -> Backend:
 
         return load(parse_specs(settings.models), settings.allow_download, settings.trust_remote_code,
                     settings.decode_concurrency, settings.prompt_concurrency)
+    if settings.backend == "proxy":
+        from llmsim.backends.proxy.backend import ProxyBackend
+
+        return ProxyBackend.from_settings(settings)
+    if settings.backend == "replay":
+        from llmsim.backends.replay.backend import ReplayBackend
+
+        return ReplayBackend.from_settings(settings)
     raise ValueError(f"unknown backend {settings.backend!r}; available: {', '.join(BACKENDS)}")
 
 

@@ -349,6 +349,16 @@ class StreamFault:
             yield item
             sent += 1
 
+    def answer_body(self) -> None:
+        """The fault on a JSON answer made elsewhere (proxy, replay): a cut, a 500, or a wait before it."""
+        if self.kind in ("latency_spike", "slow_stream"):
+            self.sleep(self.fault.seconds or 0.0)
+        elif self.kind in ("stream_drop", "stream_malformed"):
+            raise ConnectionDropped()
+        else:
+            raise APIError(self.fault.message or "The server had an error while processing your request. Sorry "
+                           "about that!", status=500, type="server_error")
+
     def _end(self, builder: EventBuilder, events: Iterator[SerializedEvent], pending: SerializedEvent | None,
              dumps: Callable[[Any], str]) -> Iterator[SerializedEvent]:
         if self.kind == "stream_malformed" and pending is None:

@@ -1,0 +1,1 @@
+"""`--backend proxy`: forward to an OpenAI-compatible upstream, optionally recording cassettes."""

@@ -1,0 +1,73 @@
+"""The contract for backends that answer a whole request rather than a Prompt: proxy and replay.
+
+Their answer is the upstream's (or the recording's) own events and ids, byte for byte in meaning, so they sit
+where a backend sits but hand the pipeline serialized events instead of Deltas: rebuilding events from Deltas
+would mint new ids and lose the upstream's fields. The pipeline still applies faults, rate limits, timing and
+stores around them (Pipeline.relay).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from llmsim.errors import APIError
+
+TimedEvent = tuple[float, str, str]  # (seconds since the request, SSE event name or "", data)
+ENDPOINTS = ("responses", "chat/completions")
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One client request as the relay sees it: which endpoint and the JSON body, untouched."""
+
+    endpoint: str
+    body: dict[str, Any]
+
+    @property
+    def stream(self) -> bool:
+        return bool(self.body.get("stream"))
+
+
+@dataclass
+class Reply:
+    """An answer: a JSON `body`, or `events` as they come. `timed`: the events carry recorded offsets the
+    pipeline waits for (replay); a live upstream's events need no waiting. `wait`: seconds a recorded JSON
+    answer took."""
+
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    body: Any = None
+    events: Iterator[TimedEvent] | None = None
+    timed: bool = False
+    wait: float = 0.0
+
+
+class Relay(Protocol):
+    name: str
+
+    def relay(self, exchange: Exchange) -> Reply | None:
+        """The answer, or None to let the pipeline generate one (replay's miss with `--on-miss sim`).
+        An upstream's error answer is raised as an APIError with its status and envelope."""
+        ...
+
+
+@dataclass
+class Relayed:
+    """What the pipeline makes of a Reply: the events timed, watched for faults and stored, ready to send."""
+
+    status: int
+    headers: dict[str, str]
+    body: Any = None
+    events: Iterator[tuple[str, str]] | None = None  # (SSE event name or "", data)
+
+
+def upstream_error(status: int, body: Any, headers: dict[str, str]) -> APIError:
+    """An upstream's (or a recording's) error answer as the same error here: status, envelope and headers."""
+    error = body.get("error") if isinstance(body, dict) else None
+    if not isinstance(error, dict):
+        error = {"message": f"The upstream answered {status} with no OpenAI error body.", "type": "server_error"}
+    retry = {k: v for k, v in headers.items() if k.startswith(("retry-after", "x-ratelimit-"))}
+    return APIError(str(error.get("message") or ""), status=status, type=str(error.get("type") or "server_error"),
+                    param=error.get("param"), code=error.get("code"), headers=retry)

@@ -1,0 +1,1 @@
+"""`--backend replay`: answer from recorded cassettes, with their events, ids and timing."""

@@ -1,0 +1,81 @@
+"""Following a relayed stream (proxy, replay) without rebuilding it: what an injected fault needs to end it
+the way the event builder would, what the store keeps, and the usage that settles rate limits.
+
+Only lifecycle events (and chunks that carry usage) are parsed; every other event passes as text.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from llmsim.backends.base import Finish, Usage
+from llmsim.responses.events import dumps
+
+LIFECYCLE = frozenset({"response.created", "response.queued", "response.in_progress", "response.completed",
+                       "response.incomplete", "response.failed"})
+FINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
+
+
+class RelayedStream:
+    """Stands in for the EventBuilder when a StreamFault ends a relayed stream (`fail`, `error`, `dumps`)."""
+
+    def __init__(self, endpoint: str) -> None:
+        self.chat = endpoint == "chat/completions"
+        self.response: dict[str, Any] | None = None  # the latest Response snapshot
+        self.usage: dict[str, Any] | None = None
+        self.last = ""  # the last event's data, for its sequence_number
+
+    def observe(self, kind: str, data: str) -> bool:
+        """Takes note of one event; True when it carried the final response."""
+        self.last = data
+        if kind in LIFECYCLE or (self.chat and '"usage":{' in data):
+            event = json.loads(data)
+            if self.chat:
+                self.usage = event.get("usage")
+                return False
+            self.response = event.get("response")
+            self.usage = (self.response or {}).get("usage") or self.usage
+            return kind in FINAL
+        return False
+
+    def observe_body(self, body: Any) -> None:
+        """A JSON answer: a Response or a chat completion."""
+        if isinstance(body, dict):
+            self.usage = body.get("usage")
+            if body.get("object") == "response":
+                self.response = body
+
+    def finish(self) -> Finish | None:
+        """The usage as a Finish, for settling rate limits; None when the answer gave none."""
+        if not isinstance(self.usage, dict):
+            return None
+        get = self.usage.get
+        return Finish("stop", Usage(int(get("input_tokens", get("prompt_tokens", 0)) or 0),
+                                    int(get("output_tokens", get("completion_tokens", 0)) or 0)))
+
+    @property
+    def _sequence(self) -> int:
+        try:
+            return int(json.loads(self.last).get("sequence_number", -1)) + 1
+        except (ValueError, AttributeError):
+            return 0
+
+    def fail(self, code: str, message: str) -> Iterator[dict[str, Any]]:
+        if self.chat:
+            yield self.error(code, message)
+            return
+        response = copy.deepcopy(self.response or {})
+        response.update(status="failed", error={"code": code, "message": message})
+        yield {"type": "response.failed", "sequence_number": self._sequence, "response": response}
+
+    def error(self, code: str, message: str, param: str | None = None) -> dict[str, Any]:
+        if self.chat:
+            return {"type": "error", "error": {"message": message, "type": "server_error", "param": param,
+                                               "code": code}}
+        return {"type": "error", "sequence_number": self._sequence, "code": code, "message": message, "param": param}
+
+    def dumps(self, event: dict[str, Any]) -> str:
+        return dumps({"error": event["error"]} if self.chat else event)
