@@ -315,6 +315,10 @@ def test_leaving_mid_batch_frees_the_slot(models: dict[str, Path]) -> None:
     from llmsim.backends.mlx.backend import MLXBackend
 
     backend = MLXBackend([loaded])
+    queue: list[int] = []
+    waits: list[float] = []
+    backend.observe(type("Observer", (), {"waiting": lambda _, model, change: queue.append(change),
+                                          "queued": lambda _, model, seconds: waits.append(seconds)})())
 
     def prompt(text: str) -> Prompt:
         return Prompt(model="scripted", profile=loaded.profile, turns=[Turn("user", text)], input_tokens=0,
@@ -330,3 +334,4 @@ def test_leaving_mid_batch_frees_the_slot(models: dict[str, Path]) -> None:
     text = first.text + "".join(d.text for d in waiting if hasattr(d, "text"))
     assert text == "Hello there."
     assert loaded.scheduler.running == 0 and loaded.scheduler.waiting == 0
+    assert queue == [1, -1] and len(waits) == 1  # the newcomer waited for the slot (vllm:num_requests_waiting)

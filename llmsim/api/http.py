@@ -40,8 +40,8 @@ def json_body() -> Any:
 
 def require_api_key() -> None:
     expected = services().settings.api_key
-    if not expected or request.path.startswith("/llmsim/"):  # LLMSim's own endpoints guard themselves
-        return
+    if not expected or request.path.startswith("/llmsim/") or request.path == "/metrics":
+        return  # LLMSim's own endpoints guard themselves; /metrics is open, as vLLM's is
     header = request.headers.get("Authorization", "")
     if not header:
         raise APIError(

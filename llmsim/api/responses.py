@@ -43,7 +43,7 @@ def create() -> ResponseReturnValue:
                                     text_mode=text_mode_header())
     if run.stream:  # the cost is known only at the end: an SSE comment after the last event
         pricing = _pricing(run.response["model"])
-        return sse_response(run.events, lambda: _cost_comment(pricing, run.response))
+        return sse_response(run.events, lambda: _cost_comment(pricing, run.response), together=not run.waits)
     response = run.drain()
     if response["status"] == "failed":
         error = response["error"] or {}

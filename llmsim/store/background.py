@@ -7,7 +7,6 @@ worker process can follow a running response's events or cancel it. Workers are
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import threading
@@ -15,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from llmsim.responses.events import SNAPSHOT, TERMINAL, EventBuilder, cancelled_event
+from llmsim.responses.events import SNAPSHOT, TERMINAL, EventBuilder, cancelled_event, dumps
 from llmsim.store import FINAL_STATUSES, ResponseStore, SerializedEvent, StoredResponse
 
 log = logging.getLogger("llmsim")
@@ -67,7 +66,7 @@ def follow(store: ResponseStore, response_id: str, after: int = -1,
         status, events = state
         yield from events
         after += len(events)
-        if status in FINAL_STATUSES and not events:
+        if status in FINAL_STATUSES:  # read with its events: nothing more comes
             return
         if events:
             quiet_since = time.monotonic()
@@ -104,10 +103,11 @@ def cancel(store: ResponseStore, response_id: str, wait_seconds: float = CANCEL_
 
 def _end_stream(store: ResponseStore, record: StoredResponse | None) -> StoredResponse | None:
     """A response cancelled where no worker ran it (queued, or its worker gone) gets its stream's terminal event."""
-    if record is None or record.status != "cancelled" or (record.events and record.events[-1][0] in TERMINAL):
+    events = [] if record is None else record.stream_events()
+    if record is None or record.status != "cancelled" or (events and events[-1][0] in TERMINAL):
         return record
-    event = cancelled_event(record.response, len(record.events))
-    store.append(record.id, [(event["type"], json.dumps(event, separators=(",", ":"), ensure_ascii=False))], force=True)
+    event = cancelled_event(record.response, len(events))
+    store.append(record.id, [(event["type"], dumps(event))], force=True)
     return store.get(record.id)
 
 
@@ -118,10 +118,13 @@ class BackgroundRunner:
         self.store = store
         self.serialize = serialize
         self._slots = threading.BoundedSemaphore(size)
+        self.on_queue: Callable[[int], None] | None = None  # told +1 on submit, -1 when done (a metrics gauge)
 
     def submit(self, builder: EventBuilder, deltas: Iterator[Any],
                on_end: Callable[[dict[str, Any]], None]) -> None:
         """Run `builder` over `deltas` later; `on_end(response)` runs before the terminal event is stored."""
+        if self.on_queue is not None:
+            self.on_queue(1)
         threading.Thread(target=self._run, args=(builder, deltas, on_end), daemon=True,
                          name=f"background-{builder.response['id']}").start()
 
@@ -141,6 +144,8 @@ class BackgroundRunner:
                 close = getattr(deltas, "close", None)
                 if close is not None:
                     close()  # stops the backend (and frees its pacing slot) when we stopped early
+                if self.on_queue is not None:
+                    self.on_queue(-1)
 
     def _generate(self, builder: EventBuilder, deltas: Iterator[Any],
                   on_end: Callable[[dict[str, Any]], None]) -> None:

@@ -22,6 +22,7 @@ from llmsim.backends.mlx.models import ModelSpec, resolve
 from llmsim.backends.mlx.parsing import OutputParser, think_markers
 from llmsim.backends.mlx.scheduler import DECODE_CONCURRENCY, PROMPT_CONCURRENCY, Scheduler, Sequence, Token
 from llmsim.backends.mlx.schema import SchemaProcessor, lltokenizer_for, schema_of
+from llmsim.timing.pacing import QueueObserver
 from llmsim.timing.profiles import Profile, ReasoningSpec
 
 
@@ -57,7 +58,7 @@ class LoadedModel:
 
     def __post_init__(self) -> None:
         self.scheduler = Scheduler(self.model, sorted(self.tokenizer.eos_token_ids), self.cache.keep,
-                                   self.decode_concurrency, self.prompt_concurrency)
+                                   self.decode_concurrency, self.prompt_concurrency, name=self.alias)
 
     @functools.cached_property
     def lltokenizer(self) -> Any:
@@ -101,6 +102,11 @@ class MLXBackend:
     @property
     def profiles(self) -> list[Profile]:
         return [m.profile for m in self.models.values()]
+
+    def observe(self, observer: QueueObserver) -> None:
+        """Report requests waiting for a decode slot (vllm:num_requests_waiting) to `observer`."""
+        for loaded in self.models.values():
+            loaded.scheduler.observer = observer
 
     def render(self, loaded: LoadedModel, prompt: Prompt, think: bool = True) -> tuple[list[int], bool]:
         """Prompt tokens from the model's chat template, and whether the template opened a thinking block."""

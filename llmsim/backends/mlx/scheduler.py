@@ -11,6 +11,7 @@ the next step.
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +20,8 @@ import gevent
 from gevent.event import Event
 from gevent.queue import Queue
 from gevent.threadpool import ThreadPool
+
+from llmsim.timing.pacing import QueueObserver
 
 DECODE_CONCURRENCY = 32  # sequences decoded at once (mlx_lm.server's --decode-concurrency)
 PROMPT_CONCURRENCY = 8  # prompts prefilled at once (its --prompt-concurrency)
@@ -45,13 +48,16 @@ class Sequence:
     tokens: Queue = field(default_factory=Queue)  # Token, or the exception that ended the step
     uid: int | None = None
     done: bool = False
+    queued_at: float | None = None  # when it began waiting for a decode slot (None: it got one at once)
 
 
 class Scheduler:
     def __init__(self, model: Any, stop_tokens: list[int], keep_cache: Callable[[list[Any], list[int]], None],
                  decode_concurrency: int = DECODE_CONCURRENCY, prompt_concurrency: int = PROMPT_CONCURRENCY,
-                 worker: ThreadPool | None = None) -> None:
+                 worker: ThreadPool | None = None, name: str = "", observer: QueueObserver | None = None) -> None:
         self.model = model
+        self.name = name
+        self.observer = observer  # the metrics' running/waiting gauges and queue-time histogram
         self.stop_tokens = stop_tokens
         self.keep_cache = keep_cache  # the model's PromptCache.keep: a finished sequence's KV cache is reused
         self.decode_concurrency = decode_concurrency
@@ -76,6 +82,9 @@ class Scheduler:
         return len(self._arrived) + over
 
     def submit(self, sequence: Sequence) -> None:
+        if self.observer is not None and len(self._running) + len(self._arrived) >= self.decode_concurrency:
+            sequence.queued_at = time.monotonic()
+            self.observer.waiting(self.name, 1)
         self._arrived.append(sequence)
         self._wake.set()
         if self._driver is None or self._driver.dead:
@@ -86,6 +95,7 @@ class Scheduler:
         if sequence.done:
             return
         sequence.done = True
+        self._dequeued(sequence)
         if sequence in self._arrived:
             self._arrived.remove(sequence)
         else:
@@ -119,12 +129,20 @@ class Scheduler:
                 sequence = self._running.get(uid)
                 if sequence is None:
                     continue
+                self._dequeued(sequence)
                 sequence.tokens.put(Token(token, finish))
                 if finish is not None:
                     sequence.done = True
                     del self._running[uid]
                     self.keep_cache(cache, all_tokens)
             gevent.sleep(0)  # let the requests write what they got before the next step
+
+    def _dequeued(self, sequence: Sequence) -> None:
+        """A waiting sequence got its slot (its first token) or left."""
+        if sequence.queued_at is not None and self.observer is not None:
+            self.observer.waiting(self.name, -1)
+            self.observer.queued(self.name, time.monotonic() - sequence.queued_at)
+            sequence.queued_at = None
 
     def _step(self, arrived: list[Sequence], leaving: list[int]
               ) -> tuple[list[int], list[tuple[int, int, str | None, Any, Any]], list[tuple[Any, list[int]]]]:
