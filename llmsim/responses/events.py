@@ -59,8 +59,9 @@ class Entropy:
         self.obfuscation_seed = int.from_bytes(os.urandom(8)) if obfuscation_seed is None else obfuscation_seed
         self._padding: random.Random | None = None  # a seeded PRNG, made when first needed: no os.urandom per delta
 
-    def item_id(self, prefix: str, index: int) -> str:
-        return ids.new(prefix)
+    def item_id(self, prefix: str, index: int, parent: str | None = None) -> str:
+        """`parent`: the id of the item this one depends on, which its id then names (see `ids.child`)."""
+        return ids.child(prefix, parent) if parent else ids.new(prefix)
 
     def now(self) -> int:
         return int(time.time())
@@ -178,9 +179,9 @@ class EventBuilder:
     def _index(self) -> int:
         return len(self.response["output"]) - 1
 
-    def _new_id(self, prefix: str) -> str:
+    def _new_id(self, prefix: str, parent: str | None = None) -> str:
         """The id of the item about to be opened (at the next output index)."""
-        return self.entropy.item_id(prefix, len(self.response["output"]))
+        return self.entropy.item_id(prefix, len(self.response["output"]), parent)
 
     def _open(self, item: dict[str, Any]) -> Event:
         self.response["output"].append(item)
@@ -236,9 +237,8 @@ class EventBuilder:
                     "input": ""}
         else:
             reasoning = next((i for i in reversed(self.response["output"]) if i["type"] == "reasoning"), None)
-            item = {"id": ids.child("fc", reasoning["id"]) if reasoning else self._new_id("fc"),
-                    "type": "function_call", "status": "in_progress", "arguments": "", "call_id": delta.call_id,
-                    "name": delta.name}
+            item = {"id": self._new_id("fc", reasoning and reasoning["id"]), "type": "function_call",
+                    "status": "in_progress", "arguments": "", "call_id": delta.call_id, "name": delta.name}
         yield self._open(item)
 
     def _hosted(self, delta: ToolItem) -> Iterator[Event]:

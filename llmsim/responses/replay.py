@@ -26,7 +26,7 @@ class Recorded(Entropy):
         super().__init__(obfuscation_seed)
         self.final = final
 
-    def item_id(self, prefix: str, index: int) -> str:
+    def item_id(self, prefix: str, index: int, parent: str | None = None) -> str:
         return str(self.final["output"][index]["id"])
 
     def now(self) -> int:

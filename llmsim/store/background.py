@@ -7,7 +7,6 @@ worker process can follow a running response's events or cancel it. Workers are
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import threading
@@ -16,7 +15,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from llmsim.responses.events import SNAPSHOT, TERMINAL, EventBuilder, cancelled_event
+from llmsim.responses.events import SNAPSHOT, TERMINAL, EventBuilder, cancelled_event, dumps
 from llmsim.store import FINAL_STATUSES, ResponseStore, SerializedEvent, StoredResponse
 
 log = logging.getLogger("llmsim")
@@ -150,10 +149,11 @@ def cancel(store: ResponseStore, response_id: str, wait_seconds: float = CANCEL_
 
 def _end_stream(store: ResponseStore, record: StoredResponse | None) -> StoredResponse | None:
     """A response cancelled where no worker ran it (queued, or its worker gone) gets its stream's terminal event."""
-    if record is None or record.status != "cancelled" or (record.events and record.events[-1][0] in TERMINAL):
+    events = [] if record is None else record.stream_events()
+    if record is None or record.status != "cancelled" or (events and events[-1][0] in TERMINAL):
         return record
-    event = cancelled_event(record.response, len(record.events))
-    store.append(record.id, [(event["type"], json.dumps(event, separators=(",", ":"), ensure_ascii=False))], force=True)
+    event = cancelled_event(record.response, len(events))
+    store.append(record.id, [(event["type"], dumps(event))], force=True)
     return store.get(record.id)
 
 
