@@ -54,6 +54,14 @@ def test_keys_named_in_a_sentence(client: openai.OpenAI) -> None:
     assert set(answer) == {"setup", "punchline"}  # type: ignore[arg-type]
 
 
+def test_types_named_with_the_keys(client: openai.OpenAI) -> None:
+    answer = _answer(client, 'Answer in JSON with the keys "name" (string), "population" (integer), "area" as a '
+                             'number and "capital": boolean.', "Describe Paris.")
+    assert set(answer) == {"name", "population", "area", "capital"}  # type: ignore[arg-type]
+    assert isinstance(answer["name"], str) and isinstance(answer["population"], int)  # type: ignore[index]
+    assert isinstance(answer["area"], (int, float)) and isinstance(answer["capital"], bool)  # type: ignore[index]
+
+
 def test_no_shape_keeps_the_plain_object(client: openai.OpenAI) -> None:
     assert set(_answer(client, "Answer in JSON.")) == {"answer"}  # type: ignore[arg-type]
 

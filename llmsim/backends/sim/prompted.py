@@ -17,7 +17,11 @@ from llmsim.backends.sim import jsongen
 MAX_SCAN_CHARS = 100_000  # of the prompt's end: the instructions that matter are near the question
 MAX_ATTEMPTS = 256  # JSON decodes tried: bounded work whatever the prompt holds
 KEYS = re.compile(r"\b(?:keys?|fields?|properties|attributes)\b(?P<list>[^.\n{]*)", re.IGNORECASE)
-QUOTED = re.compile(r"[`\"']([A-Za-z_][A-Za-z0-9_]{0,63})[`\"']")
+QUOTED = re.compile(r"[`\"']([A-Za-z_][A-Za-z0-9_]{0,63})[`\"']"  # a key, and the type a sentence may give it
+                    r"(?:\s*(?:\(|:|,?\s*as\s+(?:an?\s+)?)\s*(string|str|text|integer|int|number|float|decimal|"
+                    r"boolean|bool|array|list|object)\b)?", re.IGNORECASE)
+TYPES = {"str": "string", "text": "string", "int": "integer", "float": "number", "decimal": "number",
+         "bool": "boolean", "list": "array"}
 
 
 def requested_schema(turns: list[Turn]) -> dict[str, Any] | None:
@@ -32,10 +36,11 @@ def requested_schema(turns: list[Turn]) -> dict[str, Any] | None:
         return schemas[-1]
     if examples:
         return _schema_of(examples[-1])
-    keys = [key for match in KEYS.finditer(text) for key in QUOTED.findall(match.group("list"))]
+    keys = [(key, kind.lower()) for match in KEYS.finditer(text) for key, kind in QUOTED.findall(match.group("list"))]
     if keys:
-        unique = list(dict.fromkeys(keys))
-        return {"type": "object", "properties": {key: {"type": "string"} for key in unique}, "required": unique}
+        types = {key: TYPES.get(kind, kind or "string") for key, kind in reversed(keys)}  # the first mention wins
+        unique = list(dict.fromkeys(key for key, _ in keys))
+        return {"type": "object", "properties": {key: {"type": types[key]} for key in unique}, "required": unique}
     return None
 
 
