@@ -11,6 +11,7 @@ from werkzeug.exceptions import HTTPException
 from llmsim import ids
 from llmsim.api import admin, chaos, mount
 from llmsim.api import scenarios as scenarios_api
+from llmsim.api.http import client_socket
 from llmsim.backends import load_backend, load_models
 from llmsim.chaos import scenarios
 from llmsim.chaos.faults import fault_config
@@ -19,6 +20,7 @@ from llmsim.errors import APIError
 from llmsim.pipeline import Pipeline
 from llmsim.services import Services
 from llmsim.store import open_stores
+from llmsim.timing import waits
 from llmsim.timing.pacing import Pacer
 
 log = logging.getLogger("llmsim")
@@ -49,6 +51,7 @@ def create_app(settings: Settings | None = None) -> Flask:
     def _start() -> None:
         g.request_id = ids.new("req", 32)
         g.started = time.perf_counter()
+        waits.watch(client_socket())
 
     @app.after_request
     def _headers(response: Response) -> Response:

@@ -12,7 +12,7 @@ from llmsim.backends import BACKENDS
 from llmsim.backends.mlx.models import check as check_models
 from llmsim.chaos import scenarios
 from llmsim.chaos.faults import FaultConfigError, fault_config
-from llmsim.config import DEFAULT_PROFILES_DIR, Settings
+from llmsim.config import DEFAULT_PROFILES_DIR, SPEED_EXPECTED, Settings, valid_speed
 from llmsim.store import prepare_store
 from llmsim.timing.profiles import ProfileError, load_catalog
 
@@ -23,8 +23,8 @@ def _env(name: str, default: object) -> object:
 
 def _speed(value: str) -> float:
     speed = float(value)
-    if not 0 <= speed < float("inf"):
-        raise argparse.ArgumentTypeError(f"speed must be a number >= 0, got {value}")
+    if not valid_speed(speed):
+        raise argparse.ArgumentTypeError(f"speed must be {SPEED_EXPECTED}, got {value}")
     return speed
 
 

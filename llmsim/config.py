@@ -6,6 +6,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 DEFAULT_PROFILES_DIR = Path(__file__).resolve().parent.parent / "profiles"
+# Pacing speeds other than 0 (no waiting): slower than 100x stretches a reply past any client's patience.
+MIN_SPEED, MAX_SPEED = 0.01, 10_000.0
+SPEED_EXPECTED = f"0 or a number from {MIN_SPEED:g} to {MAX_SPEED:g}"
+
+
+def valid_speed(speed: float) -> bool:
+    return speed == 0 or MIN_SPEED <= speed <= MAX_SPEED
 
 
 @dataclass

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import hmac
 import json
+import socket
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from flask import current_app, request
 
+from llmsim.config import SPEED_EXPECTED, valid_speed
 from llmsim.errors import APIError
 from llmsim.services import Services
 
@@ -21,6 +23,14 @@ INVALID_JSON = (
 
 def services() -> Services:
     return current_app.extensions["llmsim"]
+
+
+def client_socket() -> socket.socket | None:
+    """The connection this request's waits watch for a hang-up (llmsim/timing/waits.py); none for a WebSocket,
+    whose own reader owns the socket, nor outside gunicorn."""
+    if request.headers.get("Upgrade", "").lower() == "websocket":
+        return None
+    return request.environ.get("gunicorn.socket")
 
 
 def json_body() -> Any:
@@ -91,7 +101,7 @@ def seed_header() -> int | None:
 
 def speed_header() -> float | None:
     """X-LLMSim-Speed: this request's pacing multiplier, overriding the server's."""
-    return _header(SPEED_HEADER, float, "a number >= 0", valid=lambda speed: 0 <= speed < float("inf"))
+    return _header(SPEED_HEADER, float, SPEED_EXPECTED, valid=valid_speed)
 
 
 def int_arg(name: str, default: int | None, low: int | None = None, high: int | None = None) -> int | None:

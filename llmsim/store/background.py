@@ -16,6 +16,7 @@ from typing import Any
 
 from llmsim.responses.events import SNAPSHOT, TERMINAL, EventBuilder
 from llmsim.store import FINAL_STATUSES, ResponseStore, SerializedEvent, StoredResponse
+from llmsim.timing import waits
 
 log = logging.getLogger("llmsim")
 POLL_SECONDS = 0.02  # how often a follower looks for new events of a running response
@@ -118,6 +119,7 @@ class BackgroundRunner:
     def _run(self, builder: EventBuilder, deltas: Iterator[Any],
              on_end: Callable[[dict[str, Any]], None]) -> None:
         response_id = builder.response["id"]
+        waits.watch(None)  # nobody's connection: the client that asked may leave, the response runs on
         with self._slots:
             try:
                 if self.store.append(response_id, []):  # False: cancelled (or deleted) while queued

@@ -5,9 +5,10 @@ prefill rate), hidden reasoning tokens take their time at the reasoning rate, an
 further visible token waits one inter-token latency. Waits run against a schedule (a
 late wake-up shortens the next wait) so gaps keep their configured distribution under load.
 
-Waiting is `time.sleep`, looked up at call time: in the gevent workers it is monkey-patched,
-so a sleeping stream is a parked greenlet, not a blocked thread. The same goes for the
-per-model queue (a `threading.BoundedSemaphore`, patched to gevent's).
+Waiting is `waits.wait`, which looks `time.sleep` up at call time: in the gevent workers it is
+monkey-patched, so a sleeping stream is a parked greenlet, not a blocked thread; it also ends the
+request when its client hangs up. The per-model queue is a `threading.BoundedSemaphore` made
+per model at run time, so it is gevent's too.
 """
 
 from __future__ import annotations
@@ -19,11 +20,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from llmsim.backends.base import Delta, Prompt, ReasoningDelta, TextDelta, ToolArgsDelta
+from llmsim.timing import waits
 from llmsim.timing.latency import Concurrency, Timing
 
 
 def _sleep(seconds: float) -> None:
-    time.sleep(seconds)  # not bound at import: gevent patches `time.sleep` after this module may be loaded
+    waits.wait(seconds)  # not bound at import: gevent patches `time.sleep` after this module may be loaded
 
 
 class ModelLoad:

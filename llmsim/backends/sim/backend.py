@@ -40,10 +40,6 @@ LENGTH_RANGE = {"low": (12, 60), "medium": (30, 160), "high": (90, 400)}
 JSON_OBJECT = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
 REASONING_CHUNK = 16  # hidden reasoning tokens per delta: fine enough for pacing, cheap to emit
 
-# Building a Faker costs milliseconds; one instance is reseeded per request instead. Every draw from it
-# happens under the lock, before the first delta is yielded, so requests never share its state.
-_FAKER = Faker()
-_FAKER_LOCK = threading.Lock()
 
 
 class SimBackend:
@@ -52,14 +48,19 @@ class SimBackend:
     def __init__(self, length_range: dict[str, tuple[int, int]] | None = None, tool_call_rate: float = 0.0) -> None:
         self.length_range = length_range or LENGTH_RANGE
         self.tool_call_rate = tool_call_rate
+        # Building a Faker costs milliseconds; one instance is reseeded per request instead. Every draw from it
+        # happens under the lock, before the first delta is yielded, so requests never share its state. Both
+        # are made here, in the worker, never at import: a lock made before gevent patches is a real one.
+        self._faker = Faker()
+        self._faker_lock = threading.Lock()
 
     def generate(self, prompt: Prompt) -> Iterator[Delta]:
         rng = random.Random(prompt.seed)
         encoding = tokens.encoding(prompt.profile.encoding)
         low, high = self.length_range[prompt.verbosity]
         target = rng.randint(low, high)
-        with _FAKER_LOCK:
-            fake = _FAKER
+        with self._faker_lock:
+            fake = self._faker
             fake.seed_instance(rng.getrandbits(64))
             steps = Planner(prompt, rng, fake, self.tool_call_rate).plan()
             says = {id(step): encoding.encode_ordinary(step.text if step.text is not None else

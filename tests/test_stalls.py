@@ -1,0 +1,180 @@
+"""No request freezes or parks the server: waits yield, are bounded, and end when their client leaves.
+
+Against a real server: raw sockets stand in for many clients at once (and for clients that hang up),
+the openai SDK for the errors a client sees. The worker's open sockets are read from /proc.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import socket
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+
+from llmsim.testing import ServerProcess
+
+FAULT = "X-LLMSim-Fault"
+SPEED = "X-LLMSim-Speed"
+
+
+def send(server: ServerProcess, body: dict, headers: dict[str, str] | None = None) -> socket.socket:
+    """POST /responses on a fresh connection and leave the answer unread."""
+    data = json.dumps(body).encode()
+    head = "".join(f"{k}: {v}\r\n" for k, v in {"Host": "127.0.0.1", "Content-Type": "application/json",
+                                                  "Content-Length": str(len(data)), **(headers or {})}.items())
+    sock = socket.create_connection(("127.0.0.1", server.port))
+    sock.sendall(f"POST /openai/v1/responses HTTP/1.1\r\n{head}\r\n".encode() + data)
+    return sock
+
+
+def worker_sockets(server: ServerProcess) -> int:
+    """Sockets open in the server's worker process (the listener included)."""
+    assert server.process is not None
+    master = server.process.pid
+    with open(f"/proc/{master}/task/{master}/children") as f:
+        (worker,) = f.read().split()
+    count = 0
+    for fd in os.listdir(f"/proc/{worker}/fd"):
+        try:
+            count += os.readlink(f"/proc/{worker}/fd/{fd}").startswith("socket:")
+        except OSError:
+            continue
+    return count
+
+
+def wait_for(condition: Callable[[], bool], seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return condition()
+
+
+@contextmanager
+def waiting(server: ServerProcess, count: int, headers: dict[str, str], **fields: object) -> Iterator[list]:
+    body = {"model": "gpt-4o-mini", "input": "hi", **fields}
+    socks = [send(server, body, headers) for _ in range(count)]
+    try:
+        yield socks
+    finally:
+        for sock in socks:
+            sock.close()
+
+
+def health_seconds(client: httpx.Client) -> float:
+    started = time.monotonic()
+    assert client.get("/llmsim/health").status_code == 200
+    return time.monotonic() - started
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_health_answers_while_100_spiked_requests_wait(server: ServerProcess, stream: bool) -> None:
+    """A latency spike parks its own request only: before the fix it blocked the whole worker."""
+    with httpx.Client(base_url=server.url, timeout=60) as client:
+        client.post("/openai/v1/responses", json={"model": "gpt-4o-mini", "input": "warm up"})
+        with waiting(server, 100, {FAULT: "latency_spike;seconds=60"}, stream=stream):
+            time.sleep(1.0)  # let them all reach their spike
+            assert max(health_seconds(client) for _ in range(5)) < 2.0
+            answered = client.post("/openai/v1/responses", json={"model": "gpt-4o-mini", "input": "hi"})
+            assert answered.json()["status"] == "completed"
+
+
+@pytest.mark.parametrize("headers, fields", [
+    ({FAULT: "latency_spike;seconds=600"}, {"stream": True}),
+    ({FAULT: "slow_stream;seconds=600"}, {"stream": True}),
+    ({FAULT: "latency_spike;seconds=600"}, {}),
+    ({FAULT: "timeout;seconds=600"}, {}),
+    ({SPEED: "0.01"}, {"model": "gpt-5", "reasoning": {"effort": "high"}}),
+    ({SPEED: "0.01"}, {"model": "gpt-5", "stream": True}),
+], ids=["spike-stream", "slow-stream", "spike", "timeout", "slow-speed", "slow-speed-stream"])
+def test_a_client_that_hangs_up_frees_its_request(server: ServerProcess, headers: dict[str, str],
+                                                  fields: dict) -> None:
+    """40 clients leave mid-wait: the server closes their sockets at once instead of after the wait."""
+    httpx.post(f"{server.base_url}/responses", json={"model": "gpt-5", "input": "warm up"},
+               headers={SPEED: "0"}, timeout=60)
+    baseline = worker_sockets(server)
+    with waiting(server, 40, headers, **fields):
+        assert wait_for(lambda: worker_sockets(server) >= baseline + 39, 10)  # the warm-up's may have closed
+        time.sleep(1.5)  # past the first token's wait: pacing has begun
+    assert wait_for(lambda: worker_sockets(server) <= baseline + 5, 10), "the server kept the departed clients' sockets"
+
+
+def test_a_background_response_runs_on_after_its_client_hangs_up(server: ServerProcess,
+                                                                 client: openai.OpenAI) -> None:
+    sock = send(server, {"model": "gpt-4o-mini", "input": "hi", "background": True, "stream": True},
+                {SPEED: "2"})
+    data = b""
+    while b"response.queued" not in data:
+        data += sock.recv(65536)
+    sock.close()
+    response_id = json.loads(data.split(b"data: ", 1)[1].split(b"\n", 1)[0])["response"]["id"]
+    assert wait_for(lambda: client.responses.retrieve(response_id).status == "completed", 30)
+
+
+@pytest.mark.parametrize("name, value", [
+    (SPEED, "1e-9"), (SPEED, "1e-300"),
+    (FAULT, "timeout;seconds=inf"), (FAULT, "latency_spike;seconds=100000"), (FAULT, "slow_stream;seconds=nan"),
+])
+def test_waits_past_their_bounds_get_a_400(client: openai.OpenAI, name: str, value: str) -> None:
+    with pytest.raises(openai.BadRequestError) as error:
+        client.responses.create(model="gpt-4o-mini", input="hi", extra_headers={name: value})
+    assert error.value.body["param"] == name
+    assert error.value.body["code"] == "invalid_value"
+
+
+def test_a_fault_rule_past_the_longest_wait_is_refused(server: ServerProcess) -> None:
+    answer = httpx.put(f"{server.url}/llmsim/admin/faults", json={"faults": [{"kind": "timeout", "seconds": 1e9}]})
+    assert answer.status_code == 400
+    assert answer.json()["error"]["type"] == "invalid_request_error"
+
+
+# --- every wait yields: nothing blocking is bound before gevent patches the worker ---------------------
+
+BLOCKING_MODULES = {"time", "threading", "select", "socket", "queue", "subprocess"}
+ROOT = Path(__file__).resolve().parent.parent / "llmsim"
+
+
+def _early_bindings(tree: ast.Module) -> list[str]:
+    """`from time import sleep`, `sleep=time.sleep` defaults, `default_factory=threading.Lock`, and locks,
+    events or queues made at import: each keeps the unpatched object, which blocks every greenlet."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module in BLOCKING_MODULES:
+            found.append(f"line {node.lineno}: from {node.module} import ...")
+        defaults: list[ast.expr] = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            defaults = [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]
+        if isinstance(node, ast.keyword) and node.arg == "default_factory":
+            defaults = [node.value]
+        for value in defaults:
+            if (isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name)
+                    and value.value.id in BLOCKING_MODULES and value.attr not in ("monotonic", "time", "perf_counter")):
+                found.append(f"line {value.lineno}: {value.value.id}.{value.attr} bound as a default")
+    for statement in tree.body:  # module level: made at import
+        if isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None:
+            for call in ast.walk(statement.value):
+                if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                        and isinstance(call.func.value, ast.Name) and call.func.value.id in BLOCKING_MODULES):
+                    found.append(f"line {call.lineno}: {call.func.value.id}.{call.func.attr}() at import")
+    return found
+
+
+def test_nothing_blocking_is_bound_at_import() -> None:
+    found = {str(path.relative_to(ROOT)): problems for path in sorted(ROOT.rglob("*.py"))
+             if (problems := _early_bindings(ast.parse(path.read_text())))}
+    assert found == {}
+
+
+def test_the_early_binding_check_finds_each_kind() -> None:
+    source = ("from time import sleep\nimport threading, time\nLOCK = threading.Lock()\n"
+              "def f(sleep=time.sleep): ...\nx = field(default_factory=threading.Event)\n")
+    assert len(_early_bindings(ast.parse(source))) == 4
