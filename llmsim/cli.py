@@ -28,6 +28,13 @@ def _speed(value: str) -> float:
     return speed
 
 
+def _seconds(value: str) -> float:
+    seconds = float(value)
+    if not 0 < seconds <= 3600:
+        raise argparse.ArgumentTypeError(f"expected seconds from 0 to 3600, got {value}")
+    return seconds
+
+
 def _flag(value: object) -> bool:
     return str(value).lower() in ("1", "true", "yes", "on")
 
@@ -94,7 +101,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--workers", type=int, default=_env("workers", d.workers),
                        help="worker processes; the memory store is per process (LLMSIM_WORKERS)")
     serve.add_argument("--worker-connections", type=int, default=_env("worker_connections", d.worker_connections),
-                       help="open connections per worker (LLMSIM_WORKER_CONNECTIONS)")
+                       help="open connections per worker; past it the one idle longest is closed, and a new one "
+                            "gets a 503 when all are busy (LLMSIM_WORKER_CONNECTIONS)")
+    serve.add_argument("--read-timeout", type=_seconds, default=_env("read_timeout", d.read_timeout),
+                       help="seconds a request's head (idle keep-alive time included) and its body may take to "
+                            "arrive; a slower one is closed, or gets a 408 (LLMSIM_READ_TIMEOUT)")
     scenario = commands.add_parser("scenario", help="work with scripted scenarios")
     scenario_commands = scenario.add_subparsers(dest="action", required=True)
     validate = scenario_commands.add_parser("validate", help="check a scenario file and list its problems")
@@ -129,6 +140,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         max_body_bytes=int(args.max_body_bytes),
         workers=int(args.workers),
         worker_connections=int(args.worker_connections),
+        read_timeout=float(args.read_timeout),
     )
 
 

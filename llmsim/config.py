@@ -40,4 +40,5 @@ class Settings:
     tool_call_rate: float = 0.0  # sim: chance of an unprompted tool call under tool_choice auto
     max_body_bytes: int = 32 * 1024 * 1024
     workers: int = 1
-    worker_connections: int = 4096
+    worker_connections: int = 4096  # per worker; past it the connection idle longest is closed (llmsim/server.py)
+    read_timeout: float = 30.0  # seconds for a request's head (idle keep-alive included), and its body, to arrive

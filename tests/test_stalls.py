@@ -137,6 +137,86 @@ def test_a_fault_rule_past_the_longest_wait_is_refused(server: ServerProcess) ->
     assert answer.json()["error"]["type"] == "invalid_request_error"
 
 
+# --- slow clients: read deadlines and a connection cap ------------------------------------------------------
+
+
+def probe(server: ServerProcess, timeout: float = 10.0) -> tuple[int, float]:
+    """GET /llmsim/health on a fresh connection, as a load balancer's check does: (status, seconds)."""
+    started = time.monotonic()
+    status = httpx.get(f"{server.url}/llmsim/health", timeout=timeout).status_code
+    return status, time.monotonic() - started
+
+
+def slow_clients(server: ServerProcess, count: int) -> list[socket.socket]:
+    """Idle connections, requests cut inside their head, and requests cut inside their body, in turn."""
+    parts = [b"", b"POST /openai/v1/responses HTTP/1.1\r\nHost: x\r\n",
+             b"POST /openai/v1/responses HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+             b"Content-Length: 100\r\n\r\n{"]
+    socks = []
+    for i in range(count):
+        sock = socket.create_connection(("127.0.0.1", server.port))
+        sock.sendall(parts[i % 3])
+        socks.append(sock)
+    return socks
+
+
+def test_health_answers_with_three_times_the_connection_cap_held_by_slow_clients(
+        start_server: Callable[..., ServerProcess]) -> None:
+    """Before, a full pool stopped accepting: the probe waited in the backlog for a slow client to time out."""
+    server = start_server("--worker-connections", "100")
+    socks = slow_clients(server, 300)
+    try:
+        for _ in range(5):
+            status, seconds = probe(server)
+            assert status == 200 and seconds < 5.0
+    finally:
+        for sock in socks:
+            sock.close()
+
+
+def reply(sock: socket.socket, seconds: float) -> bytes:
+    """What the server sends before it closes the connection (b"" when it closes saying nothing)."""
+    sock.settimeout(seconds)
+    data = b""
+    while chunk := sock.recv(65536):
+        data += chunk
+    return data
+
+
+def test_a_request_slower_than_the_read_timeout_is_cut(start_server: Callable[..., ServerProcess]) -> None:
+    server = start_server("--read-timeout", "1")
+    idle, in_head, in_body = slow_clients(server, 3)
+    started = time.monotonic()
+    assert reply(idle, 10) == b""
+    assert reply(in_head, 10) == b""
+    answer = reply(in_body, 10)
+    assert time.monotonic() - started < 8
+    assert answer.startswith(b"HTTP/1.1 408 ")
+    assert json.loads(answer.split(b"\r\n\r\n", 1)[1])["error"]["code"] == "request_timeout"
+
+
+def test_when_every_connection_is_busy_a_new_one_gets_a_503(start_server: Callable[..., ServerProcess]) -> None:
+    server = start_server("--worker-connections", "5")
+    with waiting(server, 5, {FAULT: "latency_spike;seconds=60"}, stream=True):
+        time.sleep(1.0)
+        answer = httpx.get(f"{server.url}/llmsim/health", timeout=10)
+    assert answer.status_code == 503
+    assert answer.headers["retry-after"] == "1"
+    assert answer.json()["error"]["type"] == "server_error"
+
+
+def test_a_websocket_may_stay_quiet_past_the_read_timeout(start_server: Callable[..., ServerProcess],
+                                                         sdk_client: Callable[..., openai.OpenAI]) -> None:
+    client = sdk_client(start_server("--read-timeout", "1"))
+    with client.responses.connect() as connection:
+        time.sleep(2.5)
+        connection.response.create(model="gpt-4o-mini", input="hi")
+        for event in connection:
+            if event.type == "response.completed":
+                break
+        assert event.type == "response.completed"
+
+
 # --- every wait yields: nothing blocking is bound before gevent patches the worker ---------------------
 
 BLOCKING_MODULES = {"time", "threading", "select", "socket", "queue", "subprocess"}
