@@ -11,6 +11,7 @@ import json
 import os
 import socket
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,6 +19,8 @@ from pathlib import Path
 import httpx
 import openai
 import pytest
+
+from stateful import slow_profiles
 
 from llmsim.testing import ServerProcess
 
@@ -215,6 +218,20 @@ def test_a_websocket_may_stay_quiet_past_the_read_timeout(start_server: Callable
             if event.type == "response.completed":
                 break
         assert event.type == "response.completed"
+
+
+# --- background mode keeps pace with synchronous requests --------------------------------------------------
+
+
+def test_a_hundred_background_responses_run_side_by_side(tmp_path: Path, start_server: Callable[..., ServerProcess],
+                                                         sdk_client: Callable[..., openai.OpenAI]) -> None:
+    """Paced background responses are parked greenlets: none should wait in the queue behind a small pool
+    (it held 64, so under load background mode ran many times slower than the same requests made directly)."""
+    client = sdk_client(start_server("--profiles-dir", str(slow_profiles(tmp_path))))
+    ids = [client.responses.create(model="slow-model", input="hi", background=True,
+                                   extra_headers={SPEED: "0.25"}).id for _ in range(100)]
+    statuses = Counter(client.responses.retrieve(response_id).status for response_id in ids)
+    assert statuses["queued"] == 0, statuses
 
 
 # --- every wait yields: nothing blocking is bound before gevent patches the worker ---------------------
