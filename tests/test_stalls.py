@@ -140,6 +140,37 @@ def test_a_fault_rule_past_the_longest_wait_is_refused(server: ServerProcess) ->
     assert answer.json()["error"]["type"] == "invalid_request_error"
 
 
+# --- input costs: linear in the input, bounded past the limits --------------------------------------------
+
+
+def test_truncation_auto_over_6000_items_answers_quickly(server: ServerProcess) -> None:
+    """1.6 MB of short items, far past the window: each item is counted once (it was recounted per drop)."""
+    items = [{"role": "user", "content": f"note {i}: " + "the tide comes in and goes out " * 8} for i in range(6000)]
+    answer = httpx.post(f"{server.base_url}/responses", json={"model": "gpt-4", "input": items, "truncation": "auto"},
+                        timeout=30)
+    assert answer.status_code == 200
+    body = answer.json()
+    assert body["status"] == "completed" and body["usage"]["input_tokens"] <= 8192
+
+
+def test_a_body_far_past_the_window_is_refused_before_it_is_tokenized(server: ServerProcess) -> None:
+    answer = httpx.post(f"{server.base_url}/responses", json={"model": "gpt-4o", "input": "lighthouse " * 2_700_000},
+                        timeout=30)
+    assert answer.status_code == 400
+    assert answer.json()["error"]["code"] == "context_length_exceeded"
+
+
+def test_a_tool_schema_asking_for_100000_items_gets_a_bounded_call(client: openai.OpenAI) -> None:
+    tool = {"type": "function", "name": "plot", "description": "plot points",
+            "parameters": {"type": "object", "properties": {"points": {"type": "array", "minItems": 100000,
+                                                                       "items": {"type": "number"}}},
+                           "required": ["points"]}}
+    response = client.with_options(timeout=15).responses.create(model="gpt-4o", input="plot", tools=[tool],
+                                                                tool_choice="required")
+    (call,) = response.output
+    assert 0 < len(json.loads(call.arguments)["points"]) <= 1000
+
+
 # --- slow clients: read deadlines and a connection cap ------------------------------------------------------
 
 
