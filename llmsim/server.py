@@ -163,7 +163,7 @@ class LLMSimServer(BaseApplication):  # type: ignore[misc]
             "worker_connections": s.worker_connections,
             "timeout": 0,  # streams may stay open for minutes; gevent workers heartbeat on their own
             "graceful_timeout": 5,
-            "keepalive": 75,  # the most: an idle connection is closed after --read-timeout when that is shorter
+            "keepalive": 75,  # on; how long an idle connection may wait is --read-timeout (Worker.timeout_ctx)
             "accesslog": None,
             "errorlog": "-",
             "loglevel": "warning",

@@ -92,7 +92,8 @@ def item_tokens(item: dict[str, Any], encoding: str, limit: int | None = None) -
     """One input item's tokens, framing included; past `limit` counting may stop (see tokens.count)."""
     total = 0
     for turn in to_turns([item]):
-        total += TOKENS_PER_MESSAGE + tokens.count(turn.text, encoding, limit) + tokens.count(turn.name or "", encoding)
+        total += TOKENS_PER_MESSAGE + tokens.count(turn.text, encoding, limit)
+        total += tokens.count(turn.name or "", encoding)
     for part in item.get("content") or [] if item["type"] == "message" else []:
         if part.get("type") == "input_image":
             total += IMAGE_TOKENS[part.get("detail") or "auto"]
@@ -107,12 +108,11 @@ def _fit(items: list[dict[str, Any]], fixed: int, window: int, truncate: bool, e
     total, kept = fixed, 0
     for item in reversed(items):
         count = item_tokens(item, encoding, limit=max(0, window - total))
-        if total + count > window:
-            if truncate and kept:
-                break
-            total += count
+        if total + count > window and truncate and kept:
             break
         total += count
+        if total > window:
+            break
         kept += 1
     if total > window:
         raise APIError(
