@@ -48,7 +48,7 @@ def _hung_up(sock: socket.socket, timeout: float) -> bool:
         if not readable:
             return False
         return not sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
-    except (BlockingIOError, InterruptedError):
+    except (BlockingIOError, InterruptedError, TimeoutError):  # nothing to read after all: still there
         return False
     except (OSError, ValueError):  # reset, or closed under us
         return True
