@@ -12,6 +12,7 @@ from llmsim import ids
 from llmsim.api import admin, chaos, dashboard, mount
 from llmsim.api import metrics as api_metrics
 from llmsim.api import scenarios as scenarios_api
+from llmsim.api.http import client_socket
 from llmsim.backends import load_backend, load_models
 from llmsim.chaos import scenarios
 from llmsim.chaos.faults import fault_config
@@ -21,6 +22,7 @@ from llmsim.metrics.registry import Metrics
 from llmsim.pipeline import Pipeline
 from llmsim.services import Services
 from llmsim.store import open_stores
+from llmsim.timing import waits
 from llmsim.timing.pacing import Pacer
 
 log = logging.getLogger("llmsim")
@@ -67,6 +69,7 @@ def create_app(settings: Settings | None = None) -> Flask:
     def _start() -> None:
         g.request_id = ids.new("req", 32)
         g.started = time.perf_counter()
+        waits.watch(client_socket())
 
     @app.after_request
     def _headers(response: Response) -> Response:

@@ -17,7 +17,7 @@ from llmsim.backends.replay.library import MODES as MATCH_MODES
 from llmsim.backends.sim.text import MODES as TEXT_MODES
 from llmsim.chaos import scenarios
 from llmsim.chaos.faults import FaultConfigError, fault_config
-from llmsim.config import DEFAULT_PROFILES_DIR, Settings
+from llmsim.config import DEFAULT_PROFILES_DIR, SPEED_EXPECTED, Settings, valid_speed
 from llmsim.store import prepare_store
 from llmsim.timing.profiles import ProfileError, load_catalog
 
@@ -28,9 +28,16 @@ def _env(name: str, default: object) -> object:
 
 def _speed(value: str) -> float:
     speed = float(value)
-    if not 0 <= speed < float("inf"):
-        raise argparse.ArgumentTypeError(f"speed must be a number >= 0, got {value}")
+    if not valid_speed(speed):
+        raise argparse.ArgumentTypeError(f"speed must be {SPEED_EXPECTED}, got {value}")
     return speed
+
+
+def _seconds(value: str) -> float:
+    seconds = float(value)
+    if not 0 < seconds <= 3600:
+        raise argparse.ArgumentTypeError(f"expected seconds from 0 to 3600, got {value}")
+    return seconds
 
 
 def _flag(value: object) -> bool:
@@ -110,7 +117,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--workers", type=int, default=_env("workers", d.workers),
                        help="worker processes; the memory store is per process (LLMSIM_WORKERS)")
     serve.add_argument("--worker-connections", type=int, default=_env("worker_connections", d.worker_connections),
-                       help="open connections per worker (LLMSIM_WORKER_CONNECTIONS)")
+                       help="open connections per worker; past it the one idle longest is closed, and a new one "
+                            "gets a 503 when all are busy (LLMSIM_WORKER_CONNECTIONS)")
+    serve.add_argument("--read-timeout", type=_seconds, default=_env("read_timeout", d.read_timeout),
+                       help="seconds a request's head (idle keep-alive time included) and its body may take to "
+                            "arrive; a slower one is closed, or gets a 408 (LLMSIM_READ_TIMEOUT)")
     serve.add_argument("--upstream", default=_env("upstream", None),
                        help="proxy: the OpenAI-compatible base URL to forward to, e.g. https://api.openai.com/v1 "
                             "(LLMSIM_UPSTREAM)")
@@ -168,6 +179,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         max_body_bytes=int(args.max_body_bytes),
         workers=int(args.workers),
         worker_connections=int(args.worker_connections),
+        read_timeout=float(args.read_timeout),
         upstream=args.upstream or None,
         upstream_api_key_env=str(args.upstream_api_key_env),
         record_dir=Path(args.record) if args.record else None,

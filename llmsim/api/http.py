@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import socket
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -12,11 +13,20 @@ from gunicorn.http.errors import ParseException
 
 from llmsim.api import decode
 from llmsim.backends.sim.text import MODES as TEXT_MODES
+from llmsim.config import SPEED_EXPECTED, valid_speed
 from llmsim.errors import APIError
 from llmsim.services import Services
 
 def services() -> Services:
     return current_app.extensions["llmsim"]
+
+
+def client_socket() -> socket.socket | None:
+    """The connection this request's waits watch for a hang-up (llmsim/timing/waits.py); none for a WebSocket,
+    whose own reader owns the socket, nor outside gunicorn."""
+    if request.headers.get("Upgrade", "").lower() == "websocket":
+        return None
+    return request.environ.get("gunicorn.socket")
 
 
 def json_body() -> Any:
@@ -110,7 +120,7 @@ def seed_header() -> int | None:
 
 def speed_header() -> float | None:
     """X-LLMSim-Speed: this request's pacing multiplier, overriding the server's."""
-    return _header(SPEED_HEADER, float, "a number >= 0", valid=lambda speed: 0 <= speed < float("inf"))
+    return _header(SPEED_HEADER, float, SPEED_EXPECTED, valid=valid_speed)
 
 
 def text_mode_header() -> str | None:

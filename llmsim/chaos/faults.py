@@ -8,11 +8,9 @@ Nothing here knows HTTP: HTTP faults become APIErrors, stream faults wrap the se
 
 from __future__ import annotations
 
-import errno
 import math
 import random
 import threading
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -27,6 +25,7 @@ from llmsim.chaos.ratelimit import RateLimitConfig, duration, retry_after_header
 from llmsim.config import Settings
 from llmsim.errors import APIError
 from llmsim.responses.events import TERMINAL, EventBuilder
+from llmsim.timing import waits
 
 if TYPE_CHECKING:
     from llmsim.metrics.meter import Meter
@@ -45,7 +44,8 @@ STREAM_KINDS = frozenset({"stream_failed", "stream_error", "stream_drop", "strea
 DEFAULT_AFTER_EVENTS = 8  # a stream fault with no trigger hits a few deltas into the output
 DEFAULT_RETRY_AFTER = 1.0  # seconds, for an injected rate_limit fault that names none
 MAX_RETRY_AFTER = 86400.0  # seconds an injected error may tell a client to wait
-MAX_HANG = 3600.0  # a `timeout` with no `seconds` waits for the client to give up, at most this long
+MAX_HANG = 3600.0  # a `timeout` with no `seconds` waits for the client to give up, at most this long; and the
+# longest any fault may wait (a spike, a slow stream's gap): past it, the rule or header is refused
 
 
 @dataclass(frozen=True)
@@ -86,11 +86,11 @@ HTTP_FAULTS: dict[str, HttpFault] = {
 }
 
 
-class ConnectionDropped(ConnectionResetError):
+class ConnectionDropped(waits.ClientGone):
     """Raised to cut the connection with no further bytes; the server closes the socket quietly."""
 
     def __init__(self) -> None:
-        super().__init__(errno.ECONNRESET, "LLMSim fault: connection dropped")
+        super().__init__("LLMSim fault: connection dropped")
 
 
 class Fault(BaseModel):
@@ -102,7 +102,7 @@ class Fault(BaseModel):
     kind: Kind
     message: str | None = None
     retry_after: float | None = Field(None, ge=0)
-    seconds: float | None = Field(None, ge=0)
+    seconds: float | None = Field(None, ge=0, le=MAX_HANG)
     after_events: int | None = Field(None, ge=0)
     after_tokens: int | None = Field(None, ge=0)
 
@@ -310,10 +310,10 @@ def http_error(fault: Fault, model: str, headers: dict[str, str]) -> APIError:
 class StreamFault:
     """Wraps one response's serialized events (and counts its output tokens) to fail, cut or slow it."""
 
-    def __init__(self, fault: Fault, stream: bool, sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(self, fault: Fault, stream: bool, sleep: Callable[[float], None] | None = None) -> None:
         self.fault = fault
         self.kind = fault.kind if stream or fault.kind != "stream_error" else "stream_failed"
-        self.sleep = sleep
+        self.sleep = sleep or waits.wait  # never `time.sleep` as a default: bound at import, it blocks the worker
         self.tokens = 0
         self.after_events = fault.after_events
         if fault.after_events is None and fault.after_tokens is None:

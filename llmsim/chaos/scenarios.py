@@ -27,6 +27,7 @@ from llmsim.backends.base import Prompt, Script, ScriptedCall
 from llmsim.backends.sim.tools import last_user_text, pending
 from llmsim.chaos.faults import STREAM_KINDS, Fault, StreamFault, http_error
 from llmsim.errors import APIError
+from llmsim.timing import waits
 
 TRANSCRIPT = 1000  # requests remembered, at most
 TRANSCRIPT_BYTES = 16 * 1024 * 1024  # and at most this much request JSON, the newest kept
@@ -257,7 +258,7 @@ def _fault(fault: Fault, model: str, stream: bool) -> StreamFault | None:
     if fault.kind in STREAM_KINDS:
         return StreamFault(fault, stream)
     if fault.kind == "timeout":
-        time.sleep(fault.seconds or 0.0)
+        waits.wait(fault.seconds or 0.0)
         return None
     raise http_error(fault, model, {})
 

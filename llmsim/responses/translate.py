@@ -35,7 +35,7 @@ def normalize_items(items: list[Any], history: list[dict[str, Any]], lookup: Loo
     known = {item.get("id"): item for item in history if item.get("id")}
 
     def find(item_id: str) -> dict[str, Any] | None:
-        return known.get(item_id) or next((i for i in out if i.get("id") == item_id), None) or lookup(item_id)
+        return known.get(item_id) or lookup(item_id)
 
     out: list[dict[str, Any]] = []
     for item in items:
@@ -60,6 +60,7 @@ def normalize_items(items: list[Any], history: list[dict[str, Any]], lookup: Loo
         else:
             data["id"] = data.get("id") or ids.new("rs" if data["type"] == "reasoning" else "item")
         out.append(data)
+        known.setdefault(data["id"], data)  # a later reference finds it without a scan (linear in the input)
     return out
 
 
@@ -106,19 +107,59 @@ def to_turns(items: list[dict[str, Any]]) -> list[Turn]:
 
 def count_input_tokens(items: list[dict[str, Any]], instructions: str | None, tools: list[dict[str, Any]],
                        encoding: str) -> int:
-    count = tokens.counts.count  # a chain's history is counted again every turn: its texts' counts are kept
+    return _fixed_tokens(instructions, tools, encoding) + sum(item_tokens(item, encoding) for item in items)
+
+
+def _count(text: str, encoding: str, limit: int | None = None) -> int:
+    """A chain's history is counted again every turn: short texts' counts are kept (tokens.counts); a long one
+    is counted on its own, and may stop past `limit` (tokens.count)."""
+    if len(text) <= tokens.CHUNK:
+        return tokens.counts.count(text, encoding)
+    return tokens.count(text, encoding, limit)
+
+
+def _fixed_tokens(instructions: str | None, tools: list[dict[str, Any]], encoding: str, limit: int | None = None
+                  ) -> int:
+    """What every request pays whatever its items: reply priming, instructions, tool definitions."""
     total = TOKENS_REPLY_PRIMING
     if instructions:
-        total += TOKENS_PER_MESSAGE + count(instructions, encoding)
-    for turn in to_turns(items):
-        total += TOKENS_PER_MESSAGE + count(turn.text, encoding) + count(turn.name or "", encoding)
-    for item in items:
-        for part in item.get("content") or [] if item["type"] == "message" else []:
-            if part.get("type") == "input_image":
-                total += IMAGE_TOKENS[part.get("detail") or "auto"]
+        total += TOKENS_PER_MESSAGE + _count(instructions, encoding, limit)
     if tools:
-        total += count(json.dumps(tools, sort_keys=True), encoding)
+        total += _count(json.dumps(tools, sort_keys=True), encoding, limit)
     return total
+
+
+def item_tokens(item: dict[str, Any], encoding: str, limit: int | None = None) -> int:
+    """One input item's tokens, framing included; past `limit` counting may stop (see tokens.count)."""
+    total = 0
+    for turn in to_turns([item]):
+        total += TOKENS_PER_MESSAGE + _count(turn.text, encoding, limit) + _count(turn.name or "", encoding)
+    for part in item.get("content") or [] if item["type"] == "message" else []:
+        if part.get("type") == "input_image":
+            total += IMAGE_TOKENS[part.get("detail") or "auto"]
+    return total
+
+
+def _fit(items: list[dict[str, Any]], fixed: int, window: int, truncate: bool, encoding: str
+         ) -> tuple[list[dict[str, Any]], int]:
+    """The items that go to the model, and the input tokens. Counted newest first so counting stops at the
+    window: `truncation: auto` drops the oldest items that do not fit (the newest must), and an input over the
+    window fails before the rest of it is tokenized. Linear in the input, and bounded by the window."""
+    total, kept = fixed, 0
+    for item in reversed(items):
+        count = item_tokens(item, encoding, limit=max(0, window - total))
+        if total + count > window and truncate and kept:
+            break
+        total += count
+        if total > window:
+            break
+        kept += 1
+    if total > window:
+        raise APIError(
+            "Your input exceeds the context window of this model. Please adjust your input and try again.",
+            param="input", code="context_length_exceeded",
+        )
+    return items[len(items) - kept:], total
 
 
 # A function tool's fields the Response echoes even when null; its other optional fields only when set.
@@ -183,15 +224,8 @@ def build_prompt(request: CreateRequest, profile: Profile, items: list[dict[str,
         )
     if isinstance(request.instructions, list):
         items = normalize_items(request.instructions, []) + items
-    input_tokens = count_input_tokens(items, instructions, tools, profile.encoding)
-    while input_tokens > profile.context_window and request.truncation == "auto" and len(items) > 1:
-        items = items[1:]
-        input_tokens = count_input_tokens(items, instructions, tools, profile.encoding)
-    if input_tokens > profile.context_window:
-        raise APIError(
-            f"Your input exceeds the context window of this model ({input_tokens} > {profile.context_window} "
-            "tokens). Please adjust your input and try again.", param="input", code="context_length_exceeded",
-        )
+    fixed = _fixed_tokens(instructions, tools, profile.encoding, limit=profile.context_window)
+    items, input_tokens = _fit(items, fixed, profile.context_window, request.truncation == "auto", profile.encoding)
     turns = ([Turn("system", instructions)] if instructions else []) + to_turns(items)
     return Prompt(
         model=request.model,

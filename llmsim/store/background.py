@@ -7,6 +7,7 @@ worker process can follow a running response's events or cancel it. Workers are
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -17,6 +18,7 @@ from typing import Any
 
 from llmsim.responses.events import SNAPSHOT, TERMINAL, EventBuilder, cancelled_event, dumps
 from llmsim.store import FINAL_STATUSES, ResponseStore, SerializedEvent, StoredResponse
+from llmsim.timing import waits
 
 log = logging.getLogger("llmsim")
 POLL_SECONDS = 0.02  # how often a follower looks for new events of a running response
@@ -64,7 +66,7 @@ def this_worker() -> str:
 
 def alive(worker: str) -> bool:
     """Whether the process that runs a background response still runs (SQLite is one machine's)."""
-    if worker == this_worker():
+    if worker == this_worker():  # the common case, and every retrieve asks: no system call for it
         return True
     pid_text, _, boot = worker.partition(":")
     try:
@@ -158,9 +160,10 @@ def _end_stream(store: ResponseStore, record: StoredResponse | None) -> StoredRe
 
 
 class BackgroundRunner:
-    """At most `size` background responses generate at once; the rest wait, queued."""
+    """At most `size` background responses generate at once; the rest wait, queued. A paced one is a parked
+    greenlet, so the bound is high: 64 made background mode far slower than synchronous under load."""
 
-    def __init__(self, store: ResponseStore, serialize: Serialize, size: int = 64) -> None:
+    def __init__(self, store: ResponseStore, serialize: Serialize, size: int = 1024) -> None:
         self.store = store
         self.serialize = serialize
         self._slots = threading.BoundedSemaphore(size)
@@ -177,6 +180,7 @@ class BackgroundRunner:
     def _run(self, builder: EventBuilder, deltas: Iterator[Any],
              on_end: Callable[[dict[str, Any]], None]) -> None:
         response_id = builder.response["id"]
+        waits.watch(None)  # nobody's connection: the client that asked may leave, the response runs on
         with self._slots:
             try:
                 if self.store.append(response_id, []):  # False: cancelled (or deleted) while queued

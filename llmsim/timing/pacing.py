@@ -5,9 +5,10 @@ prefill rate), hidden reasoning tokens take their time at the reasoning rate, an
 further visible token waits one inter-token latency. Waits run against a schedule (a
 late wake-up shortens the next wait) so gaps keep their configured distribution under load.
 
-Waiting is `ticks.sleep`: in the gevent workers a waiting stream is a parked greenlet that the
-worker's one pacing timer wakes with every other stream due in the same tick (llmsim/timing/ticks.py).
-The per-model queue is a `threading.BoundedSemaphore`, patched to gevent's.
+Waiting is `waits.wait`: in the gevent workers a waiting stream is a parked greenlet that the worker's
+one pacing timer wakes with every other stream due in the same tick (llmsim/timing/ticks.py), and a
+wait ends the request when its client hangs up. The per-model queue is a `threading.BoundedSemaphore`
+made per model at run time, so it is gevent's too.
 """
 
 from __future__ import annotations
@@ -20,12 +21,12 @@ from contextlib import contextmanager
 from typing import Protocol
 
 from llmsim.backends.base import Delta, Prompt, ReasoningDelta, TextDelta, ToolArgsDelta
-from llmsim.timing import ticks
+from llmsim.timing import waits
 from llmsim.timing.latency import Concurrency, Timing
 
 
 def _sleep(seconds: float) -> None:
-    ticks.sleep(seconds)  # the worker's shared timer; never `time.sleep` bound at import (gevent patches it later)
+    waits.wait(seconds)  # the worker's shared timer, or a plain sleep looked up at call time; ends if the client left
 
 
 class QueueObserver(Protocol):

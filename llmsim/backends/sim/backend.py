@@ -41,10 +41,6 @@ LENGTH_RANGE = {"low": (12, 60), "medium": (30, 160), "high": (90, 400)}
 JSON_OBJECT = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
 REASONING_CHUNK = 16  # hidden reasoning tokens per delta: fine enough for pacing, cheap to emit
 
-# Building a Faker costs milliseconds; one instance is reseeded per request instead. Every draw from it
-# happens under the lock, before the first delta is yielded, so requests never share its state.
-_FAKER = Faker()
-_FAKER_LOCK = threading.Lock()
 
 
 class SimBackend:
@@ -55,6 +51,11 @@ class SimBackend:
         self.length_range = length_range or LENGTH_RANGE
         self.tool_call_rate = tool_call_rate
         self.text_mode = text_mode
+        # Building a Faker costs milliseconds; one instance is reseeded per request instead. Every draw from it
+        # happens under the lock, before the first delta is yielded, so requests never share its state. Both
+        # are made here, in the worker, never at import: a lock made before gevent patches is a real one.
+        self._faker = Faker()
+        self._faker_lock = threading.Lock()
 
     def generate(self, prompt: Prompt) -> Iterator[Delta]:
         rng = random.Random(prompt.seed)
@@ -63,8 +64,8 @@ class SimBackend:
         low, high = self.length_range[prompt.verbosity]
         target = rng.randint(low, high)
         question = last_user_text(prompt.turns)
-        with _FAKER_LOCK:
-            fake = _FAKER
+        with self._faker_lock:
+            fake = self._faker
             fake.seed_instance(rng.getrandbits(64))
             steps = Planner(prompt, rng, fake, self.tool_call_rate).plan()
             says = {id(step): text.tokenize(step.text, encoding) if step.text is not None else

@@ -5,12 +5,17 @@ Used for function-call arguments and structured outputs. Generation is driven by
 satisfies still gets an answer (the nearest one), never an exception. Strings honour
 `format`, `pattern` (via rstr), lengths and enums; numbers honour bounds and `multipleOf`;
 `$ref`, `anyOf`/`oneOf`/`allOf` and recursive definitions are followed, with depth bounded.
+
+What a schema asks for is honoured up to bounds that keep one instance cheap: a schema demanding more (an
+array of `minItems: 100000`, a string of `minLength: 10**9`, required properties that recurse for ever)
+gets an instance cut to those bounds, as a model would stop at its output budget.
 """
 
 from __future__ import annotations
 
 import math
 import random
+import re
 import uuid
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -20,6 +25,11 @@ from faker import Faker
 from jsonschema import Draft202012Validator, SchemaError
 
 MAX_DEPTH = 6  # past this, optional parts are dropped and null/empty branches preferred
+MAX_NESTING = 32  # past this every value is null, so required parts that recurse end
+MAX_ITEMS = 1_000  # items (or extra properties) of one array (object), whatever minItems says
+MAX_LENGTH = 10_000  # characters a string is padded to, whatever minLength says
+MAX_VALUES = 20_000  # values in one instance: past this, arrays and objects stop growing
+_HUGE_REPEAT = re.compile(r"\{\s*\d{5,}")  # a pattern with a repeat count of 10,000 or more
 _NAME_HINTS = {  # property name → faker provider, so arguments look like what a model would fill in
     "city": "city", "location": "city", "town": "city", "country": "country", "name": "name",
     "first_name": "first_name", "last_name": "last_name", "username": "user_name", "email": "email",
@@ -40,9 +50,17 @@ class Generator:
             fake = Faker()
             fake.seed_instance(rng.getrandbits(64))
         self.fake = fake
+        self.values = 0  # made so far, against MAX_VALUES
+
+    @property
+    def full(self) -> bool:
+        return self.values >= MAX_VALUES
 
     def value(self, schema: dict[str, Any] | bool | None = None, hint: str = "", depth: int = 0) -> Any:
         schema = self.root if schema is None else schema
+        self.values += 1
+        if depth > MAX_NESTING:
+            return None
         if schema is True or schema == {}:
             return self._string({}, hint)
         if schema is False:
@@ -134,7 +152,7 @@ class Generator:
                 sub = properties.get(name, schema.get("additionalProperties", True))
                 out[name] = self.value(True if sub is False else sub, name, depth + 1)
         extra = schema.get("additionalProperties", True)
-        while len(out) < low and extra is not False:
+        while len(out) < min(low, MAX_ITEMS) and extra is not False and not self.full:
             out[f"{self.fake.word()}_{len(out)}"] = self.value(extra, "", depth + 1)
         return out
 
@@ -144,10 +162,11 @@ class Generator:
         low = max(schema.get("minItems", 0), len(prefix) if items is False else 0)
         high = schema.get("maxItems", low + (0 if depth >= MAX_DEPTH else 3))
         count = low if depth >= MAX_DEPTH else self.rng.randint(low, max(low, min(high, low + 3)))
+        count = min(count, MAX_ITEMS)
         singular = hint[:-1] if hint.endswith("s") else hint
         out: list[Any] = []
         attempts = 0
-        while len(out) < count and attempts < count * 20 + 20:
+        while len(out) < count and attempts < count * 20 + 20 and not (self.full and out):
             attempts += 1
             sub = prefix[len(out)] if len(out) < len(prefix) else items
             value = self.value(sub, singular, depth + 1)
@@ -193,7 +212,7 @@ class Generator:
         return int(value) if float(value).is_integer() else value
 
     def _string(self, schema: dict[str, Any], hint: str) -> str:
-        low, high = schema.get("minLength", 0), schema.get("maxLength")
+        low, high = min(schema.get("minLength", 0), MAX_LENGTH), schema.get("maxLength")
         matching = from_regex(schema["pattern"], self.rng) if "pattern" in schema else None
         if matching is not None:
             text = matching
@@ -235,7 +254,10 @@ class Generator:
 
 
 def from_regex(pattern: str, rng: random.Random) -> str | None:
-    """A string matching `pattern`, or None for one Python's regex engine (or rstr) cannot follow."""
+    """A string matching `pattern`, or None for one Python's regex engine (or rstr) cannot follow, or that
+    would be huge."""
+    if _HUGE_REPEAT.search(pattern):
+        return None
     try:
         return rstr.Rstr(rng).xeger(pattern)
     except Exception:  # noqa: BLE001 - re.error, huge repeats, unsupported constructs: fall back to prose
