@@ -17,6 +17,7 @@ from llmsim.config import SPEED_EXPECTED, valid_speed
 from llmsim.errors import APIError
 from llmsim.services import Services
 
+
 def services() -> Services:
     return current_app.extensions["llmsim"]
 

@@ -17,9 +17,8 @@ from flask.blueprints import BlueprintSetupState
 from flask_sock import Sock
 from simple_websocket import ConnectionClosed
 
-from llmsim.api import relay
+from llmsim.api import decode, relay
 from llmsim.api.chaos import gate
-from llmsim.api import decode
 from llmsim.api.http import owner, seed_header, services, speed_header, text_mode_header
 from llmsim.backends.base import Prompt
 from llmsim.chaos.faults import Admission, ConnectionDropped

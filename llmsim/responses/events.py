@@ -22,8 +22,17 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from llmsim import ids
-from llmsim.backends.base import (Delta, Finish, ReasoningDelta, TextAnnotation, TextDelta, ToolArgsDelta,
-                                  ToolCallStart, ToolItem, Usage)
+from llmsim.backends.base import (
+    Delta,
+    Finish,
+    ReasoningDelta,
+    TextAnnotation,
+    TextDelta,
+    ToolArgsDelta,
+    ToolCallStart,
+    ToolItem,
+    Usage,
+)
 
 Event = dict[str, Any]
 log = logging.getLogger("llmsim")

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from llmsim.backends.base import Delta, ReasoningDelta, TextDelta, ToolArgsDelta
-from llmsim.responses.events import EventBuilder, Entropy, SerializedEvent, dumps
+from llmsim.responses.events import Entropy, EventBuilder, SerializedEvent, dumps
 
 TEXT, REASONING, SUMMARY, ARGS, OTHER = "T", "R", "S", "A", "O"
 
