@@ -21,7 +21,7 @@ def health() -> ResponseReturnValue:
 
 
 def _config() -> ResponseReturnValue:
-    return jsonify(state().injector.config.model_dump(mode="json", exclude_none=True))
+    return jsonify(state().config.model_dump(mode="json", exclude_none=True))
 
 
 @bp.get("/faults")
@@ -32,7 +32,7 @@ def get_faults() -> ResponseReturnValue:
 @bp.put("/faults")
 def set_faults() -> ResponseReturnValue:
     """Replace the whole fault config (rules and rate limits); schedules start again from the first request."""
-    state().injector.configure(schema.parse(FaultConfig, json_body()))
+    state().configure(schema.parse(FaultConfig, json_body()))
     return _config()
 
 
@@ -45,14 +45,12 @@ def reset() -> ResponseReturnValue:
 
 @bp.get("/faults/counters")
 def counters() -> ResponseReturnValue:
-    chaos = state()
-    return jsonify({"faults": dict(chaos.injector.counters), "rate_limited": chaos.limiter.rejected,
-                    "requests": chaos.served})
+    return jsonify(state().counters())
 
 
 @bp.get("/requests")
 def recent_requests() -> ResponseReturnValue:
     """The latest generating requests, oldest first, each with the fault applied to it (or null)."""
     limit = int_arg("limit", 100, low=1, high=1000)
-    data = list(state().recent)[-limit:] if limit else []
+    data = state().recent(limit) if limit else []
     return jsonify({"object": "list", "data": data})

@@ -20,6 +20,7 @@ from llmsim.store.redis_client import PREFIX, Heartbeat
 
 RESPONSES = f"{PREFIX}responses"  # sorted set: response id by when it was stored (ms)
 CONVERSATIONS = f"{PREFIX}conversations"
+MAX_INDEX = 1 << 40  # an event index past any response's end that Lua's numbers hold exactly
 FINAL = "{" + ",".join(f"['{status}']=true" for status in sorted(FINAL_STATUSES)) + "}"
 
 # Shared by the scripts: the server's clock in ms, and the removal of a response with its keys.
@@ -198,7 +199,7 @@ class RedisStore:
                                        *(f"{kind}\n{data}" for kind, data in events)]))
 
     def tail(self, response_id: str, after: int) -> tuple[str, list[SerializedEvent]] | None:
-        state = self._tail(keys=self._keys(response_id)[:2], args=[after])
+        state = self._tail(keys=self._keys(response_id)[:2], args=[min(after, MAX_INDEX)])
         if state is None:
             return None
         return state[0].decode(), [_event(e) for e in state[1:]]

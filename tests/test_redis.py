@@ -1,0 +1,251 @@
+"""A fleet on one real Redis (`redis-server` on a free port): two servers x two workers behave as one server.
+
+Rate limits, fault schedules, scenarios, chains, conversations and background responses are exact across
+servers; the stores keep the same limits as memory and SQLite; losing Redis gives 503s and nothing
+acknowledged is lost when it returns.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+import redis
+from stateful import PACED, client_for, slow_profiles, until, wait_final
+
+from llmsim.store import StoredConversation, StoredResponse, open_stores
+from llmsim.testing import RedisServer, ServerProcess
+
+Start = Callable[..., ServerProcess]
+
+
+@pytest.fixture(scope="module")
+def redis_server() -> Iterator[RedisServer]:
+    with RedisServer() as server:
+        yield server
+
+
+@pytest.fixture
+def redis_url(redis_server: RedisServer) -> str:
+    """The module's Redis, emptied for each test."""
+    redis.Redis.from_url(redis_server.url).flushall()
+    return redis_server.url
+
+
+@pytest.fixture
+def fleet(start_server: Start, redis_url: str, tmp_path: Path) -> Callable[..., tuple[ServerProcess, ServerProcess]]:
+    """Two servers of two workers each on the test's Redis, started with the same flags."""
+    profiles = slow_profiles(tmp_path / "profiles")
+
+    def make(*flags: str) -> tuple[ServerProcess, ServerProcess]:
+        common = ("--store", redis_url, "--workers", "2", "--profiles-dir", str(profiles), *flags)
+        with ThreadPoolExecutor(2) as pool:
+            a, b = pool.map(lambda _: start_server(*common), range(2))
+        return a, b
+
+    return make
+
+
+@pytest.fixture
+def connect() -> Iterator[Callable[..., openai.OpenAI]]:
+    made: list[openai.OpenAI] = []
+
+    def connect(server: ServerProcess, **options: object) -> openai.OpenAI:
+        made.append(openai.OpenAI(base_url=server.base_url, api_key="sk-test", **{"max_retries": 0, **options}))
+        return made[-1]
+
+    yield connect
+    for client in made:
+        client.close()
+
+
+def ask(client: openai.OpenAI, text: str = "hello", **body: object) -> openai.types.responses.Response:
+    return client.responses.create(**{"model": "gpt-4o", "input": text, **body})  # type: ignore[call-overload]
+
+
+def statuses(clients: list[openai.OpenAI], n: int) -> list[int]:
+    """`n` requests, round-robin over the clients, a few at a time; the HTTP status of each."""
+    def one(i: int) -> int:
+        try:
+            ask(clients[i % len(clients)])
+            return 200
+        except openai.APIStatusError as exc:
+            return exc.status_code
+
+    with ThreadPoolExecutor(4) as pool:
+        return list(pool.map(one, range(n)))
+
+
+def test_rpm_admits_exactly_its_limit_fleet_wide(fleet: Callable[..., tuple[ServerProcess, ServerProcess]],
+                                                  connect: Callable[..., openai.OpenAI]) -> None:
+    a, b = fleet("--rpm", "8")
+    results = statuses([connect(a), connect(b)], 20)
+    assert results.count(200) == 8 and results.count(429) == 12
+    counters = httpx.get(f"{b.url}/llmsim/admin/faults/counters").json()
+    assert counters["rate_limited"] == 12 and counters["requests"] == 20
+
+
+def test_first_n_fault_set_on_one_server_fires_n_times_fleet_wide(
+        fleet: Callable[..., tuple[ServerProcess, ServerProcess]], connect: Callable[..., openai.OpenAI]) -> None:
+    a, b = fleet()
+    config = httpx.put(f"{a.url}/llmsim/admin/faults", json={"faults": [{"kind": "server_error", "first": 3}]})
+    assert config.status_code == 200
+    assert httpx.get(f"{b.url}/llmsim/admin/faults").json()["faults"][0]["first"] == 3
+    results = statuses([connect(a), connect(b)], 12)
+    assert results.count(500) == 3 and results.count(200) == 9
+    assert httpx.get(f"{b.url}/llmsim/admin/faults/counters").json()["faults"] == {"server_error": 3}
+    log = httpx.get(f"{a.url}/llmsim/admin/requests").json()["data"]
+    assert [entry["index"] for entry in log] == list(range(1, 13))
+    assert sorted(entry["status"] for entry in log) == [200] * 9 + [500] * 3
+
+    assert httpx.post(f"{b.url}/llmsim/admin/faults/reset").status_code == 200  # schedules restart fleet-wide
+    assert statuses([connect(a), connect(b)], 4).count(500) == 3
+
+
+def test_a_chain_and_a_conversation_cross_servers(fleet: Callable[..., tuple[ServerProcess, ServerProcess]],
+                                                  connect: Callable[..., openai.OpenAI]) -> None:
+    a, b = fleet()
+    on_a, on_b = connect(a), connect(b)
+    first = ask(on_a, "My name is Ada.")
+    second = ask(on_b, "What is my name?", previous_response_id=first.id)
+    third = ask(on_a, "And again?", previous_response_id=second.id)
+    items = on_b.responses.input_items.list(third.id, order="asc").data
+    assert [item.id for item in items] == [item.id for item in on_a.responses.input_items.list(third.id).data][::-1]
+    assert on_b.responses.retrieve(first.id).output_text == first.output_text
+
+    conversation = on_a.conversations.create(metadata={"topic": "fleet"}, items=[
+        {"type": "message", "role": "user", "content": "Hi from A"}])
+    reply = ask(on_b, "Hi from B", conversation=conversation.id)
+    listed = on_a.conversations.items.list(conversation.id, order="asc").data
+    assert len(listed) == 3 and listed[-1].id == reply.output[0].id  # type: ignore[union-attr]
+    on_b.conversations.update(conversation.id, metadata={"topic": "moved"})
+    assert on_a.conversations.retrieve(conversation.id).metadata == {"topic": "moved"}
+    assert on_b.responses.delete(first.id) is None
+    with pytest.raises(openai.NotFoundError):
+        on_a.responses.retrieve(first.id)
+
+
+def test_background_made_on_a_is_followed_and_cancelled_from_b(
+        fleet: Callable[..., tuple[ServerProcess, ServerProcess]], connect: Callable[..., openai.OpenAI]) -> None:
+    a, b = fleet()
+    on_a, on_b = connect(a), connect(b)
+    created = on_a.responses.create(model="slow-model", input="Tell me everything.", background=True,
+                                    text={"verbosity": "high"}, extra_headers=PACED)
+    followed = []
+    with on_b.responses.retrieve(created.id, stream=True) as stream:  # type: ignore[call-overload]
+        for event in stream:
+            followed.append(event)
+            if event.type == "response.output_text.delta" and len(followed) == 8:
+                cancelled = on_b.responses.cancel(created.id)
+                assert cancelled.status == "cancelled"
+    assert followed[-1].type == "response.output_item.done"  # the API ends a cancelled stream with no terminal event
+    assert not {"response.completed", "response.incomplete"} & {e.type for e in followed}
+    assert [e.sequence_number for e in followed] == list(range(len(followed)))
+    assert on_a.responses.retrieve(created.id).status == "cancelled"
+
+    replay = list(on_a.responses.retrieve(created.id, stream=True, starting_after=5))  # type: ignore[call-overload]
+    assert [e.sequence_number for e in replay] == list(range(6, len(followed)))
+
+
+def test_background_stream_is_followed_across_servers_while_it_runs(
+        fleet: Callable[..., tuple[ServerProcess, ServerProcess]], connect: Callable[..., openai.OpenAI]) -> None:
+    a, b = fleet()
+    on_a, on_b = connect(a), connect(b)
+    created = on_a.responses.create(model="slow-model", input="Hi", background=True, extra_headers=PACED)
+    events = list(on_b.responses.retrieve(created.id, stream=True))  # type: ignore[call-overload]
+    assert events[-1].type == "response.completed" and [e.sequence_number for e in events] == list(
+        range(len(events)))
+    done = wait_final(on_a, created.id)
+    assert "".join(e.delta for e in events if e.type == "response.output_text.delta") == done.output_text
+
+
+def test_scenario_turns_advance_once_per_request_fleet_wide(
+        fleet: Callable[..., tuple[ServerProcess, ServerProcess]], connect: Callable[..., openai.OpenAI]) -> None:
+    a, b = fleet()
+    turns = [f"turn {i}" for i in range(6)]
+    loaded = httpx.put(f"{a.url}/llmsim/admin/scenarios", json={"turns": [{"text": t} for t in turns],
+                                                                 "on_exhausted": "error"})
+    assert loaded.status_code == 200
+    clients = [connect(a), connect(b)]
+    assert [ask(clients[i % 2]).output_text for i in range(6)] == turns
+    with pytest.raises(openai.BadRequestError, match="no reply left"):
+        ask(clients[1])
+    transcript = httpx.get(f"{b.url}/llmsim/admin/scenarios/transcript").json()["data"]
+    assert [entry["step"] for entry in transcript] == [f"turns[{i}]" for i in range(6)] + [None]
+    assert [entry["index"] for entry in transcript] == list(range(7))
+    state = httpx.get(f"{a.url}/llmsim/admin/scenarios").json()
+    assert state["requests"] == 7 and state["position"] == 6
+
+
+def test_redis_lost_mid_load_gives_503s_then_recovers_losing_nothing(
+        fleet: Callable[..., tuple[ServerProcess, ServerProcess]], connect: Callable[..., openai.OpenAI],
+        redis_server: RedisServer) -> None:
+    a, b = fleet()
+    clients = [connect(a), connect(b)]
+    acknowledged: list[openai.types.responses.Response] = []
+    errors: list[openai.APIStatusError] = []
+    stop = threading.Event()
+
+    def load(client: openai.OpenAI) -> None:
+        while not stop.is_set():
+            try:
+                acknowledged.append(ask(client))
+            except openai.APIStatusError as exc:
+                errors.append(exc)
+                time.sleep(0.01)
+
+    threads = [threading.Thread(target=load, args=(client,)) for client in clients * 2]
+    for thread in threads:
+        thread.start()
+    until(lambda: len(acknowledged) > 20)
+    redis_server.stop()
+    until(lambda: len(errors) > 4)
+    redis_server.start()
+    served = len(acknowledged)
+    until(lambda: len(acknowledged) > served + 20)
+    stop.set()
+    for thread in threads:
+        thread.join()
+
+    assert {error.status_code for error in errors} == {503}
+    assert all(error.body == {"message": "The server is overloaded or not ready yet.", "type": "server_error",
+                              "param": None, "code": None} for error in errors)
+    for i, response in enumerate(acknowledged):  # every response a client got is still there, on either server
+        assert clients[i % 2].responses.retrieve(response.id).output_text == response.output_text
+
+
+def test_store_limits_expiry_and_unfinished_responses(redis_url: str) -> None:
+    stores = open_stores(redis_url, 3, 0)
+    running = StoredResponse({"id": "resp_run", "status": "in_progress", "output": []}, [])
+    stores.responses.put(running)
+    for i in range(5):
+        stores.responses.put(StoredResponse({"id": f"resp_{i}", "status": "completed", "output": [
+            {"id": f"msg_{i}", "type": "message"}]}, [{"id": f"in_{i}", "type": "message"}]))
+    assert len(stores.responses) == 3
+    assert stores.responses.get("resp_run") is not None  # unfinished: never evicted
+    assert stores.responses.get("resp_2") is None and stores.responses.get("resp_4") is not None
+    assert stores.responses.find_item("msg_4") == {"id": "msg_4", "type": "message"}
+    assert stores.responses.find_item("in_4") == {"id": "in_4", "type": "message"}
+    assert stores.responses.find_item("msg_1") is None  # evicted with its response
+
+    assert stores.responses.append("resp_run", [("a", "{}")], {"id": "resp_run", "status": "in_progress",
+                                                               "output": []})
+    assert stores.responses.cancel("resp_run") is not None
+    assert not stores.responses.append("resp_run", [("b", "{}")])  # the worker learns it must stop
+    assert stores.responses.append("resp_run", [("b", "{}")], {"id": "resp_run", "status": "cancelled",
+                                                               "output": []}, force=True)
+    assert stores.responses.tail("resp_run", -1) == ("cancelled", [("a", "{}"), ("b", "{}")])
+
+    short = open_stores(redis_url, 10, 0.3)
+    short.responses.put(StoredResponse({"id": "resp_short", "status": "completed", "output": []}, []))
+    short.conversations.create(StoredConversation("conv_short", {"k": "v"}), [{"id": "item_1"}])
+    assert short.responses.get("resp_short") is not None and short.conversations.items("conv_short")
+    time.sleep(0.4)
+    assert short.responses.get("resp_short") is None and short.conversations.get("conv_short") is None
+    assert len(short.responses) == 3  # the three kept above, which never expire (`--store-ttl 0`)
