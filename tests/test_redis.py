@@ -11,18 +11,17 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import httpx
 import openai
 import pytest
 import redis
-from stateful import PACED, client_for, slow_profiles, until, wait_final
+from stateful import PACED, slow_profiles, until, wait_final
 
 from llmsim.store import StoredConversation, StoredResponse, open_stores
 from llmsim.testing import RedisServer, ServerProcess
 
-Start = Callable[..., ServerProcess]
+Fleet = tuple[ServerProcess, ServerProcess]
 
 
 @pytest.fixture(scope="module")
@@ -31,25 +30,35 @@ def redis_server() -> Iterator[RedisServer]:
         yield server
 
 
+@pytest.fixture(scope="module")
+def fleet_servers(redis_server: RedisServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
+    """Two servers of two workers each on one Redis, started once for the module."""
+    profiles = slow_profiles(tmp_path_factory.mktemp("profiles"))
+    servers = [ServerProcess("--speed", "0", "--store", redis_server.url, "--workers", "2", "--profiles-dir",
+                             str(profiles)) for _ in range(2)]
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(ServerProcess.start, servers))
+    yield servers[0], servers[1]
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture
+def fleet(fleet_servers: Fleet) -> Fleet:
+    """The module's fleet with no faults, no limits, no scenario and empty logs, set through its admin API."""
+    a, _ = fleet_servers
+    assert httpx.put(f"{a.url}/llmsim/admin/faults", json={}).status_code == 200
+    assert httpx.post(f"{a.url}/llmsim/admin/faults/reset").status_code == 200
+    assert httpx.delete(f"{a.url}/llmsim/admin/scenarios").status_code == 200
+    return fleet_servers
+
+
 @pytest.fixture
 def redis_url(redis_server: RedisServer) -> str:
-    """The module's Redis, emptied for each test."""
-    redis.Redis.from_url(redis_server.url).flushall()
-    return redis_server.url
-
-
-@pytest.fixture
-def fleet(start_server: Start, redis_url: str, tmp_path: Path) -> Callable[..., tuple[ServerProcess, ServerProcess]]:
-    """Two servers of two workers each on the test's Redis, started with the same flags."""
-    profiles = slow_profiles(tmp_path / "profiles")
-
-    def make(*flags: str) -> tuple[ServerProcess, ServerProcess]:
-        common = ("--store", redis_url, "--workers", "2", "--profiles-dir", str(profiles), *flags)
-        with ThreadPoolExecutor(2) as pool:
-            a, b = pool.map(lambda _: start_server(*common), range(2))
-        return a, b
-
-    return make
+    """The module's Redis, database 1 (the fleet uses 0), emptied for the test."""
+    url = redis_server.url.rsplit("/", 1)[0] + "/1"
+    redis.Redis.from_url(url).flushdb()
+    return url
 
 
 @pytest.fixture
@@ -82,9 +91,9 @@ def statuses(clients: list[openai.OpenAI], n: int) -> list[int]:
         return list(pool.map(one, range(n)))
 
 
-def test_rpm_admits_exactly_its_limit_fleet_wide(fleet: Callable[..., tuple[ServerProcess, ServerProcess]],
-                                                  connect: Callable[..., openai.OpenAI]) -> None:
-    a, b = fleet("--rpm", "8")
+def test_rpm_admits_exactly_its_limit_fleet_wide(fleet: Fleet, connect: Callable[..., openai.OpenAI]) -> None:
+    a, b = fleet
+    assert httpx.put(f"{b.url}/llmsim/admin/faults", json={"rate_limits": {"rpm": 8}}).status_code == 200
     results = statuses([connect(a), connect(b)], 20)
     assert results.count(200) == 8 and results.count(429) == 12
     counters = httpx.get(f"{b.url}/llmsim/admin/faults/counters").json()
@@ -92,8 +101,8 @@ def test_rpm_admits_exactly_its_limit_fleet_wide(fleet: Callable[..., tuple[Serv
 
 
 def test_first_n_fault_set_on_one_server_fires_n_times_fleet_wide(
-        fleet: Callable[..., tuple[ServerProcess, ServerProcess]], connect: Callable[..., openai.OpenAI]) -> None:
-    a, b = fleet()
+        fleet: Fleet, connect: Callable[..., openai.OpenAI]) -> None:
+    a, b = fleet
     config = httpx.put(f"{a.url}/llmsim/admin/faults", json={"faults": [{"kind": "server_error", "first": 3}]})
     assert config.status_code == 200
     assert httpx.get(f"{b.url}/llmsim/admin/faults").json()["faults"][0]["first"] == 3
@@ -108,9 +117,9 @@ def test_first_n_fault_set_on_one_server_fires_n_times_fleet_wide(
     assert statuses([connect(a), connect(b)], 4).count(500) == 3
 
 
-def test_a_chain_and_a_conversation_cross_servers(fleet: Callable[..., tuple[ServerProcess, ServerProcess]],
+def test_a_chain_and_a_conversation_cross_servers(fleet: Fleet,
                                                   connect: Callable[..., openai.OpenAI]) -> None:
-    a, b = fleet()
+    a, b = fleet
     on_a, on_b = connect(a), connect(b)
     first = ask(on_a, "My name is Ada.")
     second = ask(on_b, "What is my name?", previous_response_id=first.id)
@@ -132,8 +141,8 @@ def test_a_chain_and_a_conversation_cross_servers(fleet: Callable[..., tuple[Ser
 
 
 def test_background_made_on_a_is_followed_and_cancelled_from_b(
-        fleet: Callable[..., tuple[ServerProcess, ServerProcess]], connect: Callable[..., openai.OpenAI]) -> None:
-    a, b = fleet()
+        fleet: Fleet, connect: Callable[..., openai.OpenAI]) -> None:
+    a, b = fleet
     on_a, on_b = connect(a), connect(b)
     created = on_a.responses.create(model="slow-model", input="Tell me everything.", background=True,
                                     text={"verbosity": "high"}, extra_headers=PACED)
@@ -154,8 +163,8 @@ def test_background_made_on_a_is_followed_and_cancelled_from_b(
 
 
 def test_background_stream_is_followed_across_servers_while_it_runs(
-        fleet: Callable[..., tuple[ServerProcess, ServerProcess]], connect: Callable[..., openai.OpenAI]) -> None:
-    a, b = fleet()
+        fleet: Fleet, connect: Callable[..., openai.OpenAI]) -> None:
+    a, b = fleet
     on_a, on_b = connect(a), connect(b)
     created = on_a.responses.create(model="slow-model", input="Hi", background=True, extra_headers=PACED)
     events = list(on_b.responses.retrieve(created.id, stream=True))  # type: ignore[call-overload]
@@ -166,8 +175,8 @@ def test_background_stream_is_followed_across_servers_while_it_runs(
 
 
 def test_scenario_turns_advance_once_per_request_fleet_wide(
-        fleet: Callable[..., tuple[ServerProcess, ServerProcess]], connect: Callable[..., openai.OpenAI]) -> None:
-    a, b = fleet()
+        fleet: Fleet, connect: Callable[..., openai.OpenAI]) -> None:
+    a, b = fleet
     turns = [f"turn {i}" for i in range(6)]
     loaded = httpx.put(f"{a.url}/llmsim/admin/scenarios", json={"turns": [{"text": t} for t in turns],
                                                                  "on_exhausted": "error"})
@@ -183,10 +192,28 @@ def test_scenario_turns_advance_once_per_request_fleet_wide(
     assert state["requests"] == 7 and state["position"] == 6
 
 
+def test_a_server_starting_with_other_fault_flags_installs_them_the_same_flags_keep_the_schedule(
+        fleet: Fleet, connect: Callable[..., openai.OpenAI], redis_server: RedisServer) -> None:
+    a, b = fleet
+    flags = ("--speed", "0", "--store", redis_server.url, "--fault", "server_error;first=2")
+    with ServerProcess(*flags) as joined:
+        assert httpx.get(f"{a.url}/llmsim/admin/faults").json()["faults"][0]["first"] == 2
+        with pytest.raises(openai.InternalServerError):
+            ask(connect(a))
+    with ServerProcess(*flags) as restarted:  # a rolling restart: the schedule goes on where it was
+        with pytest.raises(openai.InternalServerError):
+            ask(connect(restarted))
+        assert ask(connect(b)).status == "completed"
+
+    redis.Redis.from_url(redis_server.url).flushdb()  # a Redis that lost everything: the servers start over
+    assert ask(connect(a)).status == "completed" and ask(connect(b)).status == "completed"
+    assert httpx.get(f"{b.url}/llmsim/admin/faults/counters").json()["requests"] >= 1
+
+
 def test_redis_lost_mid_load_gives_503s_then_recovers_losing_nothing(
-        fleet: Callable[..., tuple[ServerProcess, ServerProcess]], connect: Callable[..., openai.OpenAI],
+        fleet: Fleet, connect: Callable[..., openai.OpenAI],
         redis_server: RedisServer) -> None:
-    a, b = fleet()
+    a, b = fleet
     clients = [connect(a), connect(b)]
     acknowledged: list[openai.types.responses.Response] = []
     errors: list[openai.APIStatusError] = []
@@ -248,4 +275,4 @@ def test_store_limits_expiry_and_unfinished_responses(redis_url: str) -> None:
     assert short.responses.get("resp_short") is not None and short.conversations.items("conv_short")
     time.sleep(0.4)
     assert short.responses.get("resp_short") is None and short.conversations.get("conv_short") is None
-    assert len(short.responses) == 3  # the three kept above, which never expire (`--store-ttl 0`)
+    assert len(short.responses) == 0

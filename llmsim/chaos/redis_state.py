@@ -35,11 +35,12 @@ FIRED = f"{PREFIX}scenario:fired"  # hash: rule index -> times fired
 TRANSCRIPT_KEY = f"{PREFIX}scenario:transcript"  # list of entries, oldest first
 MAX_STALE = 5  # config reloads one request may need while an admin changes it repeatedly
 
-# KEYS: state hash, the hash(es) to clear. ARGV: flags, then field, value pairs. A new generation (schedules
-# from zero) when the flags differ from the fleet's.
+# KEYS: state hash, the keys to clear. ARGV: '1' (only when the fleet has no state) or '0' (when its flags differ
+# too), flags, then field, value pairs. Installing starts a new generation: schedules from zero.
 _PUBLISH_FLAGS = """
-if redis.call('HGET', KEYS[1], 'flags') ~= ARGV[1] then
-  redis.call('HSET', KEYS[1], 'flags', ARGV[1], unpack(ARGV, 2))
+local gen = redis.call('HGET', KEYS[1], 'gen')
+if not gen or (ARGV[1] == '0' and redis.call('HGET', KEYS[1], 'flags') ~= ARGV[2]) then
+  redis.call('HSET', KEYS[1], 'flags', ARGV[2], unpack(ARGV, 3))
   redis.call('HINCRBY', KEYS[1], 'gen', 1)
   for i = 2, #KEYS do redis.call('DEL', KEYS[i]) end
 end
@@ -128,13 +129,15 @@ class RedisChaosState:
         self._settle = client.register_script(_SETTLE)
         self._finish = client.register_script(_FINISH)
         self._replace = client.register_script(_REPLACE)
+        self._publish = client.register_script(_PUBLISH_FLAGS)
         config_json = config.model_dump_json(exclude_none=True)
-        seed_json = _dumps(seed)
-        client.register_script(_PUBLISH_FLAGS)(keys=[CHAOS, SEEN], args=[
-            _dumps({"config": config_json, "seed": seed}), "config", config_json, "seed", seed_json])
-        self._refresh()
+        self._flags = [_dumps({"config": config_json, "seed": seed}), "config", config_json, "seed", _dumps(seed)]
+        self._refresh(starting=True)
 
-    def _refresh(self) -> None:
+    def _refresh(self, starting: bool = False) -> None:
+        """The fleet's config; this server's flags when it starts with other flags than the fleet's last, or
+        when Redis has none (it lost its data)."""
+        self._publish(keys=[CHAOS, SEEN], args=["0" if starting else "1", *self._flags])
         gen, config, seed = self.client.hmget(CHAOS, ["gen", "config", "seed"])
         self._gen = gen.decode()
         self._config = FaultConfig.model_validate_json(config)
@@ -278,12 +281,13 @@ class RedisPlayer(Player):
         self.client = client
         self._direct = client.register_script(_DIRECT)
         self._replace = client.register_script(_REPLACE)
+        self._publish = client.register_script(_PUBLISH_FLAGS)
         text = "" if scenario is None else scenario.model_dump_json()
-        client.register_script(_PUBLISH_FLAGS)(keys=[SCENARIO, FIRED, TRANSCRIPT_KEY], args=[
-            text, "scenario", text, "requests", 0, "position", 0])
-        self._refresh()
+        self._flags = [text, "scenario", text, "requests", 0, "position", 0]
+        self._refresh(starting=True)
 
-    def _refresh(self) -> None:
+    def _refresh(self, starting: bool = False) -> None:
+        self._publish(keys=[SCENARIO, FIRED, TRANSCRIPT_KEY], args=["0" if starting else "1", *self._flags])
         gen, text = self.client.hmget(SCENARIO, ["gen", "scenario"])
         self._gen = gen.decode()
         self.scenario = Scenario.model_validate_json(text) if text else None
