@@ -83,8 +83,9 @@ class RedisServer:
     redis-server`), writing every change to its append-only file before answering, so a `restart()` keeps all
     that was acknowledged."""
 
-    def __init__(self, startup_timeout: float = 10.0) -> None:
+    def __init__(self, startup_timeout: float = 10.0, fsync: str = "always") -> None:
         self.startup_timeout = startup_timeout
+        self.fsync = fsync
         self.port = free_port()
         self.dir = tempfile.mkdtemp(prefix="llmsim-redis-")
         self.process: subprocess.Popen[bytes] | None = None
@@ -99,7 +100,7 @@ class RedisServer:
             raise RuntimeError("redis-server not found: apt-get install redis-server")
         self.process = subprocess.Popen(
             [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", self.dir, "--save", "",
-             "--appendonly", "yes", "--appendfsync", "always", "--logfile", os.path.join(self.dir, "log")],
+             "--appendonly", "yes", "--appendfsync", self.fsync, "--logfile", os.path.join(self.dir, "log")],
             stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:

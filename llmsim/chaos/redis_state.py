@@ -16,6 +16,7 @@ import hashlib
 import json
 import random
 import time
+from collections import OrderedDict
 from typing import Any
 
 from llmsim.backends.base import Prompt
@@ -33,6 +34,7 @@ BUCKETS = f"{PREFIX}rl:"
 SCENARIO = f"{PREFIX}scenario"  # hash: gen, scenario, flags, requests, position
 FIRED = f"{PREFIX}scenario:fired"  # hash: rule index -> times fired
 TRANSCRIPT_KEY = f"{PREFIX}scenario:transcript"  # list of entries, oldest first
+WRITTEN = 10_000  # log entries remembered between admit and finish, at most
 MAX_STALE = 5  # config reloads one request may need while an admin changes it repeatedly
 
 # KEYS: state hash, the keys to clear. ARGV: '1' (only when the fleet has no state) or '0' (when its flags differ
@@ -71,17 +73,15 @@ local function save(key, cap, level, now)
 end
 """
 
-# KEYS: chaos, log, requests bucket, tokens bucket, seen. ARGV: gen, entry JSON after its '{', rpm or '', tpm or '',
-# tokens, RECENT, then the indexes of the rules in scope.
+# KEYS: chaos, log, requests bucket, tokens bucket, seen. ARGV: gen, the log entry after its '{' when admitted and
+# when rate-limited, rpm or '', tpm or '', tokens, RECENT, then the indexes of the rules in scope.
 # → {'stale'} or {'ok', index, exceeded or '', requests level, tokens level, count per rule in scope...}
 _ADMIT = _BUCKET + """
 if redis.call('HGET', KEYS[1], 'gen') ~= ARGV[1] then return {'stale'} end
 local n = redis.call('HINCRBY', KEYS[1], 'served', 1)
-redis.call('HSET', KEYS[2], n, '{"index":' .. n .. ',' .. ARGV[2])
-redis.call('HDEL', KEYS[2], n - tonumber(ARGV[6]))
 local now = now_s()
-local tokens = tonumber(ARGV[5])
-local rpm, tpm = tonumber(ARGV[3]), tonumber(ARGV[4])
+local tokens = tonumber(ARGV[6])
+local rpm, tpm = tonumber(ARGV[4]), tonumber(ARGV[5])
 local rq, tk = 0, 0
 if rpm then rq = refill(KEYS[3], rpm, now) end
 if tpm then tk = refill(KEYS[4], tpm, now) end
@@ -93,12 +93,16 @@ if exceeded == '' then
 end
 if rpm then save(KEYS[3], rpm, rq, now) end
 if tpm then save(KEYS[4], tpm, tk, now) end
+local entry = ARGV[2]
+if exceeded ~= '' then entry = ARGV[3] end
+redis.call('HSET', KEYS[2], n, '{"index":' .. n .. ',' .. entry)
+redis.call('HDEL', KEYS[2], n - tonumber(ARGV[7]))
 local result = {'ok', n, exceeded, tostring(rq), tostring(tk)}
 if exceeded ~= '' then
   redis.call('HINCRBY', KEYS[1], 'rejected', 1)
   return result
 end
-for i = 7, #ARGV do table.insert(result, redis.call('HINCRBY', KEYS[5], ARGV[i], 1)) end
+for i = 8, #ARGV do table.insert(result, redis.call('HINCRBY', KEYS[5], ARGV[i], 1)) end
 return result
 """
 
@@ -130,6 +134,7 @@ class RedisChaosState:
         self._finish = client.register_script(_FINISH)
         self._replace = client.register_script(_REPLACE)
         self._publish = client.register_script(_PUBLISH_FLAGS)
+        self._written: OrderedDict[int, str] = OrderedDict()  # log entries as admit wrote them, until `finish`
         config_json = config.model_dump_json(exclude_none=True)
         self._flags = [_dumps({"config": config_json, "seed": seed}), "config", config_json, "seed", _dumps(seed)]
         self._refresh(starting=True)
@@ -158,14 +163,23 @@ class RedisChaosState:
             config = self._config
             limits = resolve(config)
             scope = [i for i, rule in enumerate(config.faults) if rule.in_scope(request)] if choose else []
+            # The entry as it will end when nothing fires (no rule in scope, no forced fault) or when rate-limited:
+            # `finish` then has nothing to rewrite, which saves a round trip on most requests.
+            admitted = {**entry, "status": 200} if choose and not scope else entry
+            limited = {**entry, "rate_limited": True, "status": 429}
             result = self._admit(keys=[CHAOS, LOG, f"{bucket}:requests", f"{bucket}:tokens", SEEN], args=[
-                self._gen, _dumps(entry)[1:], limits.rpm or "", limits.tpm or "", tokens, RECENT, *scope])
+                self._gen, _dumps(admitted)[1:], _dumps(limited)[1:], limits.rpm or "", limits.tpm or "", tokens,
+                RECENT, *scope])
             if result[0] == b"ok":
                 break
             self._refresh()
         else:
             raise RuntimeError("the fault config kept changing while a request was admitted")
-        decision = Decision({"index": int(result[1]), **entry}, limits)
+        index = int(result[1])
+        self._written[index] = _dumps({"index": index, **(limited if result[2] else admitted)})
+        while len(self._written) > WRITTEN:
+            self._written.popitem(last=False)
+        decision = Decision({"index": index, **entry}, limits)
         if limits:
             decision.verdict = self._verdict(limits, tokens, result[2].decode(), float(result[3]), float(result[4]))
         if choose and (decision.verdict is None or decision.verdict.allowed):
@@ -214,7 +228,9 @@ class RedisChaosState:
         self.client.hincrby(FAULTS, kind, 1)
 
     def finish(self, entry: dict[str, Any]) -> None:
-        self._finish(keys=[LOG], args=[entry["index"], _dumps(entry)])
+        final = _dumps(entry)
+        if self._written.pop(entry["index"], None) != final:
+            self._finish(keys=[LOG], args=[entry["index"], final])
 
     def counters(self) -> dict[str, Any]:
         with self.client.pipeline(transaction=True) as pipe:

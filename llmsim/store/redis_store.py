@@ -39,13 +39,21 @@ local function drop_response(id)
   redis.call('DEL', key, key .. ':e', key .. ':w')
   redis.call('ZREM', '{RESPONSES}', id)
 end
-local function push(key, from)  -- RPUSH ARGV[from..] in slices: unpack has a limit
-  for i = from, #ARGV, 1000 do redis.call('RPUSH', key, unpack(ARGV, i, math.min(i + 999, #ARGV))) end
+local function push(key, from)  -- ARGV[from]: the events joined by \\x1e (see _joined)
+  if #ARGV < from or ARGV[from] == '' then return end
+  local batch, start, blob = {{}}, 1, ARGV[from]
+  while true do
+    local stop = string.find(blob, string.char(30), start, true)
+    table.insert(batch, string.sub(blob, start, (stop or 0) - 1))
+    if #batch == 1000 or not stop then redis.call('RPUSH', key, unpack(batch)); batch = {{}} end
+    if not stop then break end
+    start = stop + 1
+  end
 end
 """
 
 # KEYS: hash, events, wake. ARGV: id, ttl ms, max entries, item ids (space-separated), n fields, field, value...,
-# then the events.
+# then the events (see _joined).
 _PUT = _COMMON + f"""
 local id, ttl, max = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local now = now_ms()
@@ -78,7 +86,7 @@ end
 return 1
 """
 
-# KEYS: hash, events, wake. ARGV: force, response JSON or '', status, item ids to add, then the events.
+# KEYS: hash, events, wake. ARGV: force, response JSON or '', status, item ids to add, the events (see _joined).
 _APPEND = _COMMON + f"""
 local status = redis.call('HGET', KEYS[1], 'status')
 if not status then return 0 end
@@ -134,6 +142,12 @@ def _event(raw: bytes) -> SerializedEvent:
     return kind, data
 
 
+def _joined(events: list[SerializedEvent]) -> str:
+    """Events as one argument: `type\ndata` each, joined by \x1e (JSON escapes control characters, so neither
+    byte occurs inside an event)."""
+    return "\x1e".join(f"{kind}\n{data}" for kind, data in events)
+
+
 def _item_ids(items: list[dict[str, Any]]) -> str:
     return " ".join(str(item["id"]) for item in items if isinstance(item.get("id"), str) and " " not in item["id"])
 
@@ -169,7 +183,7 @@ class RedisStore:
         items = _item_ids([*record.input_items, *record.response.get("output", [])])
         self._put(keys=self._keys(record.id),
                   args=[record.id, self.ttl_ms, self.max_entries, items, len(values) // 2, *values,
-                        *(f"{kind}\n{data}" for kind, data in record.events)])
+                        _joined(record.events)])
 
     def get(self, response_id: str) -> StoredResponse | None:
         key, events_key, _ = self._keys(response_id)
@@ -196,7 +210,7 @@ class RedisStore:
         items = "" if response is None or status not in FINAL_STATUSES else _item_ids(response.get("output", []))
         return bool(self._append(keys=self._keys(response_id),
                                  args=["1" if force else "0", snapshot, status, items,
-                                       *(f"{kind}\n{data}" for kind, data in events)]))
+                                       _joined(events)]))
 
     def tail(self, response_id: str, after: int) -> tuple[str, list[SerializedEvent]] | None:
         state = self._tail(keys=self._keys(response_id)[:2], args=[min(after, MAX_INDEX)])
@@ -311,7 +325,7 @@ class RedisConversations:
             values += [f.name, _dumps(getattr(conversation, f.name))]
         self._create(keys=self._keys(conversation.id),
                      args=[self.ttl_ms, self.max_entries, conversation.id, len(values) // 2, *values,
-                           *(_dumps(item) for item in items)])
+                           "\x1e".join(_dumps(item) for item in items)])
 
     def get(self, conversation_id: str) -> StoredConversation | None:
         data = self.client.hgetall(self._keys(conversation_id)[0])
@@ -333,7 +347,7 @@ class RedisConversations:
 
     def add_items(self, conversation_id: str, items: list[dict[str, Any]]) -> bool:
         return bool(self._touch(keys=self._keys(conversation_id),
-                                args=[self.ttl_ms, conversation_id, "", "", *(_dumps(item) for item in items)]))
+                                args=[self.ttl_ms, conversation_id, "", "", "\x1e".join(map(_dumps, items))]))
 
     def items(self, conversation_id: str) -> list[dict[str, Any]] | None:
         key, items_key = self._keys(conversation_id)
