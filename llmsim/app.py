@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING
 
 from flask import Flask, Response, g, jsonify, request
 from werkzeug.exceptions import HTTPException
@@ -15,17 +14,14 @@ from llmsim.api import scenarios as scenarios_api
 from llmsim.backends import load_backend, load_models
 from llmsim.chaos import scenarios
 from llmsim.chaos.faults import fault_config
+from llmsim.chaos.state import ChaosState
 from llmsim.config import Settings
 from llmsim.errors import APIError
 from llmsim.pipeline import Pipeline
 from llmsim.services import Services
-from llmsim.chaos.state import ChaosState
 from llmsim.store import Stores, open_stores
 from llmsim.store.redis_client import unavailable_errors
 from llmsim.timing.pacing import Pacer
-
-if TYPE_CHECKING:
-    from llmsim.chaos.redis_state import RedisChaosState
 
 log = logging.getLogger("llmsim")
 
@@ -100,11 +96,12 @@ def create_app(settings: Settings | None = None) -> Flask:
 
 
 def shared_state(stores: Stores, settings: Settings, scenario: scenarios.Scenario | None
-                 ) -> tuple[ChaosState | RedisChaosState, scenarios.Player]:
+                 ) -> tuple[ChaosState, scenarios.Player]:
     """Chaos state and scenario progress: in Redis when the store is there (the whole fleet shares them),
     else in this process."""
     if stores.redis is not None:
         from llmsim.chaos.redis_state import RedisChaosState, RedisPlayer
 
-        return RedisChaosState(stores.redis, fault_config(settings), settings.seed), RedisPlayer(stores.redis, scenario)
+        return (RedisChaosState(stores.redis, fault_config(settings), settings.seed),
+                RedisPlayer(stores.redis, scenario))
     return ChaosState(fault_config(settings), settings.seed), scenarios.Player(scenario)

@@ -7,6 +7,8 @@ acknowledged is lost when it returns.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -19,7 +21,7 @@ import redis
 from stateful import PACED, slow_profiles, until, wait_final
 
 from llmsim.store import StoredConversation, StoredResponse, open_stores
-from llmsim.testing import RedisServer, ServerProcess
+from llmsim.testing import RedisServer, ServerProcess, free_port
 
 Fleet = tuple[ServerProcess, ServerProcess]
 
@@ -169,8 +171,8 @@ def test_background_stream_is_followed_across_servers_while_it_runs(
     created = on_a.responses.create(model="slow-model", input="Hi", background=True, max_output_tokens=30,
                                     extra_headers=PACED)
     events = list(on_b.responses.retrieve(created.id, stream=True))  # type: ignore[call-overload]
-    assert events[-1].type in ("response.completed", "response.incomplete") and [e.sequence_number for e in events] == list(
-        range(len(events)))
+    assert events[-1].type in ("response.completed", "response.incomplete")
+    assert [e.sequence_number for e in events] == list(range(len(events)))
     done = wait_final(on_a, created.id)
     assert "".join(e.delta for e in events if e.type == "response.output_text.delta") == done.output_text
 
@@ -197,7 +199,7 @@ def test_a_server_starting_with_other_fault_flags_installs_them_the_same_flags_k
         fleet: Fleet, connect: Callable[..., openai.OpenAI], redis_server: RedisServer) -> None:
     a, b = fleet
     flags = ("--speed", "0", "--store", redis_server.url, "--fault", "server_error;first=2")
-    with ServerProcess(*flags, startup_timeout=120) as joined:
+    with ServerProcess(*flags, startup_timeout=120):  # joins the fleet
         assert httpx.get(f"{a.url}/llmsim/admin/faults").json()["faults"][0]["first"] == 2
         with pytest.raises(openai.InternalServerError):
             ask(connect(a))
@@ -234,6 +236,7 @@ def test_redis_lost_mid_load_gives_503s_then_recovers_losing_nothing(
     until(lambda: len(acknowledged) > 20)
     redis_server.stop()
     until(lambda: len(errors) > 4)
+    assert httpx.get(f"{a.url}/llmsim/health").status_code == 503  # a load balancer's probe routes around it
     redis_server.start()
     served = len(acknowledged)
     until(lambda: len(acknowledged) > served + 20)
@@ -242,6 +245,7 @@ def test_redis_lost_mid_load_gives_503s_then_recovers_losing_nothing(
         thread.join()
 
     assert {error.status_code for error in errors} == {503}
+    assert httpx.get(f"{b.url}/llmsim/health").json() == {"status": "ok"}
     assert all(error.body == {"message": "The server is overloaded or not ready yet.", "type": "server_error",
                               "param": None, "code": None} for error in errors)
     for i, response in enumerate(acknowledged):  # every response a client got is still there, on either server
@@ -277,3 +281,11 @@ def test_store_limits_expiry_and_unfinished_responses(redis_url: str) -> None:
     time.sleep(0.4)
     assert short.responses.get("resp_short") is None and short.conversations.get("conv_short") is None
     assert len(short.responses) == 0
+
+
+def test_an_unreachable_redis_stops_start_up_with_a_message() -> None:
+    url = f"redis://:secret@127.0.0.1:{free_port()}/0"
+    result = subprocess.run([sys.executable, "-m", "llmsim", "serve", "--store", url], capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 2
+    assert "--store: cannot use Redis at 127.0.0.1:" in result.stderr and "secret" not in result.stderr

@@ -6,7 +6,7 @@ from flask import Blueprint, jsonify
 from flask.typing import ResponseReturnValue
 
 from llmsim.api.chaos import state
-from llmsim.api.http import int_arg, json_body, require_admin_key
+from llmsim.api.http import int_arg, json_body, require_admin_key, services
 from llmsim.chaos.faults import FaultConfig
 from llmsim.responses import schema
 
@@ -17,6 +17,10 @@ health_bp = Blueprint("health", __name__, url_prefix="/llmsim")
 
 @health_bp.get("/health")
 def health() -> ResponseReturnValue:
+    """ok; a 503 while a shared store (Redis) cannot be reached, so a load balancer routes around it."""
+    ping = getattr(services().pipeline.store, "ping", None)
+    if ping is not None:
+        ping()
     return jsonify({"status": "ok"})
 
 

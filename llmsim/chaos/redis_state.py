@@ -23,7 +23,7 @@ from llmsim.backends.base import Prompt
 from llmsim.chaos.faults import FaultConfig, RequestInfo, Rule
 from llmsim.chaos.ratelimit import Bucket, Limits, Verdict
 from llmsim.chaos.scenarios import TRANSCRIPT, Player, Reply, Scenario, StreamFault, exhausted, play
-from llmsim.chaos.state import RECENT, Decision, ResolveLimits
+from llmsim.chaos.state import RECENT, ChaosState, Decision, ResolveLimits
 from llmsim.store.redis_client import PREFIX
 
 CHAOS = f"{PREFIX}chaos"  # hash: gen, config, seed, flags, served, rejected
@@ -124,8 +124,9 @@ def _dumps(data: Any) -> str:
     return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
 
 
-class RedisChaosState:
-    """Fault config and schedules, fault counters, rate-limit buckets and the request log of a fleet."""
+class RedisChaosState(ChaosState):
+    """Fault config and schedules, fault counters, rate-limit buckets and the request log of a fleet (the same
+    interface as the process's own `ChaosState`, none of its attributes)."""
 
     def __init__(self, client: Any, config: FaultConfig, seed: int | None) -> None:
         self.client = client

@@ -50,8 +50,12 @@ def prepare_store(url: str) -> None:
         from llmsim.store.redis_client import connect
 
         client = connect(url)
-        client.ping()
-        client.close()
+        try:
+            client.ping()
+        except Exception as exc:  # the message names what failed (refused, auth, TLS, unknown host)
+            raise ValueError(f"cannot use Redis at {url.rpartition('@')[2]}: {exc}") from None
+        finally:
+            client.close()
         return
     path = parse_store_url(url)
     if path is not None:

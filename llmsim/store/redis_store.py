@@ -126,7 +126,7 @@ drop_response(ARGV[1])
 return 1
 """
 
-_LEN = _COMMON + f"""
+_LEN = _COMMON + """
 local ttl = tonumber(ARGV[1])
 if ttl > 0 then redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now_ms() - ttl) end
 return redis.call('ZCARD', KEYS[1])
@@ -259,6 +259,10 @@ class RedisStore:
             return None
         return next((item for item in [*record.input_items, *record.response.get("output", [])]
                      if item.get("id") == item_id), None)
+
+    def ping(self) -> None:
+        """Raises while Redis cannot be reached (the health check's 503)."""
+        self.client.ping()
 
     def worker_alive(self, worker: str) -> bool:
         """Whether the process (on any server) generating a background response still beats."""
