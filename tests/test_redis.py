@@ -24,6 +24,16 @@ from llmsim.store import StoredConversation, StoredResponse, open_stores
 from llmsim.testing import RedisServer, ServerProcess, free_port
 
 Fleet = tuple[ServerProcess, ServerProcess]
+# A model that thinks for 2.5 s before its first token (when a request asks for speed 1): a follower waits.
+QUIET_PROFILE = """
+models:
+  - id: quiet-model
+    timing:
+      ttft_ms: {kind: normal, mean: 2500, stddev: 0}
+      itl_ms: {kind: normal, mean: 1, stddev: 0}
+      prefill_tokens_per_s: 1000000
+      reasoning_tokens_per_s: 1000
+"""
 
 
 @pytest.fixture(scope="module")
@@ -36,6 +46,7 @@ def redis_server() -> Iterator[RedisServer]:
 def fleet_servers(redis_server: RedisServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
     """Two servers of two workers each on one Redis, started once for the module."""
     profiles = slow_profiles(tmp_path_factory.mktemp("profiles"))
+    (profiles / "quiet.yaml").write_text(QUIET_PROFILE)
     servers = [ServerProcess("--speed", "0", "--store", redis_server.url, "--workers", "2", "--profiles-dir",
                              str(profiles), startup_timeout=120) for _ in range(2)]
     with ThreadPoolExecutor(2) as pool:
@@ -175,6 +186,25 @@ def test_background_stream_is_followed_across_servers_while_it_runs(
     assert [e.sequence_number for e in events] == list(range(len(events)))
     done = wait_final(on_a, created.id)
     assert "".join(e.delta for e in events if e.type == "response.output_text.delta") == done.output_text
+
+
+def test_a_waiting_follower_blocks_instead_of_polling(fleet: Fleet, connect: Callable[..., openai.OpenAI],
+                                                      redis_server: RedisServer) -> None:
+    a, b = fleet
+    created = connect(a).responses.create(model="quiet-model", input="Hi", background=True, max_output_tokens=16,
+                                          extra_headers=PACED)
+    events: list[str] = []
+    follower = threading.Thread(target=lambda: events.extend(
+        e.type for e in connect(b).responses.retrieve(created.id, stream=True)))  # type: ignore[call-overload]
+    follower.start()
+    until(lambda: "response.in_progress" in events)
+    stats = redis.Redis.from_url(redis_server.url)
+    before = stats.info("stats")["total_commands_processed"]
+    time.sleep(1.5)  # no events meanwhile: a 20 ms poll would run ~75 reads (~225 commands)
+    commands = stats.info("stats")["total_commands_processed"] - before
+    follower.join()
+    assert "response.output_text.delta" not in events[:events.index("response.in_progress") + 1]
+    assert events[-1] in ("response.completed", "response.incomplete") and commands < 40
 
 
 def test_scenario_turns_advance_once_per_request_fleet_wide(
