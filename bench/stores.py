@@ -57,7 +57,7 @@ def throughput(args: argparse.Namespace, redis_server: RedisServer, directory: s
     for workers in args.workers:
         for kind in ("memory", "sqlite", "redis"):
             flags = ("--speed", "0", "--workers", str(workers), "--store", store_url(kind, redis_server, directory))
-            with ServerProcess(*flags) as server:
+            with ServerProcess(*flags, startup_timeout=180) as server:
                 warm(server, body, workers)
                 plan = Plan(f"{server.base_url}/responses", body, {}, args.clients, warmup=1.0, window=args.window,
                             stream=False)
@@ -119,7 +119,8 @@ def pacing(args: argparse.Namespace, redis_server: RedisServer) -> str:
     body = {"model": args.paced_model, "input": PROMPT, "stream": True}
     for workers in (1, 4):
         redis.Redis.from_url(redis_server.url).flushall()
-        with ServerProcess("--speed", "1", "--workers", str(workers), "--store", redis_server.url) as server:
+        with ServerProcess("--speed", "1", "--workers", str(workers), "--store", redis_server.url,
+                           startup_timeout=180) as server:
             warm(server, body, workers)
             plan = Plan(f"{server.base_url}/responses", body, {}, args.streams, warmup=args.pacing_warmup,
                         window=args.window, stream=True)

@@ -106,11 +106,17 @@ def statuses(clients: list[openai.OpenAI], n: int) -> list[int]:
 
 def test_rpm_admits_exactly_its_limit_fleet_wide(fleet: Fleet, connect: Callable[..., openai.OpenAI]) -> None:
     a, b = fleet
-    assert httpx.put(f"{b.url}/llmsim/admin/faults", json={"rate_limits": {"rpm": 8}}).status_code == 200
+    limits = {"rate_limits": {"rpm": 8, "tpm": 1_000_000}}
+    assert httpx.put(f"{b.url}/llmsim/admin/faults", json=limits).status_code == 200
     results = statuses([connect(a), connect(b)], 20)
     assert results.count(200) == 8 and results.count(429) == 12
     counters = httpx.get(f"{b.url}/llmsim/admin/faults/counters").json()
     assert counters["rate_limited"] == 12 and counters["requests"] == 20
+    with pytest.raises(openai.RateLimitError) as caught:
+        ask(connect(a))
+    headers = caught.value.response.headers
+    assert headers["x-ratelimit-limit-requests"] == "8" and headers["x-ratelimit-remaining-requests"] == "0"
+    assert 0 < int(headers["retry-after-ms"]) <= 7500 and headers["x-ratelimit-limit-tokens"] == "1000000"
 
 
 def test_first_n_fault_set_on_one_server_fires_n_times_fleet_wide(

@@ -189,18 +189,21 @@ class RedisChaosState(ChaosState):
 
     @staticmethod
     def _verdict(limits: Limits, tokens: int, exceeded: str, requests: float, token_level: float) -> Verdict:
-        buckets: dict[str, Bucket | None] = {}
-        for kind, capacity, level in (("requests", limits.rpm, requests), ("tokens", limits.tpm, token_level)):
-            buckets[kind] = None if capacity is None else Bucket(capacity, 0.0)
-            if capacity is not None:
-                buckets[kind].level = level  # type: ignore[union-attr]
-        verdict = Verdict(limits, buckets["requests"], buckets["tokens"], tokens)
+        """The script's levels as the Verdict the headers and the 429 are made from."""
+        def bucket(capacity: int | None, level: float) -> Bucket | None:
+            if capacity is None:
+                return None
+            made = Bucket(capacity, 0.0)
+            made.level = level
+            return made
+
+        verdict = Verdict(limits, bucket(limits.rpm, requests), bucket(limits.tpm, token_level), tokens)
         if exceeded:
-            bucket = buckets[exceeded]
+            hit = verdict.requests if exceeded == "requests" else verdict.tokens
             amount = 1 if exceeded == "requests" else tokens
-            assert bucket is not None
+            assert hit is not None
             verdict.exceeded = exceeded
-            verdict.retry_after = bucket.wait(amount) if amount <= bucket.capacity else None
+            verdict.retry_after = hit.wait(amount) if amount <= hit.capacity else None
         return verdict
 
     def _choose(self, config: FaultConfig, scope: list[int], counts: list[int]) -> Rule | None:
