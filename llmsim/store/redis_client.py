@@ -1,8 +1,8 @@
 """The Redis connection a fleet shares (`--store redis://host:port/db`, `rediss://`, a password in the URL).
 
 One client per worker process, made after the fork. Commands fail fast while Redis is away (short
-timeouts, one retry on a fresh connection) so a request gets a 503 at once, and the pool reconnects
-by itself when Redis is back. Every key starts with `llmsim:`.
+timeouts, no retry: a script whose reply was lost must not run twice) so a request gets a 503 at once,
+and the pool reconnects by itself when Redis is back. Every key starts with `llmsim:`.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ def connect(url: str) -> Any:
         from redis.retry import Retry
     except ImportError:  # pragma: no cover - depends on the install
         raise ValueError("--store redis:// needs the redis client: pip install 'llmsim[redis]'") from None
-    return redis.Redis.from_url(url, socket_timeout=5.0, socket_connect_timeout=2.0, retry=Retry(NoBackoff(), 1),
-                                retry_on_error=[redis.exceptions.ConnectionError], health_check_interval=30)
+    return redis.Redis.from_url(url, socket_timeout=5.0, socket_connect_timeout=2.0, retry=Retry(NoBackoff(), 0),
+                                health_check_interval=30)
 
 
 def unavailable_errors() -> tuple[type[BaseException], ...]:
