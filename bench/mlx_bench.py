@@ -4,12 +4,16 @@
     python bench/mlx_bench.py --model PATH --http   # a local model; also through both HTTP servers
 
 Prints, per way of generating: time to first token (TTFT) and decode tokens/s (tokens after the
-first over the time after the first), the median of --runs runs after a warm-up, greedy decoding:
+first over the time after the first), the median of --runs runs after a warm-up, sampled at temperature 1:
 - direct:   mlx_lm.stream_generate on the prompt's tokens (the reference);
 - backend:  llmsim's MLXBackend.generate (chat template, parser, worker thread), cold KV cache;
 - cached:   backend again, second turn of the conversation: KV-cache reuse vs a cold cache;
 - with --http: llmsim's /v1/responses and /v1/chat/completions streams vs `mlx_lm server`'s
-  /v1/chat/completions stream (SSE, httpx), same model, prompt and token count.
+  /v1/chat/completions stream (SSE, httpx), same model, prompt and token count; then both servers
+  under 1, 4, 8 and 16 concurrent streams (--concurrency): aggregate tokens/s and TTFT p50/p99.
+
+Goals (issue 18): on the `tiny` model 8 concurrent streams give >= 2.5x the tokens/s of one; on `0.5b`,
+llmsim at 8 concurrent streams gives >= 95 % of mlx_lm server's aggregate tokens/s.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -82,14 +87,15 @@ def in_process(loaded: LoadedModel, args: argparse.Namespace) -> None:
 
     backend = MLXBackend([loaded])
     turns = [Turn("user", user_text(args.prompt_words))]
-    prompt = Prompt(model=loaded.alias, profile=loaded.profile, turns=turns, input_tokens=0, temperature=0.0,
-                    max_output_tokens=args.tokens)
+    # sampled at temperature 1 under a seed: a random-weight model then writes visible text, not only spaces
+    prompt = Prompt(model=loaded.alias, profile=loaded.profile, turns=turns, input_tokens=0, temperature=1.0,
+                    seed=0, max_output_tokens=args.tokens)
     tokens, _ = backend.render(loaded, prompt)
-    print(f"prompt: {len(tokens)} tokens; generating {args.tokens} tokens, greedy\n", flush=True)
+    print(f"prompt: {len(tokens)} tokens; generating {args.tokens} tokens, sampled (temperature 1)\n", flush=True)
 
     def direct() -> Sample:
         return timed(1 for _ in stream_generate(loaded.model, loaded.tokenizer, tokens, args.tokens,
-                                                sampler=make_sampler(0.0)))
+                                                sampler=make_sampler(1.0)))
 
     def ours(p: Prompt, keep_cache: bool = False) -> Sample:
         if not keep_cache:
@@ -110,13 +116,13 @@ def in_process(loaded: LoadedModel, args: argparse.Namespace) -> None:
     report("llmsim MLXBackend", repeat(args.runs, lambda: ours(prompt)), reference)
 
     reply = "Sure. " + user_text(args.tokens // 2)
-    follow = Prompt(model=loaded.alias, profile=loaded.profile, input_tokens=0, temperature=0.0,
+    follow = Prompt(model=loaded.alias, profile=loaded.profile, input_tokens=0, temperature=1.0, seed=0,
                     max_output_tokens=16, turns=turns + [Turn("assistant", reply), Turn("user", "And tomorrow?")])
 
     def second_turn(warm: bool) -> Sample:
         if warm:  # the cache as the first turn leaves it: its prompt and reply
             cold(loaded)
-            first = Prompt(model=loaded.alias, profile=loaded.profile, input_tokens=0, temperature=0.0,
+            first = Prompt(model=loaded.alias, profile=loaded.profile, input_tokens=0, temperature=1.0, seed=0,
                            max_output_tokens=16, turns=turns + [Turn("assistant", reply)])
             for _ in backend.generate(first):
                 pass
@@ -151,6 +157,73 @@ def chat_tokens(chunk: dict) -> int:
     return 1 if delta.get("content") or delta.get("reasoning") or delta.get("reasoning_content") else 0
 
 
+def chat_stream(client: httpx.Client, url: str, body: dict) -> Sample:
+    """One chat stream: TTFT to the first content, and the tokens the server's usage chunk counts."""
+    start = time.perf_counter()
+    first = last = None
+    tokens = 0
+    with client.stream("POST", url, json={**body, "stream": True, "stream_options": {"include_usage": True}},
+                       timeout=600) as response:
+        if response.status_code != 200:
+            raise RuntimeError(f"{url}: {response.status_code} {response.read().decode()}")
+        for line in response.iter_lines():
+            if not line.startswith("data: ") or line == "data: [DONE]":
+                continue
+            chunk = json.loads(line[6:])
+            now = time.perf_counter()
+            if chat_tokens(chunk) and first is None:
+                first = now
+            if chunk.get("usage"):
+                tokens = chunk["usage"]["completion_tokens"]
+            last = now
+    assert last is not None, "no chunks"
+    first = first if first is not None else last
+    return first - start, last - first, tokens
+
+
+def quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def concurrent(n: int, rounds: int, once: Callable[[], Sample]) -> tuple[float, float, float]:
+    """`n` streams at once, `rounds` times: aggregate tokens/s over the wall time, TTFT p50 and p99 (ms)."""
+    samples: list[Sample] = []
+    wall = 0.0
+    with ThreadPoolExecutor(n) as pool:
+        list(pool.map(lambda _: once(), range(n)))  # warm-up
+        for _ in range(rounds):
+            start = time.perf_counter()
+            samples += list(pool.map(lambda _: once(), range(n)))
+            wall += time.perf_counter() - start
+    ttfts = [s[0] * 1000 for s in samples]
+    return sum(s[2] for s in samples) / wall, quantile(ttfts, 0.5), quantile(ttfts, 0.99)
+
+
+class MLXServer:
+    """`mlx_lm server` on a free port, for comparison."""
+
+    def __init__(self, path: Path) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.process = subprocess.Popen([sys.executable, "-m", "mlx_lm", "server", "--model", str(path), "--port",
+                                         str(self.port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 300
+        while True:
+            try:
+                httpx.get(f"{self.url}/v1/models", timeout=1)
+                return
+            except httpx.HTTPError:
+                if time.monotonic() > deadline or self.process.poll() is not None:
+                    self.stop()
+                    raise RuntimeError("mlx_lm server did not start") from None
+                time.sleep(0.2)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(10)
+
+
 def over_http(path: Path, args: argparse.Namespace) -> None:
     runs = iter(range(1_000_000))
 
@@ -158,37 +231,48 @@ def over_http(path: Path, args: argparse.Namespace) -> None:
         return f"Run {next(runs)}: {user_text(args.prompt_words)}"
 
     def chat(limit: str) -> dict:
-        return {"messages": [{"role": "user", "content": text()}], limit: args.tokens, "temperature": 0.0,
+        return {"messages": [{"role": "user", "content": text()}], limit: args.tokens, "temperature": 1.0,
                 "stream": True}
 
     print("\nHTTP streams (SSE; tok/s counts content deltas; cold prompt cache):", flush=True)
-    client = httpx.Client()
+    client = httpx.Client(limits=httpx.Limits(max_connections=64, max_keepalive_connections=64))
     with ServerProcess("--backend", "mlx", "--model", f"bench={path}", "--speed", "0", startup_timeout=300) as ours:
-        report("llmsim /v1/responses", repeat(args.runs, lambda: sse(client, f"{ours.url}/v1/responses", {
-            "model": "bench", "input": text(), "max_output_tokens": args.tokens, "temperature": 0.0, "stream": True,
-            "store": False}, responses_tokens)))
-        report("llmsim /v1/chat/completions", repeat(args.runs, lambda: sse(
-            client, f"{ours.url}/v1/chat/completions", {"model": "bench", **chat("max_completion_tokens")},
-            chat_tokens)))
-    port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "mlx_lm", "server", "--model", str(path), "--port", str(port)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 300
-        while True:
-            try:
-                client.get(f"http://127.0.0.1:{port}/v1/models", timeout=1)
-                break
-            except httpx.HTTPError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise RuntimeError("mlx_lm server did not start")
-                time.sleep(0.2)
-        report("mlx_lm server chat", repeat(args.runs, lambda: sse(
-            client, f"http://127.0.0.1:{port}/v1/chat/completions", {"model": str(path), **chat("max_tokens")},
-            chat_tokens)))
-    finally:
-        server.terminate()
-        server.wait(10)
+        theirs = MLXServer(path)
+        try:
+            report("llmsim /v1/responses", repeat(args.runs, lambda: sse(client, f"{ours.url}/v1/responses", {
+                "model": "bench", "input": text(), "max_output_tokens": args.tokens, "temperature": 1.0,
+                "stream": True, "store": False}, responses_tokens)))
+            ours_chat = lambda: sse(client, f"{ours.url}/v1/chat/completions",  # noqa: E731
+                                    {"model": "bench", **chat("max_completion_tokens")}, chat_tokens)
+            theirs_chat = lambda: sse(client, f"{theirs.url}/v1/chat/completions",  # noqa: E731
+                                      {"model": str(path), **chat("max_tokens")}, chat_tokens)
+            report("llmsim /v1/chat/completions", repeat(args.runs, ours_chat))
+            report("mlx_lm server chat", repeat(args.runs, theirs_chat))
+
+            def sampled(url: str, model: str, limit: str) -> Callable[[], Sample]:
+                # sampled, unseeded: both servers batch it, and a random model writes visible text
+                return lambda: chat_stream(client, url, {"model": model, "messages": [
+                    {"role": "user", "content": text()}], limit: args.tokens, "temperature": 1.0})
+
+            ours_chat = sampled(f"{ours.url}/v1/chat/completions", "bench", "max_completion_tokens")
+            theirs_chat = sampled(f"{theirs.url}/v1/chat/completions", str(path), "max_tokens")
+            print(f"\nconcurrent chat streams ({args.tokens} tokens each, temperature 1): aggregate tok/s, "
+                  "TTFT p50 / p99 (ms)", flush=True)
+            print("| streams | llmsim tok/s | TTFT p50 | p99 | mlx_lm server tok/s | TTFT p50 | p99 | llmsim/mlx_lm |")
+            print("|---|---|---|---|---|---|---|---|")
+            figures = {}
+            for n in args.concurrency:
+                mine, other = concurrent(n, args.runs, ours_chat), concurrent(n, args.runs, theirs_chat)
+                figures[n] = mine, other
+                print(f"| {n} | {mine[0]:.1f} | {mine[1]:.0f} | {mine[2]:.0f} | {other[0]:.1f} | {other[1]:.0f} | "
+                      f"{other[2]:.0f} | {mine[0] / other[0]:.2f}x |", flush=True)
+            if 1 in figures and 8 in figures:
+                print(f"llmsim 8 streams / 1 stream: x{figures[8][0][0] / figures[1][0][0]:.2f} "
+                      f"(goal on tiny: >= 2.5x); mlx_lm server: x{figures[8][1][0] / figures[1][1][0]:.2f}")
+                print(f"llmsim / mlx_lm server at 8 streams: {figures[8][0][0] / figures[8][1][0] * 100:.0f} % "
+                      f"(goal on 0.5b: >= 95 %)")
+        finally:
+            theirs.stop()
 
 
 def main() -> None:
@@ -199,6 +283,8 @@ def main() -> None:
     parser.add_argument("--prompt-words", type=int, default=300, help="words in the user message")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--http", action="store_true", help="also compare the HTTP servers")
+    parser.add_argument("--concurrency", type=lambda s: [int(n) for n in s.split(",")], default=[1, 4, 8, 16],
+                        help="concurrent streams to compare over HTTP, comma-separated")
     args = parser.parse_args()
 
     import mlx.core as mx

@@ -1,24 +1,33 @@
-"""`python bench/run.py`: LLMSim's overhead at speed 0, and its timing fidelity under 1 to 1,000 streams.
+"""`python bench/run.py`: LLMSim's overhead at speed 0, its timing fidelity, and memory, against issue 14's goals.
 
 (a) Throughput and p50/p99 latency at speed 0, non-streaming and streaming, for 1/16/64/256
     closed-loop clients; the same against a bare WSGI app on the same gunicorn + gevent server
     replaying LLMSim's recorded bytes (bench/bare.py). The ratio is LLMSim's own cost.
+    Goal, one worker, 16 clients: JSON >= 0.5x and streaming >= 1.0x bare.
 (b) Timing fidelity at speed 1: measured TTFT and inter-token gaps (p50/p95/p99) against the
     quantiles the model's profile configures, at 1, 100 and 1,000 concurrent streams.
+(c) The knee at a real model's pace (gpt-4o): the most concurrent streams one worker serves with
+    inter-token p50 and p99 within 10 % of the profile. Goal: >= 400.
+(d) Memory per stored response (goal <= 16 KB for a ~100-token answer) and a 50-turn
+    previous_response_id chain's cost per turn, first turns against last, in this process.
 
-The load runs in separate client processes (bench/load.py); on a busy machine the figures are
-the machine's as much as LLMSim's, so run it on a quiet one.
+The load runs in separate client processes (bench/load.py). The server runs on `--server-cpu` and the
+load on `--client-cpu` (different cores); on a busy machine the figures are the machine's as much as
+LLMSim's, so compare ratios taken in one run and note the machine's load (printed).
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
+import os
 import resource
 import subprocess
 import sys
 import tempfile
 import time
+import tracemalloc
 import urllib.request
 from pathlib import Path
 
@@ -61,6 +70,33 @@ def record(base_url: str, model: str) -> dict[str, object]:
     return {"json": answer, "frames": [frame + "\n\n" for frame in text.split("\n\n") if frame]}
 
 
+def pin(pid: int, cpu: int | None) -> None:
+    """Put a server (its master and workers) on one core, away from the load generator."""
+    if cpu is None:
+        return
+    for task in [pid, *_children(pid)]:
+        os.sched_setaffinity(task, {cpu})
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(child) for child in f.read().split()]
+    except OSError:
+        return []
+
+
+def machine() -> str:
+    load = os.getloadavg()
+    return f"{os.cpu_count()} cores, load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1/5/15 min)"
+
+
+def goal(label: str, value: float, target: float, unit: str = "x", higher: bool = True) -> str:
+    met = value >= target if higher else value <= target
+    sign = ">=" if higher else "<="
+    return f"  goal {label}: {value:.2f}{unit} (goal {sign} {target:g}{unit}) {'MET' if met else 'NOT MET'}"
+
+
 class BareProcess:
     def __init__(self, recorded: dict[str, object], workers: int) -> None:
         self.port = free_port()
@@ -88,9 +124,12 @@ class BareProcess:
 
 
 def overhead(args: argparse.Namespace) -> str:
-    rows = []
+    rows, goals = [], []
     with ServerProcess("--speed", "0", "--workers", str(args.workers), "--store-max-entries", "1000") as llmsim:
         bare = BareProcess(record(llmsim.base_url, args.overhead_model), args.workers)
+        assert llmsim.process is not None
+        pin(llmsim.process.pid, args.server_cpu)
+        pin(bare.process.pid, args.server_cpu)
         try:
             for stream in (False, True):
                 for clients in args.clients:
@@ -105,35 +144,76 @@ def overhead(args: argparse.Namespace) -> str:
                         rates.append(sum(s.ok for s in done) / args.overhead_window)
                         cells += [f"{rates[-1]:.0f}", f"{quantile(good, 0.5):.1f}", f"{quantile(good, 0.99):.1f}",
                                   str(sum(not s.ok for s in done))]
-                    cells.append(f"{rates[1] / rates[0]:.1f}x" if rates[0] else "-")
+                    cells.append(f"{rates[0] / rates[1]:.2f}x" if rates[1] else "-")
                     rows.append(cells)
                     print("  (a)", " ".join(cells), flush=True)
+                    if clients == 16 and rates[1]:
+                        goals.append(goal(f"{'streaming' if stream else 'JSON'} llmsim/bare at 16 clients",
+                                          rates[0] / rates[1], 1.0 if stream else 0.5))
         finally:
             bare.stop()
     return table(["mode", "clients", "llmsim req/s", "p50 ms", "p99 ms", "errors", "bare req/s", "p50 ms",
-                  "p99 ms", "errors", "bare/llmsim"], rows)
+                  "p99 ms", "errors", "llmsim/bare"], rows) + "\n" + "\n".join(goals)
 
 
-def fidelity(args: argparse.Namespace) -> str:
+def fidelity(args: argparse.Namespace, model: str, levels: list[int]) -> tuple[str, int]:
+    """The table, and the knee: the most streams with inter-token p50 and p99 within 10 %."""
     dirs = [DEFAULT_PROFILES_DIR, *args.profiles_dir]
-    timing = load_catalog(dirs).get(args.model).timing
-    assert timing is not None, f"{args.model} has no timing"
+    timing = load_catalog(dirs).get(model).timing
+    assert timing is not None, f"{model} has no timing"
     flags = [arg for d in args.profiles_dir for arg in ("--profiles-dir", str(d))]
-    rows = []
+    rows, knee = [], 0
     with ServerProcess("--speed", "1", "--workers", str(args.workers), "--store-max-entries", "0", *flags) as server:
-        body = {"model": args.model, "input": PROMPT, "stream": True, "text": {"verbosity": args.verbosity}}
+        assert server.process is not None
+        pin(server.process.pid, args.server_cpu)
+        body = {"model": model, "input": PROMPT, "stream": True, "text": {"verbosity": args.verbosity}}
         probe = httpx.post(f"{server.base_url}/responses", json={**body, "stream": False},
                            headers={"X-LLMSim-Speed": "0"}, timeout=60).json()
         prefill_ms = 1000 * probe["usage"]["input_tokens"] / timing.prefill_tokens_per_s
-        for streams in args.streams:
+        for streams in levels:
             window = args.window if streams > 1 else args.window * 2
             plan = Plan(f"{server.base_url}/responses", body, {}, streams, warmup=args.warmup, window=window,
                         stream=True)
             samples, open_streams = run(plan, processes=min(args.processes, streams))
-            rows += fidelity_rows(streams, samples, open_streams, timing, prefill_ms, plan)
-            print("  (b)", streams, "streams done", flush=True)
+            level = fidelity_rows(streams, samples, open_streams, timing, prefill_ms, plan)
+            rows += level
+            if level[1][-1] == "yes":
+                knee = max(knee, streams)
+            print(f"  {model}:", streams, "streams done", flush=True)
     return table(["streams", "open min/mean", "requests", "tokens/s", "metric", "n", "configured p50/p95/p99 ms",
-                  "measured p50/p95/p99 ms", "error p50/p95/p99", "p50 & p99 within 10%"], rows)
+                  "measured p50/p95/p99 ms", "error p50/p95/p99", "p50 & p99 within 10%"], rows), knee
+
+
+def memory(args: argparse.Namespace) -> str:
+    """Bytes a stored response holds, and a long chain's cost per turn, measured in this process."""
+    from llmsim.app import create_app
+    from llmsim.config import Settings
+
+    client = create_app(Settings(speed=0, store_max_entries=100_000)).test_client()
+    body = {"model": args.overhead_model, "input": PROMPT, "max_output_tokens": 4096}
+    for _ in range(20):
+        client.post("/v1/responses", json=body)
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    tokens = sum(client.post("/v1/responses", json=body).get_json()["usage"]["output_tokens"]
+                 for _ in range(args.memory_responses))
+    gc.collect()
+    per_response = (tracemalloc.get_traced_memory()[0] - before) / args.memory_responses
+    tracemalloc.stop()
+    turns, previous = [], None
+    for _ in range(50):
+        started = time.process_time()
+        answer = client.post("/v1/responses", json={"model": "gpt-4o", "input": PROMPT, "max_output_tokens": 200,
+                                                    **({"previous_response_id": previous} if previous else {})})
+        turns.append(1000 * (time.process_time() - started))
+        previous = answer.get_json()["id"]
+    first, last = sum(turns[1:6]) / 5, sum(turns[-5:]) / 5
+    return "\n".join([
+        f"  stored responses: {per_response / 1024:.1f} KiB each (answers of {tokens / args.memory_responses:.0f} "
+        "output tokens on average)",
+        f"  50-turn chain: turns 2-6 take {first:.2f} ms CPU each, turns 46-50 {last:.2f} ms ({last / first:.1f}x)",
+        goal("memory per stored response", per_response / 1024, 16, " KiB", higher=False)])
 
 
 def fidelity_rows(streams: int, samples: list[Sample], open_streams: list[int], timing: object,
@@ -162,7 +242,7 @@ def fidelity_rows(streams: int, samples: list[Sample], open_streams: list[int], 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--part", choices=["a", "b", "all"], default="all")
+    parser.add_argument("--part", choices=["a", "b", "c", "d", "all"], default="all")
     parser.add_argument("--clients", type=lambda v: [int(x) for x in v.split(",")], default=[1, 16, 64, 256])
     parser.add_argument("--streams", type=lambda v: [int(x) for x in v.split(",")], default=[1, 100, 1000])
     parser.add_argument("--model", default="bench-model", help="the paced model of part (b)")
@@ -174,16 +254,33 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=20.0, help="seconds over which (b)'s streams start")
     parser.add_argument("--workers", type=int, default=1, help="LLMSim's gunicorn workers")
     parser.add_argument("--processes", type=int, default=2, help="client processes")
+    parser.add_argument("--knee-model", default="gpt-4o", help="the real model of part (c)")
+    parser.add_argument("--knee-streams", type=lambda v: [int(x) for x in v.split(",")],
+                        default=[100, 200, 300, 400], help="the stream counts part (c) tries")
+    parser.add_argument("--memory-responses", type=int, default=300, help="responses stored in part (d)")
+    parser.add_argument("--server-cpu", type=int, default=0, help="the core the servers run on (-1: any)")
+    parser.add_argument("--client-cpu", type=int, default=1, help="the core the load runs on (-1: any)")
     args = parser.parse_args()
+    args.server_cpu = None if args.server_cpu < 0 or (os.cpu_count() or 1) < 2 else args.server_cpu
+    if args.client_cpu >= 0 and (os.cpu_count() or 1) >= 2:
+        os.sched_setaffinity(0, {args.client_cpu})  # the load processes fork from this one
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)  # 1,000 streams hold 2,000 sockets on one machine
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 65536)), hard))
-    out = []
+    out = [f"machine at the start: {machine()}"]
     if args.part in ("a", "all"):
         out.append("(a) speed 0: LLMSim against a bare endpoint on the same gunicorn+gevent server\n" + overhead(args))
     if args.part in ("b", "all"):
+        text, _ = fidelity(args, args.model, args.streams)
         out.append(f"(b) speed 1: timing fidelity of {args.model} (configured = the profile's quantiles; TTFT adds "
-                   "the prompt's prefill time)\n" + fidelity(args))
+                   "the prompt's prefill time)\n" + text)
+    if args.part in ("c", "all"):
+        text, knee = fidelity(args, args.knee_model, args.knee_streams)
+        out.append(f"(c) speed 1: the knee of {args.knee_model}, one worker\n" + text + "\n" +
+                   goal(f"streams within 10 % (knee among {args.knee_streams})", knee, 400, ""))
+    if args.part in ("d", "all"):
+        out.append("(d) memory and long chains\n" + memory(args))
+    out.append(f"machine at the end: {machine()}")
     print("\n\n".join(out))
 
 

@@ -9,7 +9,8 @@ from flask import Flask, Response, g, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from llmsim import ids
-from llmsim.api import admin, chaos, mount
+from llmsim.api import admin, chaos, dashboard, mount
+from llmsim.api import metrics as api_metrics
 from llmsim.api import scenarios as scenarios_api
 from llmsim.backends import load_backend, load_models
 from llmsim.chaos import scenarios
@@ -17,6 +18,7 @@ from llmsim.chaos.faults import fault_config
 from llmsim.chaos.state import ChaosState
 from llmsim.config import Settings
 from llmsim.errors import APIError
+from llmsim.metrics.registry import Metrics
 from llmsim.pipeline import Pipeline
 from llmsim.services import Services
 from llmsim.store import Stores, open_stores
@@ -33,8 +35,13 @@ def create_app(settings: Settings | None = None) -> Flask:
     stores = open_stores(settings.store, settings.store_max_entries, settings.store_ttl_seconds)
     scenario = scenarios.load(settings.scenario_file) if settings.scenario_file else None
     chaos_state, player = shared_state(stores, settings, scenario)
+    metrics = Metrics(shared_store=settings.store != "memory")
     pipeline = Pipeline(catalog, backend, stores.responses, seed=settings.seed,
-                        pacer=Pacer(settings.speed), conversations=stores.conversations, scenarios=player)
+                        pacer=Pacer(settings.speed, observer=metrics.queues), conversations=stores.conversations,
+                        scenarios=player)
+    pipeline.runner.on_queue = metrics.background_queue.inc
+    if hasattr(backend, "observe"):  # the mlx backend's own queue for decode slots
+        backend.observe(metrics.queues)
 
     app = Flask("llmsim")
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
@@ -43,9 +50,12 @@ def create_app(settings: Settings | None = None) -> Flask:
     app.extensions["llmsim"] = Services(settings, catalog, pipeline)
     mount(app)
     chaos.install(app, chaos_state)
+    api_metrics.install(app, metrics, pipeline)
     app.register_blueprint(admin.bp)
     app.register_blueprint(admin.health_bp)
     app.register_blueprint(scenarios_api.bp)
+    app.register_blueprint(dashboard.bp)
+    app.register_blueprint(dashboard.api)
 
     @app.before_request
     def _start() -> None:

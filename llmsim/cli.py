@@ -10,6 +10,7 @@ from pathlib import Path
 
 from llmsim.backends import BACKENDS
 from llmsim.backends.mlx.models import check as check_models
+from llmsim.backends.sim.text import MODES as TEXT_MODES
 from llmsim.chaos import scenarios
 from llmsim.chaos.faults import FaultConfigError, fault_config
 from llmsim.config import DEFAULT_PROFILES_DIR, Settings
@@ -53,6 +54,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--trust-remote-code", action="store_true",
                        default=_flag(_env("trust_remote_code", False)),
                        help="mlx: allow a model's own architecture file (LLMSIM_TRUST_REMOTE_CODE)")
+    serve.add_argument("--decode-concurrency", type=int, default=_env("decode_concurrency", d.decode_concurrency),
+                       help="mlx: sequences decoded together per model; more wait for a slot "
+                            "(LLMSIM_DECODE_CONCURRENCY)")
+    serve.add_argument("--prompt-concurrency", type=int, default=_env("prompt_concurrency", d.prompt_concurrency),
+                       help="mlx: prompts prefilled together per model (LLMSIM_PROMPT_CONCURRENCY)")
     serve.add_argument("--profiles-dir", type=_paths, action="extend", default=None,
                        help=f"extra profile directories, added to {DEFAULT_PROFILES_DIR} (LLMSIM_PROFILES_DIR, "
                             f"'{os.pathsep}'-separated)")
@@ -91,6 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--tool-call-rate", type=float, default=_env("tool_call_rate", d.tool_call_rate),
                        help="sim: chance (0-1) of calling a tool the input did not ask for, under tool_choice auto "
                             "(LLMSIM_TOOL_CALL_RATE)")
+    serve.add_argument("--text-mode", choices=TEXT_MODES, default=_env("text_mode", d.text_mode),
+                       help="sim: prose shaped by the question, echo of the last user message, lorem filler or "
+                            "faker sentences (LLMSIM_TEXT_MODE); per request: X-LLMSim-Text-Mode header")
     serve.add_argument("--max-body-bytes", type=int, default=_env("max_body_bytes", d.max_body_bytes),
                        help="largest request body accepted (LLMSIM_MAX_BODY_BYTES)")
     serve.add_argument("--workers", type=int, default=_env("workers", d.workers),
@@ -113,6 +122,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         models=args.model or [m for m in str(_env("model", "")).split(",") if m],
         allow_download=bool(args.allow_download),
         trust_remote_code=bool(args.trust_remote_code),
+        decode_concurrency=max(1, int(args.decode_concurrency)),
+        prompt_concurrency=max(1, int(args.prompt_concurrency)),
         profiles_dir=[DEFAULT_PROFILES_DIR, *extra],
         seed=None if args.seed is None else int(args.seed),
         speed=float(args.speed),
@@ -125,6 +136,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         faults_file=Path(args.faults) if args.faults else None,
         scenario_file=Path(args.scenario) if args.scenario else None,
         tool_call_rate=float(args.tool_call_rate),
+        text_mode=str(args.text_mode),
         fault_rules=(args.fault or []) + str(_env("fault", "")).split(),
         rpm=None if args.rpm is None else int(args.rpm),
         tpm=None if args.tpm is None else int(args.tpm),

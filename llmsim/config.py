@@ -16,6 +16,8 @@ class Settings:
     models: list[str] = field(default_factory=list)  # mlx: [ALIAS=]PATH_OR_HF_ID
     allow_download: bool = False  # mlx: fetch --model ids missing from the local Hugging Face cache
     trust_remote_code: bool = False  # mlx: run a model's own architecture file
+    decode_concurrency: int = 32  # mlx: sequences decoded at once per model; more wait
+    prompt_concurrency: int = 8  # mlx: prompts prefilled at once per model
     profiles_dir: list[Path] = field(default_factory=lambda: [DEFAULT_PROFILES_DIR])
     seed: int | None = None
     speed: float = 1.0
@@ -31,6 +33,7 @@ class Settings:
     tpm: int | None = None  # default tokens-per-minute limit per API key and model
     scenario_file: Path | None = None  # YAML/JSON scripted scenario (llmsim/scenarios.py)
     tool_call_rate: float = 0.0  # sim: chance of an unprompted tool call under tool_choice auto
+    text_mode: str = "prose"  # sim: prose | echo | lorem | faker (llmsim/backends/sim/text.py)
     max_body_bytes: int = 32 * 1024 * 1024
     workers: int = 1
     worker_connections: int = 4096

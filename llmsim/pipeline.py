@@ -2,15 +2,16 @@
 
 Transports call `create` and get a Run: the events to send (already serialized)
 and, once drained, the final Response. Storing happens when the stream ends.
+A non-streaming request serializes no events: nobody reads them, and a stored
+response keeps only what it takes to build them again on replay.
 """
 
 from __future__ import annotations
 
 import copy
 import functools
-import json
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from llmsim import ids
@@ -19,14 +20,14 @@ from llmsim.chaos.faults import Admission
 from llmsim.chaos.scenarios import Player
 from llmsim.errors import APIError, not_found
 from llmsim.responses import schema, toolspec, translate
-from llmsim.responses.events import TERMINAL, EventBuilder
+from llmsim.responses.events import TERMINAL, EventBuilder, SerializedEvent, dumps
+from llmsim.responses.replay import DeltaLog, Replay
 from llmsim.responses.response import new_response
 from llmsim.store import ConversationStore, MemoryConversations, ResponseStore, StoredResponse, background
 from llmsim.store.background import BackgroundRunner, follow
+from llmsim.timing.fairness import fair
 from llmsim.timing.pacing import Pacer
 from llmsim.timing.profiles import Catalog
-
-SerializedEvent = tuple[str, str]  # (event type, JSON data)
 
 
 @dataclass
@@ -35,6 +36,7 @@ class Run:
     events: Iterator[SerializedEvent]
     stream: bool
     record: StoredResponse  # put in the store at the end when the request asked; WebSocket mode also keeps it
+    waits: bool = True  # False: nothing paces, slows or cuts the events, so a transport may send them together
 
     @property
     def response(self) -> dict[str, Any]:
@@ -44,10 +46,6 @@ class Run:
         for _ in self.events:
             pass
         return self.response
-
-
-def dumps(data: Any) -> str:
-    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
 
 
 class Pipeline:
@@ -65,10 +63,11 @@ class Pipeline:
 
     def create(self, body: Any, *, seed: int | None = None, recent: StoredResponse | None = None,
                speed: float | None = None, admit: Callable[[Prompt, bool], Admission] | None = None,
-               generate: bool = True) -> Run:
+               generate: bool = True, text_mode: str | None = None) -> Run:
         """`recent`: a response held outside the store (WebSocket mode's connection-local cache) to chain from.
         `admit`: rate limits and faults (llmsim/api/chaos.py), checked once the prompt is known.
-        `generate=False` (WebSocket mode's warm-up): a completed response with no output, to chain from."""
+        `generate=False` (WebSocket mode's warm-up): a completed response with no output, to chain from.
+        `text_mode`: the sim's text mode for this request (X-LLMSim-Text-Mode); None keeps the server's."""
         request = schema.parse(schema.CreateRequest, body)
         schema.check_metadata(request.metadata)
         toolspec.check(request)
@@ -80,6 +79,8 @@ class Pipeline:
         effort, summary = translate.resolve_reasoning(request, profile)
         prompt = translate.build_prompt(request, profile, history + items, self.seed if seed is None else seed,
                                         effort, summary)
+        if text_mode:
+            prompt = replace(prompt, text_mode=text_mode)
         prompt, admission = self.admit(prompt, body, request.stream, admit)
         response = new_response(request, profile, ids.new("resp"), prompt.tools, effort, summary)
         builder = EventBuilder(
@@ -93,8 +94,10 @@ class Pipeline:
                                   iter([Finish("stop", Usage(prompt.input_tokens, 0))]))
         if request.background:
             return self._background(builder, deltas, record, request.stream)
-        events = admission.events(builder, self._events(builder, deltas, record, request.store), dumps)
-        return Run(builder, events, request.stream, record)
+        events = admission.events(builder, self._events(builder, deltas, record, request.store, request.stream),
+                                  dumps)
+        waits = self.pacer.paces(prompt, speed) or admission.stream_fault is not None  # a fault may pause or cut
+        return Run(builder, fair(events), request.stream, record, waits)
 
     def admit(self, prompt: Prompt, body: Any, stream: bool, admit: Callable[[Prompt, bool], Admission] | None
               ) -> tuple[Prompt, Admission]:
@@ -138,16 +141,18 @@ class Pipeline:
         return translate.count_input_tokens(items, request.instructions, translate.echo_tools(request),
                                             profile.encoding)
 
-    def _events(self, builder: EventBuilder, deltas: Iterator[Any], record: StoredResponse, store: bool
-                ) -> Iterator[SerializedEvent]:
-        for event in builder.run(deltas):
-            serialized = event["type"], dumps(event)
-            record.events.append(serialized)
-            if event["type"] in TERMINAL:  # settled before the client can see the end: nothing completed is lost
+    def _events(self, builder: EventBuilder, deltas: Iterator[Any], record: StoredResponse, store: bool,
+                stream: bool) -> Iterator[SerializedEvent]:
+        """The serialized events (only the types when not streaming: nobody reads the data)."""
+        log = DeltaLog()
+        for event in builder.run(log.recording(deltas)):
+            kind = event["type"]
+            if kind in TERMINAL:  # settled before the client can see the end: nothing completed is lost
                 self._add_turn(record.input_items, builder.response)
                 if store:
+                    record.replay = Replay(log, builder)
                     self.store.put(record)
-            yield serialized
+            yield kind, dumps(event) if stream else ""
 
     def _background(self, builder: EventBuilder, deltas: Iterator[Delta], record: StoredResponse, stream: bool
                     ) -> Run:

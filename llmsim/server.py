@@ -7,11 +7,13 @@ from typing import Any
 from gunicorn.app.base import BaseApplication
 
 from llmsim.config import Settings
+from llmsim.metrics import multiprocess
 
 
 class LLMSimServer(BaseApplication):  # type: ignore[misc]
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        self.metrics_dir = multiprocess.make_dir()  # before the workers fork: they write their metrics there
         super().__init__()
 
     def load_config(self) -> None:
@@ -27,6 +29,8 @@ class LLMSimServer(BaseApplication):  # type: ignore[misc]
             "accesslog": None,
             "errorlog": "-",
             "loglevel": "warning",
+            "child_exit": multiprocess.child_exit,
+            "on_exit": lambda _server: multiprocess.remove_dir(self.metrics_dir),
         }
         for key, value in options.items():
             self.cfg.set(key, value)

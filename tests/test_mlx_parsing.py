@@ -98,3 +98,21 @@ def test_parse_calls_rejects_non_calls() -> None:
     assert parse_calls('{"name": 3}') is None
     assert parse_calls("plain words") is None
     assert parse_calls('{"name": "f", "arguments": "{\\"a\\": 1}"}')[0].arguments == '{"a": 1}'  # type: ignore[index]
+
+
+@pytest.mark.parametrize("text", [
+    '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "days": [1, 2], "note": "a \\"}\\" b"}}\n'
+    '</tool_call>',
+    '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris", "days": [1, 2], "note": "a \\"}\\" b"}}]',
+    '[TOOL_CALLS]get_weather[ARGS]{"city": "Paris", "days": [1, 2], "note": "a \\"}\\" b"}',
+    '{"name": "get_weather", "parameters": {"city": "Paris", "days": [1, 2], "note": "a \\"}\\" b"}}',
+])
+def test_arguments_stream_as_the_model_writes_them(text: str) -> None:
+    """Fed a token's worth at a time, the call starts once its name is known and its arguments arrive in
+    pieces that add up to exactly the model's JSON."""
+    deltas = run(text, 3, tools=True)
+    pieces = [d.text for d in deltas if isinstance(d, ToolArgsDelta)]
+    assert isinstance(deltas[0], ToolCallStart) and deltas[0].name == "get_weather"
+    assert len(pieces) > 5
+    assert json.loads("".join(pieces)) == {"city": "Paris", "days": [1, 2], "note": 'a "}" b'}
+    assert not [d for d in deltas if isinstance(d, TextDelta)]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, jsonify
+from flask import Blueprint, current_app, jsonify
 from flask.typing import ResponseReturnValue
 
 from llmsim.api.chaos import state
@@ -13,6 +13,7 @@ from llmsim.responses import schema
 bp = Blueprint("admin", __name__, url_prefix="/llmsim/admin")
 bp.before_request(require_admin_key)
 health_bp = Blueprint("health", __name__, url_prefix="/llmsim")
+PAUSED = "llmsim.paused_faults"  # app extension: the config in force before a pause
 
 
 @health_bp.get("/health")
@@ -37,7 +38,33 @@ def get_faults() -> ResponseReturnValue:
 def set_faults() -> ResponseReturnValue:
     """Replace the whole fault config (rules and rate limits); schedules start again from the first request."""
     state().configure(schema.parse(FaultConfig, json_body()))
+    current_app.extensions.pop(PAUSED, None)  # the new rules are in force
     return _config()
+
+
+def paused_rules() -> FaultConfig | None:
+    """The config whose rules a pause put aside, or None when faults are not paused."""
+    return current_app.extensions.get(PAUSED)
+
+
+@bp.post("/faults/pause")
+def pause() -> ResponseReturnValue:
+    """Stop the rules firing (rate limits and the X-LLMSim-Fault header still apply) until resumed."""
+    chaos = state()
+    if paused_rules() is None:
+        current_app.extensions[PAUSED] = config = chaos.config
+        chaos.configure(config.model_copy(update={"faults": []}))
+    return jsonify({"paused": True})
+
+
+@bp.post("/faults/resume")
+def resume() -> ResponseReturnValue:
+    """The paused rules again, their schedules from the start."""
+    paused = current_app.extensions.pop(PAUSED, None)
+    if paused is not None:
+        chaos = state()
+        chaos.configure(paused.model_copy(update={"rate_limits": chaos.config.rate_limits}))
+    return jsonify({"paused": False})
 
 
 @bp.post("/faults/reset")

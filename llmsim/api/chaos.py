@@ -17,6 +17,7 @@ from typing import Any
 from flask import Flask, Response, current_app, g, request
 from pydantic import ValidationError
 
+from llmsim.api.metrics import metered
 from llmsim.backends.base import Finish, Prompt
 from llmsim.chaos.faults import (
     DEFAULT_RETRY_AFTER,
@@ -173,9 +174,10 @@ def _exhausted(headers: dict[str, str], limits: Limits, fault: Fault) -> dict[st
 
 
 def gate(endpoint: str) -> Callable[[Prompt, bool], Admission]:
-    """`admit` as a Pipeline.create hook."""
+    """`admit` as a Pipeline.create hook, measured (llmsim/api/metrics.py)."""
     def check(prompt: Prompt, stream: bool) -> Admission:
-        return admit(endpoint, prompt.model, model_id=prompt.profile.id, metadata=prompt.metadata,
-                     input_tokens=prompt.input_tokens, max_output_tokens=prompt.max_output_tokens, stream=stream,
-                     profile_limits=prompt.profile.rate_limits)
+        return metered(prompt, stream, lambda: admit(
+            endpoint, prompt.model, model_id=prompt.profile.id, metadata=prompt.metadata,
+            input_tokens=prompt.input_tokens, max_output_tokens=prompt.max_output_tokens, stream=stream,
+            profile_limits=prompt.profile.rate_limits))
     return check

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from collections.abc import Callable, Iterator
 from contextlib import closing
 from typing import Any
@@ -11,7 +12,7 @@ from flask import Blueprint, Response, jsonify
 from flask.typing import ResponseReturnValue
 
 from llmsim.api.chaos import gate
-from llmsim.api.http import json_body, seed_header, services, speed_header
+from llmsim.api.http import json_body, seed_header, services, speed_header, text_mode_header
 from llmsim.api.sse import SSE_HEADERS
 from llmsim.backends.base import Delta, Prompt
 from llmsim.chaos.faults import ConnectionDropped
@@ -31,6 +32,7 @@ def create() -> ResponseReturnValue:
     profile = pipeline.catalog.resolve(request.model)
     seed = seed_header()
     prompt = chat.build_prompt(request, profile, pipeline.seed if seed is None else seed)
+    prompt = replace(prompt, text_mode=text_mode_header() or prompt.text_mode)
     prompt, admission = pipeline.admit(prompt, body, bool(request.stream), gate("chat.completions"))
     speed = speed_header()
 

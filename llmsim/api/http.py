@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 from flask import current_app, request
 
+from llmsim.backends.sim.text import MODES as TEXT_MODES
 from llmsim.errors import APIError
 from llmsim.services import Services
 
@@ -39,8 +40,8 @@ def json_body() -> Any:
 
 def require_api_key() -> None:
     expected = services().settings.api_key
-    if not expected or request.path.startswith("/llmsim/"):  # LLMSim's own endpoints guard themselves
-        return
+    if not expected or request.path.startswith("/llmsim/") or request.path == "/metrics":
+        return  # LLMSim's own endpoints guard themselves; /metrics is open, as vLLM's is
     header = request.headers.get("Authorization", "")
     if not header:
         raise APIError(
@@ -67,6 +68,7 @@ def require_admin_key() -> None:
 T = TypeVar("T")
 SEED_HEADER = "X-LLMSim-Seed"
 SPEED_HEADER = "X-LLMSim-Speed"
+TEXT_MODE_HEADER = "X-LLMSim-Text-Mode"
 
 
 def _header(name: str, convert: Callable[[str], T], expected: str,
@@ -92,6 +94,11 @@ def seed_header() -> int | None:
 def speed_header() -> float | None:
     """X-LLMSim-Speed: this request's pacing multiplier, overriding the server's."""
     return _header(SPEED_HEADER, float, "a number >= 0", valid=lambda speed: 0 <= speed < float("inf"))
+
+
+def text_mode_header() -> str | None:
+    """X-LLMSim-Text-Mode: this request's sim text mode (prose, echo, lorem, faker), overriding the server's."""
+    return _header(TEXT_MODE_HEADER, str.lower, f"one of {', '.join(TEXT_MODES)}", valid=lambda m: m in TEXT_MODES)
 
 
 def int_arg(name: str, default: int | None, low: int | None = None, high: int | None = None) -> int | None:

@@ -6,7 +6,7 @@ from flask import Blueprint, jsonify, request
 from flask.typing import ResponseReturnValue
 
 from llmsim.api.chaos import gate
-from llmsim.api.http import bool_arg, int_arg, json_body, seed_header, services, speed_header
+from llmsim.api.http import bool_arg, int_arg, json_body, seed_header, services, speed_header, text_mode_header
 from llmsim.api.sse import sse_response
 from llmsim.errors import APIError, not_found
 from llmsim.responses import compaction
@@ -39,10 +39,11 @@ def _stored(response_id: str) -> StoredResponse:
 
 @bp.post("/responses")
 def create() -> ResponseReturnValue:
-    run = services().pipeline.create(json_body(), seed=seed_header(), speed=speed_header(), admit=gate("responses"))
+    run = services().pipeline.create(json_body(), seed=seed_header(), speed=speed_header(), admit=gate("responses"),
+                                    text_mode=text_mode_header())
     if run.stream:  # the cost is known only at the end: an SSE comment after the last event
         pricing = _pricing(run.response["model"])
-        return sse_response(run.events, lambda: _cost_comment(pricing, run.response))
+        return sse_response(run.events, lambda: _cost_comment(pricing, run.response), together=not run.waits)
     response = run.drain()
     if response["status"] == "failed":
         error = response["error"] or {}

@@ -19,7 +19,7 @@ from flask_sock import Sock
 from simple_websocket import ConnectionClosed
 
 from llmsim.api.chaos import gate
-from llmsim.api.http import INVALID_JSON, seed_header, services, speed_header
+from llmsim.api.http import INVALID_JSON, seed_header, services, speed_header, text_mode_header
 from llmsim.backends.base import Prompt
 from llmsim.chaos.faults import Admission, ConnectionDropped
 from llmsim.errors import APIError
@@ -47,17 +47,19 @@ def _options(state: BlueprintSetupState) -> None:
 
 @Sock().route("/responses", bp=bp)
 def responses_socket(ws: Connection) -> None:
-    Session(ws, services().pipeline, seed=seed_header(), speed=speed_header(), admit=gate("responses")).serve()
+    Session(ws, services().pipeline, seed=seed_header(), speed=speed_header(), admit=gate("responses"),
+            text_mode=text_mode_header()).serve()
 
 
 class Session:
     """One connection: reads client events and answers each `response.create` with its stream."""
 
     def __init__(self, ws: Connection, pipeline: Pipeline, *, seed: int | None = None, speed: float | None = None,
-                 admit: Callable[[Prompt, bool], Admission] | None = None) -> None:
+                 admit: Callable[[Prompt, bool], Admission] | None = None, text_mode: str | None = None) -> None:
         self.ws = ws
         self.pipeline = pipeline
         self.seed = seed
+        self.text_mode = text_mode
         self.speed = speed
         self.admit = admit  # rate limits and faults, as for POST /responses
         self.recent: StoredResponse | None = None
@@ -91,7 +93,7 @@ class Session:
             raise APIError("Invalid type for 'generate': expected a boolean.", param="generate", code="invalid_type")
         body.pop("type")
         run = self.pipeline.create({**body, "stream": True}, seed=self.seed, speed=self.speed, admit=self.admit,
-                                   recent=self.recent, generate=generate)
+                                   recent=self.recent, generate=generate, text_mode=self.text_mode)
         events = run.events
         try:
             for _, data in events:

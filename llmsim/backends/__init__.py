@@ -13,12 +13,13 @@ def load_backend(settings: Settings) -> Backend:
     if settings.backend == "sim":
         from llmsim.backends.sim.backend import SimBackend
 
-        return SimBackend(tool_call_rate=settings.tool_call_rate)
+        return SimBackend(tool_call_rate=settings.tool_call_rate, text_mode=settings.text_mode)
     if settings.backend == "mlx":
         from llmsim.backends.mlx.backend import load
         from llmsim.backends.mlx.models import parse_specs
 
-        return load(parse_specs(settings.models), settings.allow_download, settings.trust_remote_code)
+        return load(parse_specs(settings.models), settings.allow_download, settings.trust_remote_code,
+                    settings.decode_concurrency, settings.prompt_concurrency)
     raise ValueError(f"unknown backend {settings.backend!r}; available: {', '.join(BACKENDS)}")
 
 

@@ -47,6 +47,7 @@ class Prompt:
     metadata: dict[str, str] = field(default_factory=dict)
     include: tuple[str, ...] = ()
     script: Script | None = None  # a scenario's scripted reply: the backend says/calls exactly this
+    text_mode: str | None = None  # sim: prose | echo | lorem | faker for this request (None: the server's)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -26,6 +26,9 @@ from llmsim.chaos.ratelimit import RateLimitConfig, duration, retry_after_header
 from llmsim.config import Settings
 from llmsim.errors import APIError
 from llmsim.responses.events import TERMINAL, EventBuilder
+
+if TYPE_CHECKING:
+    from llmsim.metrics.meter import Meter
 
 SerializedEvent = tuple[str, str]
 
@@ -353,12 +356,16 @@ class StreamFault:
 @dataclass
 class Admission:
     """What the gate hands the pipeline: count the output tokens, settle rate limits at the end, and wrap
-    the events when a stream fault was chosen."""
+    the events when a stream fault was chosen. `meter` measures the request (llmsim/metrics/meter.py)."""
 
     on_finish: Callable[[Finish], None] | None = None
     stream_fault: StreamFault | None = None
+    meter: Meter | None = None
 
     def deltas(self, deltas: Iterator[Delta]) -> Iterator[Delta]:
+        return self.meter.deltas(self._deltas(deltas)) if self.meter else self._deltas(deltas)
+
+    def _deltas(self, deltas: Iterator[Delta]) -> Iterator[Delta]:
         for delta in deltas:
             if self.stream_fault is not None:
                 self.stream_fault.count(delta)
@@ -368,4 +375,5 @@ class Admission:
 
     def events(self, builder: EventBuilder, events: Iterator[SerializedEvent],
                dumps: Callable[[Any], str]) -> Iterator[SerializedEvent]:
-        return self.stream_fault.events(builder, events, dumps) if self.stream_fault else events
+        events = self.stream_fault.events(builder, events, dumps) if self.stream_fault else events
+        return self.meter.events(events) if self.meter else events  # last: what leaves the server is timed

@@ -3,11 +3,18 @@
 This is the only module that knows the event taxonomy. Every transport drains
 the same events: non-streaming keeps the final Response, SSE and WebSocket
 serialize each event as it comes.
+
+Events hold references into the response, not copies: a consumer serializes each event (or drops it)
+before it asks for the next one, so what it writes is the state at that event.
 """
 
 from __future__ import annotations
 
+import base64
 import copy
+import json
+import os
+import random
 import secrets
 import time
 from collections.abc import Iterable, Iterator
@@ -18,6 +25,7 @@ from llmsim.backends.base import (Delta, Finish, ReasoningDelta, TextAnnotation,
                                   ToolCallStart, ToolItem, Usage)
 
 Event = dict[str, Any]
+SerializedEvent = tuple[str, str]  # (event type, JSON data)
 TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed", "error"})
 # Events after which a stored snapshot of a running response is refreshed (not every delta: that is O(n²)).
 SNAPSHOT = TERMINAL | {"response.created", "response.queued", "response.in_progress", "response.output_item.added",
@@ -39,14 +47,39 @@ STATUSED = {"web_search_call", "file_search_call", "code_interpreter_call", "ima
 STREAM_CHUNK = 24  # characters per delta of a built-in item's streamed field
 
 
+class Entropy:
+    """What a response's events carry that is not in its deltas: item ids, the completion time, encrypted
+    reasoning and the `obfuscation` padding. Fresh by default; `Recorded` (llmsim/responses/replay.py) gives
+    back a stored response's own, so its events can be built again when someone replays them."""
+
+    def __init__(self, obfuscation_seed: int | None = None) -> None:
+        self.obfuscation_seed = int.from_bytes(os.urandom(8)) if obfuscation_seed is None else obfuscation_seed
+        self._padding: random.Random | None = None  # a seeded PRNG, made when first needed: no os.urandom per delta
+
+    def item_id(self, prefix: str, index: int) -> str:
+        return ids.new(prefix)
+
+    def now(self) -> int:
+        return int(time.time())
+
+    def encrypted_reasoning(self, index: int) -> str:
+        return "gAAAAA" + secrets.token_urlsafe(96)
+
+    def obfuscation(self) -> str:
+        if self._padding is None:
+            self._padding = random.Random(self.obfuscation_seed)
+        return base64.urlsafe_b64encode(self._padding.randbytes(6)).decode()
+
+
 class EventBuilder:
     """Feeds deltas into `response` (a Response dict) and yields the events a client sees."""
 
     def __init__(self, response: dict[str, Any], *, encrypted_reasoning: bool = False,
-                 obfuscate: bool = False) -> None:
+                 obfuscate: bool = False, entropy: Entropy | None = None) -> None:
         self.response = response
         self.encrypted_reasoning = encrypted_reasoning
         self.obfuscate = obfuscate
+        self.entropy = entropy or Entropy()
         self.sequence = 0
         self.item: dict[str, Any] | None = None
         self.finish: Finish | None = None
@@ -139,16 +172,20 @@ class EventBuilder:
     def _index(self) -> int:
         return len(self.response["output"]) - 1
 
+    def _new_id(self, prefix: str) -> str:
+        """The id of the item about to be opened (at the next output index)."""
+        return self.entropy.item_id(prefix, len(self.response["output"]))
+
     def _open(self, item: dict[str, Any]) -> Event:
         self.response["output"].append(item)
         self.item = item
-        return self._event("response.output_item.added", output_index=self._index, item=copy.deepcopy(item))
+        return self._event("response.output_item.added", output_index=self._index, item=item)
 
     def _reasoning(self, delta: ReasoningDelta) -> Iterator[Event]:
         item = self.item
         if item is None or item["type"] != "reasoning":
             yield from self._close()
-            item = {"id": ids.new("rs"), "type": "reasoning", "summary": []}
+            item = {"id": self._new_id("rs"), "type": "reasoning", "summary": []}
             yield self._open(item)
         if delta.text:
             content = item.setdefault("content", [])
@@ -173,7 +210,7 @@ class EventBuilder:
         item = self.item
         if item is None or item["type"] != "message":
             yield from self._close()
-            item = {"id": ids.new("msg"), "type": "message", "status": "in_progress", "content": [],
+            item = {"id": self._new_id("msg"), "type": "message", "status": "in_progress", "content": [],
                     "role": "assistant"}
             yield self._open(item)
             part = {"type": "output_text", "annotations": [], "logprobs": [], "text": ""}
@@ -188,10 +225,10 @@ class EventBuilder:
 
     def _open_call(self, delta: ToolCallStart) -> Iterator[Event]:
         if delta.kind == "custom_tool_call":
-            item = {"id": ids.new("ctc"), "type": "custom_tool_call", "call_id": delta.call_id, "name": delta.name,
+            item = {"id": self._new_id("ctc"), "type": "custom_tool_call", "call_id": delta.call_id, "name": delta.name,
                     "input": ""}
         else:
-            item = {"id": ids.new("fc"), "type": "function_call", "status": "in_progress", "arguments": "",
+            item = {"id": self._new_id("fc"), "type": "function_call", "status": "in_progress", "arguments": "",
                     "call_id": delta.call_id, "name": delta.name}
         yield self._open(item)
 
@@ -199,7 +236,7 @@ class EventBuilder:
         """A built-in tool item, whole: added (in progress), its phase and stream events, done."""
         kind = delta.item["type"]
         prefix, before, streamed, after = HOSTED[kind]
-        final = {"id": ids.new(prefix), **delta.item}
+        final = {"id": self._new_id(prefix), **delta.item}
         shown = {k: None if k in HOSTED_RESULTS else v for k, v in final.items()}
         if kind in STATUSED:
             final["status"], shown["status"] = final.get("status", "completed"), "in_progress"
@@ -223,7 +260,7 @@ class EventBuilder:
             yield self._event(f"response.{kind}.{phase}", item_id=final["id"], output_index=index)
         self.response["output"][index] = final
         self.item = None
-        yield self._event("response.output_item.done", output_index=index, item=copy.deepcopy(final))
+        yield self._event("response.output_item.done", output_index=index, item=final)
 
     def _close(self, status: str = "completed") -> Iterator[Event]:
         """Finish the open item: its done events, then output_item.done."""
@@ -243,14 +280,14 @@ class EventBuilder:
                 yield self._event("response.content_part.done", item_id=item["id"], output_index=index,
                                   content_index=i, part=dict(part))
             if self.encrypted_reasoning:
-                item["encrypted_content"] = "gAAAAA" + secrets.token_urlsafe(96)
+                item["encrypted_content"] = self.entropy.encrypted_reasoning(index)
         elif item["type"] == "message":
             item["status"] = status
             for i, part in enumerate(item["content"]):
                 yield self._event("response.output_text.done", item_id=item["id"], output_index=index,
                                   content_index=i, text=part["text"], logprobs=list(part["logprobs"]))
                 yield self._event("response.content_part.done", item_id=item["id"], output_index=index,
-                                  content_index=i, part=copy.deepcopy(part))
+                                  content_index=i, part=part)
         elif item["type"] == "function_call":
             item["status"] = status
             yield self._event("response.function_call_arguments.done", item_id=item["id"], output_index=index,
@@ -258,7 +295,7 @@ class EventBuilder:
         elif item["type"] == "custom_tool_call":
             yield self._event("response.custom_tool_call_input.done", item_id=item["id"], output_index=index,
                               input=item["input"])
-        yield self._event("response.output_item.done", output_index=index, item=copy.deepcopy(item))
+        yield self._event("response.output_item.done", output_index=index, item=item)
 
     def _finish(self, finish: Finish) -> Iterator[Event]:
         self.finish = finish
@@ -269,13 +306,13 @@ class EventBuilder:
             self.response.update(status="incomplete", incomplete_details={"reason": "max_output_tokens"})
             yield self._lifecycle("response.incomplete")
         else:
-            self.response.update(status="completed", completed_at=int(time.time()))
+            self.response.update(status="completed", completed_at=self.entropy.now())
             yield self._lifecycle("response.completed")
 
     # --- events -------------------------------------------------------------------------------
 
     def _lifecycle(self, kind: str) -> Event:
-        return self._event(kind, response=copy.deepcopy(self.response))
+        return self._event(kind, response=self.response)
 
     def _event(self, kind: str, **fields: Any) -> Event:
         event = {"type": kind, "sequence_number": self.sequence, **fields}
@@ -284,7 +321,12 @@ class EventBuilder:
 
     def _obfuscation(self) -> dict[str, str]:
         """Padding the real API adds to delta events against length side channels."""
-        return {"obfuscation": secrets.token_urlsafe(6)} if self.obfuscate else {}
+        return {"obfuscation": self.entropy.obfuscation()} if self.obfuscate else {}
+
+
+def dumps(data: Any) -> str:
+    """An event's (or any API object's) wire form: compact JSON, UTF-8 as is."""
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
 
 
 def usage_dict(usage: Usage) -> dict[str, Any]:

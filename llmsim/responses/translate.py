@@ -73,17 +73,18 @@ def to_turns(items: list[dict[str, Any]]) -> list[Turn]:
 
 def count_input_tokens(items: list[dict[str, Any]], instructions: str | None, tools: list[dict[str, Any]],
                        encoding: str) -> int:
+    count = tokens.counts.count  # a chain's history is counted again every turn: its texts' counts are kept
     total = TOKENS_REPLY_PRIMING
     if instructions:
-        total += TOKENS_PER_MESSAGE + tokens.count(instructions, encoding)
+        total += TOKENS_PER_MESSAGE + count(instructions, encoding)
     for turn in to_turns(items):
-        total += TOKENS_PER_MESSAGE + tokens.count(turn.text, encoding) + tokens.count(turn.name or "", encoding)
+        total += TOKENS_PER_MESSAGE + count(turn.text, encoding) + count(turn.name or "", encoding)
     for item in items:
         for part in item.get("content") or [] if item["type"] == "message" else []:
             if part.get("type") == "input_image":
                 total += IMAGE_TOKENS[part.get("detail") or "auto"]
     if tools:
-        total += tokens.count(json.dumps(tools, sort_keys=True), encoding)
+        total += count(json.dumps(tools, sort_keys=True), encoding)
     return total
 
 

@@ -69,7 +69,7 @@ def follow(store: ResponseStore, response_id: str, after: int = -1,
         status, events = state
         yield from events
         after += len(events)
-        if status in FINAL_STATUSES and not events:
+        if status in FINAL_STATUSES:  # read with its events: nothing more comes
             return
         if events:
             quiet_since = time.monotonic()
@@ -120,10 +120,13 @@ class BackgroundRunner:
         self.store = store
         self.serialize = serialize
         self._slots = threading.BoundedSemaphore(size)
+        self.on_queue: Callable[[int], None] | None = None  # told +1 on submit, -1 when done (a metrics gauge)
 
     def submit(self, builder: EventBuilder, deltas: Iterator[Any],
                on_end: Callable[[dict[str, Any]], None]) -> None:
         """Run `builder` over `deltas` later; `on_end(response)` runs before the terminal event is stored."""
+        if self.on_queue is not None:
+            self.on_queue(1)
         threading.Thread(target=self._run, args=(builder, deltas, on_end), daemon=True,
                          name=f"background-{builder.response['id']}").start()
 
@@ -143,6 +146,8 @@ class BackgroundRunner:
                 close = getattr(deltas, "close", None)
                 if close is not None:
                     close()  # stops the backend (and frees its pacing slot) when we stopped early
+                if self.on_queue is not None:
+                    self.on_queue(-1)
 
     def _generate(self, builder: EventBuilder, deltas: Iterator[Any],
                   on_end: Callable[[dict[str, Any]], None]) -> None:

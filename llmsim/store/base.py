@@ -20,6 +20,7 @@ class StoredResponse:
     history: list[dict[str, Any]] = field(default_factory=list)  # items before this response's input
     events: list[SerializedEvent] = field(default_factory=list)  # stream events so far, in order
     worker: str | None = None  # the process generating it, for a background response
+    replay: Replayable | None = None  # a finished response's events, built on demand (`events` stays empty)
 
     @property
     def id(self) -> str:
@@ -29,9 +30,19 @@ class StoredResponse:
     def status(self) -> str:
         return str(self.response.get("status"))
 
+    def stream_events(self) -> list[SerializedEvent]:
+        """Every stream event, in order: those kept, or those built again from the replay."""
+        return self.events if self.replay is None else self.replay.events(self.response)
+
     def context(self) -> list[dict[str, Any]]:
         """The items a response chained from this one inherits: history, input, then output."""
         return [*self.history, *self.input_items, *self.response["output"]]
+
+
+class Replayable(Protocol):
+    """How a finished response's events are built again (llmsim/responses/replay.py): the store keeps no text."""
+
+    def events(self, final: dict[str, Any]) -> list[SerializedEvent]: ...
 
 
 class ResponseStore(Protocol):

@@ -99,7 +99,7 @@ class MemoryStore:
     def tail(self, response_id: str, after: int) -> tuple[str, list[SerializedEvent]] | None:
         with self._lock:
             record = self._records.get(response_id)
-            return None if record is None else (record.status, record.events[after + 1:])
+            return None if record is None else (record.status, record.stream_events()[after + 1:])
 
     def cancel(self, response_id: str) -> StoredResponse | None:
         with self._lock:

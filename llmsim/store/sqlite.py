@@ -120,8 +120,9 @@ class SQLiteStore:
             conn.execute("INSERT INTO responses VALUES (?, ?, ?, ?, ?, ?, 0, ?)",
                          (record.id, self.limits.clock(), record.status, _dumps(record.response),
                           _dumps(record.input_items), _dumps(record.history), record.worker))
-            conn.executemany("INSERT INTO events VALUES (?, ?, ?, ?)",
-                             [(record.id, seq, kind, data) for seq, (kind, data) in enumerate(record.events)])
+            conn.executemany("INSERT INTO events VALUES (?, ?, ?, ?)",  # kept as text: any process may replay
+                             [(record.id, seq, kind, data)
+                              for seq, (kind, data) in enumerate(record.stream_events())])
             self.limits.enforce(conn)
 
     def get(self, response_id: str) -> StoredResponse | None:

@@ -5,9 +5,9 @@ prefill rate), hidden reasoning tokens take their time at the reasoning rate, an
 further visible token waits one inter-token latency. Waits run against a schedule (a
 late wake-up shortens the next wait) so gaps keep their configured distribution under load.
 
-Waiting is `time.sleep`, looked up at call time: in the gevent workers it is monkey-patched,
-so a sleeping stream is a parked greenlet, not a blocked thread. The same goes for the
-per-model queue (a `threading.BoundedSemaphore`, patched to gevent's).
+Waiting is `ticks.sleep`: in the gevent workers a waiting stream is a parked greenlet that the
+worker's one pacing timer wakes with every other stream due in the same tick (llmsim/timing/ticks.py).
+The per-model queue is a `threading.BoundedSemaphore`, patched to gevent's.
 """
 
 from __future__ import annotations
@@ -17,20 +17,33 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Protocol
 
 from llmsim.backends.base import Delta, Prompt, ReasoningDelta, TextDelta, ToolArgsDelta
+from llmsim.timing import ticks
 from llmsim.timing.latency import Concurrency, Timing
 
 
 def _sleep(seconds: float) -> None:
-    time.sleep(seconds)  # not bound at import: gevent patches `time.sleep` after this module may be loaded
+    ticks.sleep(seconds)  # the worker's shared timer; never `time.sleep` bound at import (gevent patches it later)
+
+
+class QueueObserver(Protocol):
+    """Told about the per-model queues (the metrics' running/waiting gauges and queue-time histogram)."""
+
+    def waiting(self, model: str, change: int) -> None: ...
+
+    def queued(self, model: str, seconds: float) -> None: ...
 
 
 class ModelLoad:
     """Sequences running for one model in this process, and the queue past its limit."""
 
-    def __init__(self, concurrency: Concurrency | None) -> None:
+    def __init__(self, concurrency: Concurrency | None, name: str = "",
+                 observer: QueueObserver | None = None) -> None:
         self.concurrency = concurrency
+        self.name = name
+        self.observer = observer
         self.running = 0
         self.waiting = 0
         self._slots = threading.BoundedSemaphore(concurrency.max_sequences) if concurrency else None
@@ -42,10 +55,14 @@ class ModelLoad:
         if self._slots is not None and not self._slots.acquire(blocking=False):
             queued = True
             self.waiting += 1
+            if self.observer is not None:
+                self.observer.waiting(self.name, 1)
             try:
                 self._slots.acquire()
             finally:
                 self.waiting -= 1
+                if self.observer is not None:
+                    self.observer.waiting(self.name, -1)
         self.running += 1
         try:
             yield queued
@@ -62,18 +79,24 @@ class Pacer:
     """Paces deltas for every request of a server; `speed` divides every wait (0 = never wait)."""
 
     def __init__(self, speed: float = 1.0, *, sleep: Callable[[float], None] = _sleep,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, observer: QueueObserver | None = None) -> None:
         self.speed = speed
+        self.observer = observer
         self.sleep = sleep
         self.clock = clock
         self.loads: dict[str, ModelLoad] = {}
 
+    def paces(self, prompt: Prompt, speed: float | None = None) -> bool:
+        """Whether `pace` makes this prompt's deltas wait."""
+        return (self.speed if speed is None else speed) > 0 and prompt.profile.timing is not None
+
     def pace(self, deltas: Iterator[Delta], prompt: Prompt, speed: float | None = None) -> Iterator[Delta]:
         """`deltas` with the waits of `prompt.profile`; `speed` overrides the server's for one request."""
+        if not self.paces(prompt, speed):
+            return deltas  # nothing to wait for: not even the per-model queue
         speed = self.speed if speed is None else speed
         timing = prompt.profile.timing
-        if speed <= 0 or timing is None:
-            return deltas  # nothing to wait for: not even the per-model queue
+        assert timing is not None
         load = self._load(prompt.profile.id, timing)
         rng = random.Random(f"llmsim-pacing:{prompt.seed}") if prompt.seed is not None else random.Random()
         return self._paced(deltas, timing, load, rng, speed, prompt.input_tokens, self.clock())
@@ -81,10 +104,10 @@ class Pacer:
     def _load(self, name: str, timing: Timing) -> ModelLoad:
         """The model's shared load; only models with a concurrency limit have one (any name could come)."""
         if timing.concurrency is None:
-            return ModelLoad(None)
+            return ModelLoad(None, name)
         load = self.loads.get(name)
         if load is None or load.concurrency != timing.concurrency:
-            load = self.loads[name] = ModelLoad(timing.concurrency)
+            load = self.loads[name] = ModelLoad(timing.concurrency, name, self.observer)
         return load
 
     def _paced(self, deltas: Iterator[Delta], timing: Timing, load: ModelLoad, rng: random.Random, speed: float,
@@ -92,6 +115,8 @@ class Pacer:
         """`start`: when the request was ready; the TTFT counts from there, or from leaving the queue."""
         with load.slot() as queued:
             schedule = self.clock() if queued else start
+            if self.observer is not None:
+                self.observer.queued(load.name, schedule - start)
             first = True
             for delta in deltas:
                 ms = delay_ms(delta, timing, rng, first)

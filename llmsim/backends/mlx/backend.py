@@ -1,10 +1,8 @@
 """Real local generation with MLX / mlx-lm behind the same Prompt → Deltas contract as the simulator.
 
-Each loaded model owns one native worker thread (a gevent ThreadPool of size one):
-every token step runs there, so the server's event loop keeps serving other
-clients while the model computes, and MLX always sees the same thread. A
-cooperative lock per model queues concurrent requests; a request that stops
-being read (client gone) stops generating at the next token.
+Each loaded model owns one native worker thread and a scheduler (scheduler.py) that batches every
+request for the model continuously: a request joins the running batch at the next decode step, and one
+that stops being read (client gone, cancelled) leaves it at the next step.
 """
 
 from __future__ import annotations
@@ -17,15 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gevent.lock import Semaphore
-from gevent.threadpool import ThreadPool
-
 from llmsim.backends.base import Delta, Finish, Prompt, Usage
 from llmsim.backends.mlx.cache import PromptCache
 from llmsim.backends.mlx.chat import to_messages, to_tools
 from llmsim.backends.mlx.models import ModelSpec, resolve
 from llmsim.backends.mlx.parsing import OutputParser, think_markers
+from llmsim.backends.mlx.scheduler import DECODE_CONCURRENCY, PROMPT_CONCURRENCY, Scheduler, Sequence, Token
 from llmsim.backends.mlx.schema import SchemaProcessor, lltokenizer_for, schema_of
+from llmsim.timing.pacing import QueueObserver
 from llmsim.timing.profiles import Profile, ReasoningSpec
 
 
@@ -55,8 +52,13 @@ class LoadedModel:
     profile: Profile
     sampling: SamplingDefaults
     cache: PromptCache
-    lock: Semaphore = field(default_factory=Semaphore)
-    worker: ThreadPool = field(default_factory=lambda: ThreadPool(1))
+    scheduler: Scheduler = field(init=False)
+    decode_concurrency: int = DECODE_CONCURRENCY
+    prompt_concurrency: int = PROMPT_CONCURRENCY
+
+    def __post_init__(self) -> None:
+        self.scheduler = Scheduler(self.model, sorted(self.tokenizer.eos_token_ids), self.cache.keep,
+                                   self.decode_concurrency, self.prompt_concurrency, name=self.alias)
 
     @functools.cached_property
     def lltokenizer(self) -> Any:
@@ -80,13 +82,15 @@ def _profile(alias: str, path: Path, config: dict[str, Any], tokenizer: Any) -> 
                    max_output_tokens=context, reasoning=reasoning, sampling_always=True)
 
 
-def load_model(spec: ModelSpec, allow_download: bool = False, trust_remote_code: bool = False) -> LoadedModel:
+def load_model(spec: ModelSpec, allow_download: bool = False, trust_remote_code: bool = False,
+               decode_concurrency: int = DECODE_CONCURRENCY, prompt_concurrency: int = PROMPT_CONCURRENCY
+               ) -> LoadedModel:
     from mlx_lm import load
 
     path = resolve(spec.source, allow_download)
     model, tokenizer, config = load(str(path), return_config=True, trust_remote_code=trust_remote_code)
     return LoadedModel(spec.alias, path, model, tokenizer, _profile(spec.alias, path, config, tokenizer),
-                       SamplingDefaults.read(path), PromptCache(model))
+                       SamplingDefaults.read(path), PromptCache(model), decode_concurrency, prompt_concurrency)
 
 
 class MLXBackend:
@@ -98,6 +102,11 @@ class MLXBackend:
     @property
     def profiles(self) -> list[Profile]:
         return [m.profile for m in self.models.values()]
+
+    def observe(self, observer: QueueObserver) -> None:
+        """Report requests waiting for a decode slot (vllm:num_requests_waiting) to `observer`."""
+        for loaded in self.models.values():
+            loaded.scheduler.observer = observer
 
     def render(self, loaded: LoadedModel, prompt: Prompt, think: bool = True) -> tuple[list[int], bool]:
         """Prompt tokens from the model's chat template, and whether the template opened a thinking block."""
@@ -113,65 +122,82 @@ class MLXBackend:
 
     def generate(self, prompt: Prompt) -> Iterator[Delta]:
         loaded = self.models[prompt.model]
-        loaded.lock.acquire()
-        try:
-            yield from self._generate(loaded, prompt)
-        finally:
-            loaded.lock.release()
-
-    def _generate(self, loaded: LoadedModel, prompt: Prompt) -> Iterator[Delta]:
-        from mlx_lm import stream_generate
-        from mlx_lm.sample_utils import make_logits_processors, make_sampler
-
         schema = schema_of(prompt.text_format)  # constrained output: no thinking, no tool markup
         tokens, opened = self.render(loaded, prompt, think=schema is None)
         room = loaded.profile.context_window - len(tokens)
         if room <= 0:
             raise ValueError(f"the prompt has {len(tokens)} tokens; the context window is "
                              f"{loaded.profile.context_window}")
-        limit = min(prompt.max_output_tokens or room, room)
         parser = OutputParser(think=think_markers(loaded.tokenizer) if schema is None else None, in_think=opened,
                               tools=bool(prompt.tools) and schema is None, summary=prompt.reasoning_summary)
-        sampler = make_sampler(prompt.temperature, prompt.top_p, loaded.sampling.min_p,
-                               top_k=loaded.sampling.top_k)
-        processors = make_logits_processors(repetition_penalty=loaded.sampling.repetition_penalty,
-                                            presence_penalty=prompt.presence_penalty or None,
-                                            frequency_penalty=prompt.frequency_penalty or None)
+        processors = make_processors(loaded, prompt)
         if schema is not None:
             processors.append(SchemaProcessor(loaded.lltokenizer, schema))
         cache, reused = loaded.cache.take(tokens)
-        fed = list(tokens)
-
-        def start() -> Iterator[Any]:
-            if prompt.seed is not None:
-                import mlx.core as mx
-
-                mx.random.seed(prompt.seed % 2**32)
-            return stream_generate(loaded.model, loaded.tokenizer, tokens[reused:], limit, sampler=sampler,
-                                   logits_processors=processors, prompt_cache=cache)
-
-        stream = loaded.worker.apply(start)
-        reasoning = 0
-        finish_reason = None
+        sequence = Sequence(tokens[reused:], tokens[:reused], cache, min(prompt.max_output_tokens or room, room),
+                            make_sampler(loaded, prompt), processors)
+        detokenizer = loaded.tokenizer.detokenizer
+        generated = reasoning = 0
+        finish = None
+        loaded.scheduler.submit(sequence)
         try:
-            while finish_reason is None:
-                step = loaded.worker.apply(next, (stream, None))
-                if step is None:
-                    break
-                fed.append(step.token)
-                finish_reason = step.finish_reason
-                eos = finish_reason == "stop"
-                if parser.thinking and not eos:
-                    reasoning += 1
-                yield from parser.feed(step.text)
+            while finish is None:
+                step = sequence.tokens.get()
+                if isinstance(step, BaseException):
+                    raise step
+                assert isinstance(step, Token)
+                generated += 1
+                finish = step.finish
+                if finish != "stop":  # the end token is not shown
+                    detokenizer.add_token(step.token)
+                    reasoning += parser.thinking
+                if finish is not None:
+                    detokenizer.finalize()
+                yield from parser.feed(detokenizer.last_segment)
             yield from parser.close()
         finally:
-            loaded.worker.apply(stream.close)
-            loaded.cache.keep(cache, fed)
-        output = len(fed) - len(tokens) - (1 if finish_reason == "stop" else 0)
-        reason = "length" if finish_reason == "length" else ("tool_calls" if parser.calls else "stop")
+            loaded.scheduler.leave(sequence)
+        output = generated - (1 if finish == "stop" else 0)
+        reason = "length" if finish == "length" else ("tool_calls" if parser.calls else "stop")
         yield Finish(reason, Usage(len(tokens), output, reasoning, cached_tokens=reused))
 
 
-def load(specs: list[ModelSpec], allow_download: bool = False, trust_remote_code: bool = False) -> MLXBackend:
-    return MLXBackend([load_model(spec, allow_download, trust_remote_code) for spec in specs])
+def make_sampler(loaded: LoadedModel, prompt: Prompt) -> Any:
+    """The request's own sampler: greedy at temperature 0; with a seed, its own random key, so a seeded request
+    samples the same tokens whatever else shares the batch."""
+    from mlx_lm.sample_utils import apply_min_p, apply_top_k, apply_top_p
+    from mlx_lm.sample_utils import make_sampler as mlx_sampler
+
+    top_k, min_p = loaded.sampling.top_k, loaded.sampling.min_p
+    if prompt.temperature == 0 or prompt.seed is None:
+        return mlx_sampler(prompt.temperature, prompt.top_p, min_p, top_k=top_k)
+    import mlx.core as mx
+
+    key = [mx.random.key(prompt.seed % 2**32)]
+    scale = 1.0 / prompt.temperature
+
+    def sample(logprobs: Any) -> Any:
+        if 0 < prompt.top_p < 1.0:
+            logprobs = apply_top_p(logprobs, prompt.top_p)
+        if min_p:
+            logprobs = apply_min_p(logprobs, min_p)
+        if top_k:
+            logprobs = apply_top_k(logprobs, top_k)
+        key[0], draw = mx.random.split(key[0])
+        return mx.random.categorical(logprobs * scale, key=draw)
+
+    return sample
+
+
+def make_processors(loaded: LoadedModel, prompt: Prompt) -> list[Any]:
+    from mlx_lm.sample_utils import make_logits_processors
+
+    return make_logits_processors(repetition_penalty=loaded.sampling.repetition_penalty,
+                                  presence_penalty=prompt.presence_penalty or None,
+                                  frequency_penalty=prompt.frequency_penalty or None)
+
+
+def load(specs: list[ModelSpec], allow_download: bool = False, trust_remote_code: bool = False,
+         decode_concurrency: int = DECODE_CONCURRENCY, prompt_concurrency: int = PROMPT_CONCURRENCY) -> MLXBackend:
+    return MLXBackend([load_model(spec, allow_download, trust_remote_code, decode_concurrency, prompt_concurrency)
+                       for spec in specs])

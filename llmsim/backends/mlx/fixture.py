@@ -92,36 +92,49 @@ class ModelArgs(BaseModelArgs):
 
 
 class Model(nn.Module):
+    """Stateless: each row's history is kept in its KV cache (key = token id + 1, value = 1 for a token fed in
+    a prompt chunk, 2 for one fed alone), so rows can be batched, filtered and reused across turns.
+    The script follows the last trigger in the newest prompt; its position is the count of tokens fed alone
+    since then, less one (the prompt's last token is fed alone too)."""
+
     def __init__(self, args: ModelArgs):
         super().__init__()
         self.args = args
         self.bias = mx.zeros((1,))
         self.scripts = {int(k): v for k, v in args.scripts.items()}
-        self.script = args.default_script
-        self.position = 0
-        self.end = 0  # the cache offset after the last call: a different one means a new prompt
         self.layers = [None]
 
     def make_cache(self):
         return [KVCache()]
 
     def __call__(self, inputs, cache=None, **_):
-        ids = inputs[0].tolist()
-        triggers = [t for t in ids if t in self.scripts]
-        if len(ids) > 1 or triggers:  # a new prompt: prefill chunks, then the last prompt token alone
-            self.script = self.scripts[triggers[-1]] if triggers else self.args.default_script
-            self.position = 0
-        elif cache and cache[0].offset != self.end:  # the same prompt again, all but one token cached
-            self.position = 0
-        if cache:
-            dummy = mx.zeros((1, 1, len(ids), 1))
-            cache[0].update_and_fetch(dummy, dummy)
-            self.end = cache[0].offset
-        target = self.script[self.position] if self.position < len(self.script) else self.args.eos_token_id
-        if len(ids) == 1:
-            self.position += 1
-        row = mx.where(mx.arange(self.args.vocab_size) == target, 0.0, -1e9) + self.bias
-        return mx.broadcast_to(row, (1, len(ids), self.args.vocab_size))
+        batch, length = inputs.shape
+        kind = 1.0 if length > 1 else 2.0
+        keys = (inputs.astype(mx.float32) + 1.0).reshape(batch, 1, length, 1)
+        values = mx.full((batch, 1, length, 1), kind)
+        keys, values = cache[0].update_and_fetch(keys, values)
+        rows = []
+        for b, (ids, kinds) in enumerate(zip(keys[:, 0, :, 0].tolist(), values[:, 0, :, 0].tolist())):
+            history = [(int(i) - 1, int(k)) for i, k in zip(ids, kinds) if k > 0]
+            alone = 0
+            while alone < len(history) and history[-1 - alone][1] == 2:
+                alone += 1
+            newest = [t for t, _ in history[len(history) - alone - self._chunk(history, alone):]]
+            triggers = [t for t in newest if t in self.scripts]
+            script = self.scripts[triggers[-1]] if triggers else self.args.default_script
+            position = alone - 1
+            target = script[position] if 0 <= position < len(script) else self.args.eos_token_id
+            rows.append(mx.where(mx.arange(self.args.vocab_size) == target, 0.0, -1e9))
+        logits = mx.stack(rows)[:, None, :] + self.bias
+        return mx.broadcast_to(logits, (batch, length, self.args.vocab_size))
+
+    @staticmethod
+    def _chunk(history, alone):
+        """The prompt chunk fed before the run of single tokens."""
+        n = 0
+        while n + alone < len(history) and history[-1 - alone - n][1] == 1:
+            n += 1
+        return n
 '''
 
 

@@ -1,5 +1,5 @@
-"""The simulator: plausible text from faker, reasoning scaled by effort, exact token accounting;
-tool calls and schema-valid JSON as planned by `backends.tools`.
+"""The simulator: answer text shaped by the question (`text.py`), reasoning scaled by effort, exact token
+accounting; tool calls and schema-valid JSON as planned by `backends.tools`.
 
 Everything random draws from one `random.Random` seeded by the prompt, so the same
 seed and input give the same words in any process.
@@ -28,8 +28,9 @@ from llmsim.backends.base import (
     ToolItem,
     Usage,
 )
-from llmsim.backends.sim import jsongen
-from llmsim.backends.sim.tools import Call, Planner, Say, Step
+from llmsim.backends.sim import jsongen, text
+from llmsim.backends.sim.text import Answer
+from llmsim.backends.sim.tools import Call, Planner, Say, Step, last_user_text
 
 # Reasoning tokens per visible output token, by effort (spec R4.3.1).
 REASONING_MULTIPLIER = {"minimal": 0.5, "low": 1.5, "medium": 3.0, "high": 6.0, "xhigh": 10.0}
@@ -49,23 +50,27 @@ _FAKER_LOCK = threading.Lock()
 class SimBackend:
     name = "sim"
 
-    def __init__(self, length_range: dict[str, tuple[int, int]] | None = None, tool_call_rate: float = 0.0) -> None:
+    def __init__(self, length_range: dict[str, tuple[int, int]] | None = None, tool_call_rate: float = 0.0,
+                 text_mode: str = text.DEFAULT_MODE) -> None:
         self.length_range = length_range or LENGTH_RANGE
         self.tool_call_rate = tool_call_rate
+        self.text_mode = text_mode
 
     def generate(self, prompt: Prompt) -> Iterator[Delta]:
         rng = random.Random(prompt.seed)
-        encoding = tokens.encoding(prompt.profile.encoding)
+        encoding = prompt.profile.encoding
+        mode = prompt.text_mode or self.text_mode
         low, high = self.length_range[prompt.verbosity]
         target = rng.randint(low, high)
+        question = last_user_text(prompt.turns)
         with _FAKER_LOCK:
             fake = _FAKER
             fake.seed_instance(rng.getrandbits(64))
             steps = Planner(prompt, rng, fake, self.tool_call_rate).plan()
-            says = {id(step): encoding.encode_ordinary(step.text if step.text is not None else
-                                                       self._answer(prompt, fake, encoding, target, rng, step.hints))
+            says = {id(step): text.tokenize(step.text, encoding) if step.text is not None else
+                    self._answer(prompt, fake, mode, question, target, rng, step.hints)
                     for step in steps if isinstance(step, Say)}
-            content = sum(len(says[id(s)]) if isinstance(s, Say) else self._step_tokens(s, encoding) for s in steps)
+            content = sum(says[id(s)].tokens if isinstance(s, Say) else self._step_tokens(s, encoding) for s in steps)
             planned_reasoning = (
                 math.ceil(REASONING_MULTIPLIER[prompt.reasoning_effort] * content) if prompt.reasoning_effort else 0
             )
@@ -76,7 +81,7 @@ class SimBackend:
                 scripted = prompt.script.reasoning_summary if prompt.script else None
                 if scripted or prompt.reasoning_summary:
                     words = max(1, round(SUMMARY_SHARE[prompt.reasoning_summary or "auto"] * reasoning))
-                    summary = scripted.split(" ") if scripted else self._words(fake, words)
+                    summary = scripted.split(" ") if scripted else self._summary(mode, question, words, rng, fake)
         left = None if budget is None else max(0, budget - reasoning)
 
         if prompt.reasoning_effort:
@@ -89,17 +94,17 @@ class SimBackend:
         for step in steps:
             if isinstance(step, Say):
                 answer = says[id(step)]
-                visible = answer if left is None else answer[: max(0, left - spent)]
-                truncated = truncated or len(visible) < len(answer)
-                yield from self._stream_text(visible, encoding, rng, prompt)
-                written = encoding.decode(visible)
+                visible = answer if left is None else answer.truncated(max(0, left - spent))
+                truncated = truncated or visible.tokens < answer.tokens
+                yield from self._stream_text(visible, rng, prompt)
+                written = visible.text
                 for note in step.annotations:
                     if note.get("end_index", note.get("index", 0)) <= len(written):
                         yield TextAnnotation(note)
-                spent += len(visible)
+                spent += visible.tokens
             elif isinstance(step, Call):
                 yield ToolCallStart(step.call_id, step.name, step.kind)
-                for piece in self._stream_text(encoding.encode_ordinary(step.text), encoding, rng, prompt):
+                for piece in self._stream_text(text.tokenize(step.text, encoding), rng, prompt):
                     yield ToolArgsDelta(piece.text, piece.tokens)
                 spent += self._step_tokens(step, encoding)
             else:
@@ -110,55 +115,43 @@ class SimBackend:
         called = any(isinstance(s, Call) for s in steps)
         yield Finish("length" if truncated else "tool_calls" if called else "stop", usage)
 
-    def _answer(self, prompt: Prompt, fake: Faker, encoding: object, target: int, rng: random.Random,
-                hints: dict[str, str]) -> str:
-        """Simulated answer text: JSON when text.format asks for it, prose otherwise."""
+    def _answer(self, prompt: Prompt, fake: Faker, mode: str, question: str, target: int, rng: random.Random,
+                hints: dict[str, str]) -> Answer:
+        """Simulated answer text: JSON when text.format asks for it (in every text mode), else the mode's text."""
         fmt = prompt.text_format
         if fmt.get("type") == "json_schema":
-            return json.dumps(jsongen.generate(fmt["schema"], rng, fake, hints), ensure_ascii=False)
+            return text.tokenize(json.dumps(jsongen.generate(fmt["schema"], rng, fake, hints), ensure_ascii=False),
+                                 prompt.profile.encoding)
         if fmt.get("type") == "json_object":
-            return json.dumps(jsongen.generate(JSON_OBJECT, rng, fake), ensure_ascii=False)
-        return self._compose(fake, encoding, target)
+            return text.tokenize(json.dumps(jsongen.generate(JSON_OBJECT, rng, fake), ensure_ascii=False),
+                                 prompt.profile.encoding)
+        return text.compose(mode, question, target, rng, prompt.profile.encoding, fake=lambda: fake)
 
     @staticmethod
-    def _step_tokens(step: Step, encoding: object) -> int:
+    def _summary(mode: str, question: str, words: int, rng: random.Random, fake: Faker) -> list[str]:
+        """Reasoning summary words: a plan for the answer, or the filler of the lorem and faker modes."""
+        if mode == "faker":
+            out = fake.words(nb=words)
+        elif mode == "lorem":
+            out = [rng.choice(text.phrases.LOREM_WORDS) for _ in range(words)]
+        else:
+            return text.plan(question, words)
+        out[0] = out[0].capitalize()
+        out[-1] += "."
+        return out
+
+    @staticmethod
+    def _step_tokens(step: Step, encoding: str) -> int:
         if isinstance(step, Call):
-            return len(encoding.encode_ordinary(step.text))  # type: ignore[attr-defined]
+            return tokens.count(step.text, encoding)
         item = step.result.item  # type: ignore[union-attr]
         shown = item.get("code") or item.get("arguments") or item.get("revised_prompt") or \
             json.dumps(item.get("action") or item.get("queries") or "")
-        return len(encoding.encode_ordinary(shown))  # type: ignore[attr-defined]
+        return tokens.count(shown, encoding)
 
     @staticmethod
-    def _compose(fake: Faker, encoding: object, target_tokens: int) -> str:
-        sentences: list[str] = []
-        count = 0
-        while count < target_tokens:
-            sentence = fake.sentence(nb_words=fake.random_int(6, 16))
-            sentences.append(sentence)
-            count += len(encoding.encode_ordinary(" " + sentence))  # type: ignore[attr-defined]
-        return " ".join(sentences)
-
-    @staticmethod
-    def _words(fake: Faker, n: int) -> list[str]:
-        words = fake.words(nb=n)
-        words[0] = words[0].capitalize()
-        words[-1] += "."
-        return words
-
-    @staticmethod
-    def _stream_text(token_ids: list[int], encoding: object, rng: random.Random, prompt: Prompt) -> Iterator[TextDelta]:
-        pending = b""
-        merged = 0
-        for token in token_ids:
-            raw = encoding.decode_single_token_bytes(token)  # type: ignore[attr-defined]
-            pending += raw
-            merged += 1
-            try:
-                text = pending.decode("utf-8")
-            except UnicodeDecodeError:
-                continue
-            pending = b""
+    def _stream_text(answer: Answer, rng: random.Random, prompt: Prompt) -> Iterator[TextDelta]:
+        for piece, count in answer.chunks:
             logprobs: list[dict] = []
             if prompt.logprobs:
                 logprob = -round(rng.expovariate(8.0), 6)
@@ -166,9 +159,9 @@ class SimBackend:
                     {"token": alt, "logprob": round(logprob - rng.uniform(0.5, 6.0), 6), "bytes": list(alt.encode())}
                     for alt in rng.sample(_ALTERNATIVES, min(prompt.top_logprobs, len(_ALTERNATIVES)))
                 ]
-                logprobs = [{"token": text, "logprob": logprob, "bytes": list(text.encode()), "top_logprobs": alternatives}]
-            yield TextDelta(text=text, tokens=merged, logprobs=logprobs)
-            merged = 0
+                logprobs = [{"token": piece, "logprob": logprob, "bytes": list(piece.encode()),
+                             "top_logprobs": alternatives}]
+            yield TextDelta(text=piece, tokens=count, logprobs=logprobs)
 
 
 _ALTERNATIVES = [" the", " a", " and", " of", " to", " in", " is", " that", " it", " for", " as", " with",

@@ -1,0 +1,82 @@
+"""A demo for the live dashboard: an LLMSim with a few fault rules and a scenario, under steady traffic.
+
+    python examples/dashboard_demo.py                       # then open the printed /llmsim/ui address
+    python examples/dashboard_demo.py --screenshot docs/dashboard.png   # the README's picture (needs chromium)
+
+Several clients stream and call three models at realistic speed; some requests get faults, a few hit an
+RPM limit. Ctrl-C stops it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import threading
+import time
+
+import httpx
+import openai
+
+from llmsim.testing import ServerProcess
+
+MODELS = ["gpt-4o", "gpt-4o", "gpt-4o-mini", "gpt-4o-mini", "gpt-4.1-nano"]
+FAULTS = ["server_error;every=11", "stream_drop;every=17;endpoints=responses", "rate_limit;every=23"]
+SCENARIO = {"name": "support-bot", "on_exhausted": "simulate",
+            "turns": [{"text": "Hello! How can I help?"}, {"text": "Your order ships today."}]}
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def traffic(base_url: str, model: str, stop: threading.Event) -> None:
+    client = openai.OpenAI(base_url=base_url, api_key="sk-demo", max_retries=0)
+    turn = 0
+    while not stop.is_set():
+        turn += 1
+        try:
+            if turn % 4 == 0:
+                client.responses.create(model=model, input="Write a haiku about tides.", max_output_tokens=60)
+            else:
+                with client.responses.stream(model=model, input="Tell me about the sea.",
+                                             max_output_tokens=160) as events:
+                    for _ in events:
+                        pass
+        except openai.OpenAIError:
+            time.sleep(1.0)  # a fault: what a client would see; back off, then on to the next request
+
+
+def screenshot(url: str, path: str) -> None:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1920, "height": 1080})
+        page.goto(url)
+        time.sleep(40)  # a few minutes of history would look better; this is enough for every panel
+        page.screenshot(path=path)
+        browser.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--screenshot", help="save a 1920x1080 screenshot of the dashboard here, then stop")
+    args = parser.parse_args()
+    flags = ["--speed", "1", "--rpm", "60"] + [f for spec in FAULTS for f in ("--fault", spec)]
+    with ServerProcess(*flags) as server:
+        httpx.put(f"{server.url}/llmsim/admin/scenarios", json=SCENARIO).raise_for_status()
+        stop = threading.Event()
+        for model in MODELS:
+            threading.Thread(target=traffic, args=(server.base_url, model, stop), daemon=True).start()
+        url = f"{server.url}/llmsim/ui"
+        print(f"dashboard: {url}", flush=True)
+        try:
+            if args.screenshot:
+                screenshot(url, args.screenshot)
+            else:
+                while True:
+                    time.sleep(1)
+        except KeyboardInterrupt:
+            pass
+        stop.set()
+
+
+if __name__ == "__main__":
+    main()

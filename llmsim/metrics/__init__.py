@@ -1,0 +1,1 @@
+"""Prometheus metrics: definitions, the per-request meter, and the multiprocess directory."""

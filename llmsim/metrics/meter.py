@@ -1,0 +1,178 @@
+"""One generating request, measured where its events leave the server: what the client saw.
+
+The chaos gate makes a Meter for every admitted request and the Admission wraps two streams with it: the
+backend's deltas (to read the usage and finish reason) and the serialized events, last before they become
+bytes (to time the first token and the gaps between tokens, latency faults included). When the events end,
+however they end, the request's figures go into the metrics at once. Per event it costs a dict lookup and,
+for a token, a clock read; the histograms are written once per request.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from llmsim.backends.base import Finish
+from llmsim.metrics.registry import ITL_BUCKETS, Metrics
+from llmsim.timing.pricing import Pricing
+
+SerializedEvent = tuple[str, str]
+FINISHED = {"stop": "stop", "tool_calls": "stop", "length": "length"}  # vLLM's reasons; anything else: abort
+CHUNK = "chat.completion.chunk"
+TEXT, OTHER, LOOK = 1, 0, 2  # an event type carries tokens, does not, or (a chat chunk) its data says
+_KINDS: dict[str, int] = {}  # by event type: the builders' few names, so a lookup, not a string test per event
+
+
+def _kind(kind: str) -> int:
+    found = _KINDS[kind] = LOOK if kind == CHUNK else TEXT if kind.endswith(".delta") else OTHER
+    return found
+
+
+def carries_tokens(kind: str, data: str) -> bool:
+    """A Responses `*.delta` event, or a Chat Completions chunk with content (not the role or finish chunk)."""
+    found = _KINDS.get(kind)
+    if found is None:
+        found = _kind(kind)
+    return found == TEXT or (found == LOOK and '"finish_reason":null' in data and '"role":"' not in data)
+
+
+class Meter:
+    """The figures of one request: made by the chaos gate, fed by the Admission's two wrappers."""
+
+    def __init__(self, metrics: Metrics, model: str, *, stream: bool, input_tokens: int,
+                 pricing: Pricing | None = None, entry: dict[str, Any] | None = None,
+                 started: float | None = None) -> None:
+        self.metrics = metrics
+        self.model = metrics.model_label(model)
+        self.stream = stream
+        self.pricing = pricing
+        self.entry = entry  # the request log's entry (llmsim/api/chaos.py): the dashboard's row
+        self.started = time.perf_counter() if started is None else started
+        self.prompt_tokens = input_tokens
+        self.usage: list[Finish] = []  # one per choice (Chat Completions' n)
+        self.streamed_tokens = 0
+        self.response_id: str | None = None
+        self.at_edge = False
+        self.closed = False
+
+    def deltas(self, deltas: Iterator[Any]) -> Iterator[Any]:
+        try:
+            for delta in deltas:
+                if isinstance(delta, Finish):
+                    self.usage.append(delta)
+                else:
+                    self.streamed_tokens += getattr(delta, "tokens", 0)
+                yield delta
+        finally:
+            if not self.at_edge:  # a background response: no events pass the edge, its end is the deltas'
+                self.close(None, 0.0)
+
+    def events(self, events: Iterator[SerializedEvent]) -> Iterator[SerializedEvent]:
+        self.at_edge = True
+        return self._timed(events)
+
+    def _timed(self, events: Iterator[SerializedEvent]) -> Iterator[SerializedEvent]:
+        running = self.metrics.running.labels(self.model)
+        running.inc()
+        first: float | None = None
+        last = 0.0
+        gaps = Gaps()
+        add, clock, kinds = gaps.values.append, time.perf_counter, _KINDS.get  # per event: locals only
+        try:
+            for item in events:
+                kind = item[0]
+                found = kinds(kind)
+                if found is None:
+                    found = _kind(kind)
+                if found == TEXT or (found == LOOK and carries_tokens(kind, item[1])):
+                    now = clock()
+                    if first is None:
+                        first = now
+                        if self.entry is not None:  # the request log shows it while the stream goes on
+                            self.entry["ttft_ms"] = round((now - self.started) * 1000, 1)
+                    else:
+                        add(now - last)
+                    last = now
+                elif kind == "response.created" and self.response_id is None:
+                    self.response_id = _response_id(item[1])
+                yield item
+        finally:
+            running.dec()
+            self.close(first, last, gaps)
+
+    def close(self, first: float | None, last: float, gaps: Gaps | None = None) -> None:
+        """Everything about the request, once: latencies, finish reason, tokens, cost, the log entry."""
+        if self.closed:
+            return
+        self.closed = True
+        m, model = self.metrics, self.model
+        end = time.perf_counter()
+        m.e2e.labels(model).observe(end - self.started)
+        ttft = None
+        if self.stream and first is not None:
+            ttft = first - self.started
+            m.ttft.labels(model).observe(ttft)
+            if gaps is not None and gaps.values:
+                gaps.write(m.itl.labels(model))
+                m.tpot.labels(model).observe((last - first) / len(gaps.values))
+        reason = FINISHED.get(self.usage[-1].reason, "abort") if self.usage else "abort"
+        prompt, output, reasoning, cached = self._tokens()
+        m.success.labels(model, reason).inc()
+        m.prompt_tokens.labels(model).inc(prompt)
+        m.generation_tokens.labels(model).inc(output)
+        m.request_prompt_tokens.labels(model).observe(prompt)
+        m.request_generation_tokens.labels(model).observe(output)
+        if reasoning:
+            m.reasoning_tokens.labels(model).inc(reasoning)
+        if self.pricing is not None:
+            m.cost.labels(model).inc(self.pricing.cost({"input_tokens": prompt, "output_tokens": output,
+                                                        "input_tokens_details": {"cached_tokens": cached}}))
+        if m.refresh is not None:
+            m.refresh()
+        if self.entry is not None:
+            self.entry.update(response_id=self.response_id, finished_reason=reason, input_tokens=prompt,
+                              output_tokens=output, ttft_ms=None if ttft is None else round(ttft * 1000, 1),
+                              duration_ms=round((end - self.started) * 1000, 1))
+
+    def _tokens(self) -> tuple[int, int, int, int]:
+        """(prompt, output, reasoning, cached): the usage the backend reported, or what was streamed before an
+        abort."""
+        if not self.usage:
+            return self.prompt_tokens, self.streamed_tokens, 0, 0
+        return (max(f.usage.input_tokens for f in self.usage), sum(f.usage.output_tokens for f in self.usage),
+                sum(f.usage.reasoning_tokens for f in self.usage), max(f.usage.cached_tokens for f in self.usage))
+
+
+class Gaps:
+    """A request's inter-token gaps, kept as they come and written to the histogram once, at the end: what
+    `observe` does per value (prometheus-client has no batch observe), one file write per bucket instead of
+    several per token."""
+
+    def __init__(self) -> None:
+        self.values: list[float] = []
+
+    def add(self, seconds: float) -> None:
+        self.values.append(seconds)
+
+    def write(self, child: Any) -> None:
+        ordered = sorted(self.values)
+        below = 0
+        for i, bound in enumerate((*ITL_BUCKETS, math.inf)):
+            upto = bisect.bisect_right(ordered, bound)  # values <= bound: observe() puts each in the first such
+            if upto > below:
+                child._buckets[i].inc(upto - below)  # the histogram's own values, as observe() writes them
+            below = upto
+        child._sum.inc(sum(ordered))
+
+
+def _response_id(data: str) -> str | None:
+    """The id in a `response.created` event, without parsing the whole response it carries."""
+    start = data.find('"id":"')
+    if start < 0:
+        return None
+    start += 6
+    end = data.find('"', start)
+    return data[start:end] if end > start else None

@@ -1,0 +1,131 @@
+"""A stored response's stream events, built again when someone replays them instead of kept as text.
+
+Most stored responses are never replayed, yet their ~110 serialized events were most of what the store
+held. A `Replay` keeps what the events are made of that the final Response does not already hold: the
+deltas' boundaries (one string and an array of lengths), the few non-text deltas, and the seed of the
+`obfuscation` padding. Running the event builder over them again, with the response's own item ids,
+completion time and encrypted reasoning (`Recorded`), gives back the same events, byte for byte.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from llmsim.backends.base import Delta, ReasoningDelta, TextDelta, ToolArgsDelta
+from llmsim.responses.events import EventBuilder, Entropy, SerializedEvent, dumps
+
+TEXT, REASONING, SUMMARY, ARGS, OTHER = "T", "R", "S", "A", "O"
+
+
+class Recorded(Entropy):
+    """A finished response's own ids, completion time and encrypted reasoning, handed out in order again."""
+
+    def __init__(self, final: dict[str, Any], obfuscation_seed: int) -> None:
+        super().__init__(obfuscation_seed)
+        self.final = final
+
+    def item_id(self, prefix: str, index: int) -> str:
+        return str(self.final["output"][index]["id"])
+
+    def now(self) -> int:
+        return int(self.final["completed_at"])
+
+    def encrypted_reasoning(self, index: int) -> str:
+        return str(self.final["output"][index]["encrypted_content"])
+
+
+class BackendFailure(Exception):
+    """The backend's error, kept as its message: raised again where it was, so the replay fails the same way."""
+
+
+class DeltaLog:
+    """The deltas of one response, compact: text pieces joined with their lengths, other deltas as they are."""
+
+    __slots__ = ("kinds", "lengths", "text", "others", "logprobs", "failure", "_pieces")
+
+    def __init__(self) -> None:
+        self.kinds = ""
+        self.lengths = array("I")
+        self.text = ""
+        self.others: list[Delta] = []
+        self.logprobs: list[list[dict[str, Any]]] | None = None  # per text piece, only when any has some
+        self.failure: str | None = None
+        self._pieces: list[tuple[str, str, list[dict[str, Any]]]] | None = []
+
+    def recording(self, deltas: Iterable[Delta]) -> Iterator[Delta]:
+        """`deltas` passed through, each noted; `seal` when they are done."""
+        pieces = self._pieces
+        assert pieces is not None, "a DeltaLog records once"
+        others = self.others
+        try:
+            for delta in deltas:
+                kind = type(delta)
+                if kind is TextDelta:
+                    pieces.append((TEXT, delta.text, delta.logprobs))  # type: ignore[union-attr]
+                elif kind is ToolArgsDelta:
+                    pieces.append((ARGS, delta.text, []))  # type: ignore[union-attr]
+                elif kind is ReasoningDelta and delta.text and not delta.summary:  # type: ignore[union-attr]
+                    pieces.append((REASONING, delta.text, []))  # type: ignore[union-attr]
+                elif kind is ReasoningDelta and delta.summary and not delta.text:  # type: ignore[union-attr]
+                    pieces.append((SUMMARY, delta.summary, []))  # type: ignore[union-attr]
+                else:
+                    pieces.append((OTHER, "", []))
+                    others.append(delta)
+                yield delta
+        except Exception as exc:
+            self.failure = str(exc)
+            raise
+
+    def seal(self) -> DeltaLog:
+        """Pack what was recorded into its compact form."""
+        pieces, self._pieces = self._pieces or [], None
+        self.kinds = "".join(kind for kind, _, _ in pieces)
+        self.lengths = array("I", (len(text) for kind, text, _ in pieces if kind != OTHER))
+        self.text = "".join(text for _, text, _ in pieces)
+        if any(logprobs for _, _, logprobs in pieces):
+            self.logprobs = [logprobs for kind, _, logprobs in pieces if kind != OTHER]
+        return self
+
+    def deltas(self) -> Iterator[Delta]:
+        """The recorded deltas again (token counts aside: events do not show them)."""
+        others, lengths, text, logprobs = iter(self.others), iter(self.lengths), self.text, self.logprobs
+        start = piece = 0
+        for kind in self.kinds:
+            if kind == OTHER:
+                yield next(others)
+                continue
+            end = start + next(lengths)
+            chunk, start = text[start:end], end
+            if kind == TEXT:
+                yield TextDelta(chunk, logprobs=logprobs[piece] if logprobs is not None else [])
+            elif kind == ARGS:
+                yield ToolArgsDelta(chunk)
+            elif kind == REASONING:
+                yield ReasoningDelta(text=chunk)
+            else:
+                yield ReasoningDelta(summary=chunk)
+            piece += 1
+        if self.failure is not None:
+            raise BackendFailure(self.failure)
+
+
+class Replay:
+    """How to build a stored response's events again."""
+
+    __slots__ = ("log", "obfuscate", "encrypted_reasoning", "obfuscation_seed")
+
+    def __init__(self, log: DeltaLog, builder: EventBuilder) -> None:
+        self.log = log.seal()
+        self.obfuscate = builder.obfuscate
+        self.encrypted_reasoning = builder.encrypted_reasoning
+        self.obfuscation_seed = builder.entropy.obfuscation_seed
+
+    def events(self, final: dict[str, Any]) -> list[SerializedEvent]:
+        """The events of the response that ended as `final`, serialized as they were sent."""
+        start = {**final, "status": "in_progress", "output": [], "usage": None, "completed_at": None,
+                 "incomplete_details": None, "error": None}  # as new_response made it: what the builder changes
+        builder = EventBuilder(start, encrypted_reasoning=self.encrypted_reasoning, obfuscate=self.obfuscate,
+                               entropy=Recorded(final, self.obfuscation_seed))
+        return [(event["type"], dumps(event)) for event in builder.run(self.log.deltas())]

@@ -1,0 +1,138 @@
+"""/llmsim/ui in a real headless Chromium (Debian's `chromium`, driven by Playwright): it loads, shows the traffic
+it was sent, follows new requests, its fault control works, and a screenshot is kept in artifacts/."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from llmsim.testing import ServerProcess
+
+CHROMIUM = "/usr/bin/chromium"  # .ci/run installs Debian's package; Playwright never downloads a browser
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
+SCENARIO = {"name": "support-bot", "turns": [{"text": "Hello from the script."}, {"text": "Anything else?"}]}
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1600, "height": 900})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.on("console", lambda message: errors.append(message.text)
+            if message.type == "error" and not message.text.startswith("Failed to load resource") else None)
+    yield page
+    context.close()
+    assert not errors, errors  # the page's script ran without an exception (a 401 is the only network error)
+
+
+def stream(client: openai.OpenAI, model: str) -> str:
+    with client.responses.stream(model=model, input="Tell me about the sea.") as events:
+        return events.get_final_response().id
+
+
+def test_dashboard_shows_live_traffic_and_controls_faults(
+        start_server: Callable[..., ServerProcess], sdk_client: Callable[..., openai.OpenAI], page: Page) -> None:
+    server = start_server("--fault", "server_error;models=gpt-4.1-nano")
+    client = sdk_client(server)
+    first_id = stream(client, "gpt-4o-mini")
+    stream(client, "gpt-4o-mini")
+    client.responses.create(model="gpt-4o", input="Hi")
+    with pytest.raises(openai.InternalServerError):
+        client.responses.create(model="gpt-4.1-nano", input="Hi")
+    httpx.put(f"{server.url}/llmsim/admin/scenarios", json=SCENARIO).raise_for_status()
+
+    page.goto(f"{server.url}/llmsim/ui")
+    rows = page.locator("#requests tbody tr")
+    expect(rows).to_have_count(4)
+    expect(rows.first).to_contain_text("gpt-4.1-nano")  # newest first
+    expect(rows.first).to_contain_text("server_error")
+    expect(rows.first).to_contain_text("500")
+    expect(page.locator("#k-faults")).to_have_text("1")
+    expect(page.locator("#k-rps-sub")).to_have_text("3 finished")
+    expect(page.locator("#legend")).to_contain_text("gpt-4o-mini")
+    expect(page.locator("#ttft-compare")).to_contain_text("(2 streams)")
+    bars = page.eval_on_selector_all("#hist-ttft rect.bar", "bars => bars.map(b => Number(b.dataset.count))")
+    assert sum(bars) == 2  # the two streams' TTFT, drawn
+    expect(page.locator("#ttft-compare")).to_contain_text("profile p50")
+    chaos = page.locator("#chaos")
+    expect(chaos).to_contain_text("server_error")
+    expect(chaos).to_contain_text("support-bot")
+    expect(chaos).to_contain_text("next: turns[0]")
+    expect(chaos).to_contain_text("Hello from the script.")
+
+    # New requests show up without a reload.
+    stream(client, "gpt-4.1")
+    expect(rows.first).to_contain_text("gpt-4.1", timeout=5000)
+    expect(rows).to_have_count(5)
+    expect(page.locator("#k-rps-sub")).to_have_text("4 finished")
+    expect(chaos).to_contain_text("next: turns[1]")  # the scenario moved on
+
+    # Pause: the rule stops firing; resume: it fires again.
+    page.click("#pause")
+    expect(page.locator("#pause")).to_have_text("Resume faults")
+    expect(page.locator("#paused-badge")).to_be_visible()
+    assert httpx.get(f"{server.url}/llmsim/admin/faults").json().get("faults", []) == []
+    client.responses.create(model="gpt-4.1-nano", input="Hi")
+    page.click("#pause")
+    expect(page.locator("#pause")).to_have_text("Pause faults")
+    with pytest.raises(openai.InternalServerError):
+        client.responses.create(model="gpt-4.1-nano", input="Hi")
+    expect(page.locator("#k-faults")).to_have_text("2")
+
+    # Click-through: the stored response and its events.
+    page.locator(f'#requests tbody tr[title="{first_id}"]').click()
+    expect(page.locator("#modal")).to_be_visible()
+    expect(page.locator("#modal-response")).to_contain_text(first_id)
+    expect(page.locator("#modal-events")).to_contain_text("response.completed")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "dashboard-modal.png"))
+    page.click("#modal-close")
+    expect(page.locator("#modal")).to_be_hidden()
+
+    # Reset: the page's counters and the request log start again from zero.
+    page.click("#reset")
+    expect(page.locator("#k-faults")).to_have_text("0")
+    expect(page.locator("#k-rps-sub")).to_have_text("0 finished")
+    expect(rows).to_have_count(0)
+    stream(client, "gpt-4o")
+    expect(rows).to_have_count(1)
+    expect(page.locator("#k-rps-sub")).to_have_text("1 finished")
+    page.screenshot(path=str(ARTIFACTS / "dashboard.png"))
+    assert (ARTIFACTS / "dashboard.png").stat().st_size > 10_000
+
+
+def test_dashboard_asks_for_the_admin_key(start_server: Callable[..., ServerProcess],
+                                          sdk_client: Callable[..., openai.OpenAI], page: Page) -> None:
+    server = start_server("--admin-key", "admin-secret")
+    sdk_client(server).responses.create(model="gpt-4o", input="Hi")
+    refused = httpx.get(f"{server.url}/llmsim/ui/api/state")
+    assert refused.status_code == 401
+    assert refused.json()["error"]["code"] == "invalid_api_key"
+    assert httpx.get(f"{server.url}/llmsim/ui/api/state",
+                     headers={"Authorization": "Bearer admin-secret"}).status_code == 200
+
+    page.goto(f"{server.url}/llmsim/ui")
+    expect(page.locator("#login")).to_be_visible()
+    expect(page.locator("#requests tbody tr")).to_have_count(0)
+    page.fill("#login-key", "admin-secret")
+    page.click("#login button")
+    expect(page.locator("#login")).to_be_hidden()
+    expect(page.locator("#requests tbody tr")).to_have_count(1)
+    expect(page.locator("#live")).to_have_class(re.compile(r"^live$"))

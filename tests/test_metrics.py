@@ -1,0 +1,282 @@
+"""GET /metrics: exact values after a known mix of requests across gunicorn workers, the edge timing, the live
+gauges after a worker dies."""
+
+from __future__ import annotations
+
+import glob
+import os
+import signal
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+from prometheus_client import CollectorRegistry, Histogram
+from prometheus_client.mmap_dict import MmapedDict
+from prometheus_client.parser import text_string_to_metric_families
+
+from llmsim.metrics.meter import Gaps
+from llmsim.metrics.registry import ITL_BUCKETS
+from llmsim.testing import ServerProcess
+
+Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+FIXED_PROFILE = """
+models:
+  - id: fixed-timing
+    timing:
+      ttft_ms: {kind: normal, mean: 300, stddev: 0}
+      itl_ms: {kind: normal, mean: 20, stddev: 0}
+      prefill_tokens_per_s: 1000000000
+      reasoning_tokens_per_s: 1000
+    pricing: {input: 1.0, output: 2.0}
+  - id: slow-model
+    timing:
+      ttft_ms: {kind: normal, mean: 60000, stddev: 0}
+      itl_ms: {kind: normal, mean: 20, stddev: 0}
+      prefill_tokens_per_s: 1000000000
+      reasoning_tokens_per_s: 1000
+"""
+
+
+def scrape(server: ServerProcess) -> Samples:
+    text = httpx.get(f"{server.url}/metrics", timeout=10).text
+    return {(sample.name, frozenset(sample.labels.items())): sample.value
+            for family in text_string_to_metric_families(text) for sample in family.samples}
+
+
+def value(samples: Samples, name: str, **labels: str) -> float:
+    return samples.get((name, frozenset(labels.items())), 0.0)
+
+
+def requests_by_worker(metrics_dir: Path) -> dict[str, float]:
+    """llmsim_requests_total as each worker wrote it in its own file."""
+    counts: dict[str, float] = {}
+    for path in glob.glob(str(metrics_dir / "counter_*.db")):
+        pid = Path(path).stem.split("_")[-1]
+        counts[pid] = sum(v for key, v, _, _ in MmapedDict.read_all_values_from_file(path)
+                          if '"llmsim_requests_total"' in key)
+    return counts
+
+
+def test_values_are_exact_across_two_workers(start_server: Callable[..., ServerProcess],
+                                             sdk_client: Callable[..., openai.OpenAI], tmp_path: Path) -> None:
+    server = start_server("--workers", "2", env={"TMPDIR": str(tmp_path)})
+    (metrics_dir,) = [Path(p) for p in glob.glob(str(tmp_path / "llmsim-metrics-*"))]
+    client = sdk_client(server, default_headers={"Connection": "close"})  # a new connection each: both workers
+    expected: Counter[str] = Counter()
+    deltas = 0
+
+    def stream(model: str) -> None:
+        nonlocal deltas
+        with client.responses.stream(model=model, input="Tell me about tides.") as events:
+            count = sum(1 for event in events if event.type.endswith(".delta"))
+            usage = events.get_final_response().usage
+        deltas += count - 1  # gaps between tokens
+        expected["mini_prompt"] += usage.input_tokens
+        expected["mini_output"] += usage.output_tokens
+
+    rounds = 0
+    while rounds < 2 or len([n for n in requests_by_worker(metrics_dir).values() if n]) < 2:
+        assert rounds < 12, f"the requests never reached both workers: {requests_by_worker(metrics_dir)}"
+        rounds += 1
+        threads = [threading.Thread(target=stream, args=("gpt-4o-mini",)) for _ in range(3)]
+        for thread in threads:
+            thread.start()
+        for _ in range(2):
+            raw = client.responses.with_raw_response.create(model="gpt-4o", input="Hi there.", max_output_tokens=30)
+            response = raw.parse()
+            expected["4o_prompt"] += response.usage.input_tokens
+            expected["4o_output"] += response.usage.output_tokens
+            expected["4o_cost"] += float(raw.headers["x-llmsim-cost-usd"])
+            expected["4o_" + ("length" if response.status == "incomplete" else "stop")] += 1
+        chunks = client.chat.completions.create(model="gpt-4.1", messages=[{"role": "user", "content": "Hello"}],
+                                                stream=True, stream_options={"include_usage": True})
+        for chunk in chunks:
+            if chunk.usage:
+                expected["chat_output"] += chunk.usage.completion_tokens
+        with pytest.raises(openai.RateLimitError):
+            client.responses.create(model="gpt-4o", input="x", extra_headers={"X-LLMSim-Fault": "429"})
+        with pytest.raises(openai.InternalServerError):
+            client.responses.create(model="gpt-4o", input="x", extra_headers={"X-LLMSim-Fault": "500"})
+        dropped = client.responses.stream(model="gpt-4.1-mini", input="x",
+                                          extra_headers={"X-LLMSim-Fault": "stream_drop;after_events=4"})
+        with pytest.raises(openai.APIError), dropped as events:
+            for _ in events:
+                pass
+        for thread in threads:
+            thread.join()
+
+    scrapes = [scrape(server) for _ in range(6)]  # whichever worker answers, the same figures
+    samples = scrapes[0]
+    counters = {key: v for key, v in samples.items() if key[0].endswith(("_total", "_count", "_bucket"))}
+    for other in scrapes[1:]:
+        assert {key: other[key] for key in counters} == counters
+    assert value(samples, "llmsim_requests_total", endpoint="/responses", status="200") == 6 * rounds
+    assert value(samples, "llmsim_requests_total", endpoint="/chat/completions", status="200") == rounds
+    assert value(samples, "llmsim_requests_total", endpoint="/responses", status="429") == rounds
+    assert value(samples, "llmsim_requests_total", endpoint="/responses", status="500") == rounds
+    assert value(samples, "llmsim_faults_injected_total", kind="rate_limit") == rounds
+    assert value(samples, "llmsim_faults_injected_total", kind="server_error") == rounds
+    assert value(samples, "llmsim_faults_injected_total", kind="stream_drop") == rounds
+    assert value(samples, "llmsim_rate_limited_total") == 0
+    mini, gpt4o = {"model_name": "gpt-4o-mini"}, {"model_name": "gpt-4o"}
+    assert value(samples, "vllm:request_success_total", finished_reason="stop", **mini) == 3 * rounds
+    assert value(samples, "vllm:request_success_total", finished_reason="stop", **gpt4o) == expected["4o_stop"]
+    assert value(samples, "vllm:request_success_total", finished_reason="length", **gpt4o) == expected["4o_length"]
+    assert expected["4o_stop"] + expected["4o_length"] == 2 * rounds
+    assert value(samples, "vllm:request_success_total", finished_reason="stop", model_name="gpt-4.1") == rounds
+    assert value(samples, "vllm:request_success_total", finished_reason="abort", model_name="gpt-4.1-mini") == rounds
+    assert value(samples, "vllm:prompt_tokens_total", **mini) == expected["mini_prompt"]
+    assert value(samples, "vllm:generation_tokens_total", **mini) == expected["mini_output"]
+    assert value(samples, "vllm:prompt_tokens_total", **gpt4o) == expected["4o_prompt"]
+    assert value(samples, "vllm:generation_tokens_total", **gpt4o) == expected["4o_output"]
+    assert value(samples, "vllm:generation_tokens_total", model_name="gpt-4.1") == expected["chat_output"]
+    assert value(samples, "vllm:request_generation_tokens_sum", **mini) == expected["mini_output"]
+    assert value(samples, "llmsim_cost_usd_total", **gpt4o) == pytest.approx(expected["4o_cost"], abs=1e-6)
+    assert value(samples, "vllm:time_to_first_token_seconds_count", **mini) == 3 * rounds
+    assert value(samples, "vllm:time_to_first_token_seconds_count", **gpt4o) == 0  # not streamed
+    assert value(samples, "vllm:inter_token_latency_seconds_count", **mini) == deltas
+    assert value(samples, "vllm:e2e_request_latency_seconds_count", **gpt4o) == 2 * rounds
+    for model in ("gpt-4o-mini", "gpt-4o", "gpt-4.1", "gpt-4.1-mini"):
+        assert value(samples, "vllm:num_requests_running", model_name=model) == 0
+    assert value(samples, "llmsim_store_entries", kind="responses") == 5 * rounds  # summed over the workers
+    assert len([n for n in requests_by_worker(metrics_dir).values() if n]) == 2
+
+
+def test_ttft_and_itl_are_what_the_client_saw(start_server: Callable[..., ServerProcess],
+                                              sdk_client: Callable[..., openai.OpenAI], tmp_path: Path) -> None:
+    (tmp_path / "fixed.yaml").write_text(FIXED_PROFILE)
+    server = start_server("--profiles-dir", str(tmp_path), "--speed", "1")
+    client = sdk_client(server)
+    with client.responses.stream(model="fixed-timing", input="Hi", max_output_tokens=16) as events:
+        assert sum(1 for event in events if event.type == "response.output_text.delta") > 1
+    samples = scrape(server)
+    labels = {"model_name": "fixed-timing"}
+    assert value(samples, "vllm:time_to_first_token_seconds_bucket", le="0.25", **labels) == 0  # 300 ms
+    assert value(samples, "vllm:time_to_first_token_seconds_bucket", le="1.0", **labels) == 1  # (margin for load)
+    gaps = value(samples, "vllm:inter_token_latency_seconds_count", **labels)
+    mean_gap = value(samples, "vllm:inter_token_latency_seconds_sum", **labels) / gaps  # 20 ms: pacing keeps a
+    assert gaps >= 1 and 0.015 <= mean_gap <= 0.05  # schedule, so a late token shortens the next gap
+    # A latency spike is injected after the pacer, before the bytes: only a measurement at the edge sees it.
+    with client.responses.stream(model="fixed-timing", input="Hi", max_output_tokens=16,
+                                 extra_headers={"X-LLMSim-Fault": "latency_spike;seconds=1.1"}) as events:
+        for _ in events:
+            pass
+    samples = scrape(server)
+    assert value(samples, "vllm:time_to_first_token_seconds_bucket", le="1.0", **labels) == 1  # the first only
+    assert value(samples, "vllm:time_to_first_token_seconds_bucket", le="1.25", **labels) == 2
+    assert value(samples, "vllm:time_to_first_token_seconds_count", **labels) == 2
+
+
+def test_real_rate_limits_are_counted(start_server: Callable[..., ServerProcess],
+                                      sdk_client: Callable[..., openai.OpenAI]) -> None:
+    server = start_server("--rpm", "1")
+    client = sdk_client(server)
+    client.responses.create(model="gpt-4o", input="x")
+    with pytest.raises(openai.RateLimitError):
+        client.responses.create(model="gpt-4o", input="x")
+    samples = scrape(server)
+    assert value(samples, "llmsim_rate_limited_total") == 1
+    assert value(samples, "llmsim_faults_injected_total", kind="rate_limit") == 0
+    assert value(samples, "llmsim_requests_total", endpoint="/responses", status="429") == 1
+
+
+def _workers(master: int) -> list[int]:
+    found = []
+    for stat in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            fields = Path(stat).read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        if int(fields[1]) == master:
+            found.append(int(Path(stat).parent.name))
+    return found
+
+
+def test_a_dead_workers_live_gauges_go_and_its_counters_stay(start_server: Callable[..., ServerProcess],
+                                                             sdk_client: Callable[..., openai.OpenAI],
+                                                             tmp_path: Path) -> None:
+    (tmp_path / "fixed.yaml").write_text(FIXED_PROFILE)
+    server = start_server("--workers", "2", "--profiles-dir", str(tmp_path), "--speed", "1")
+    client = sdk_client(server)
+    client.responses.create(model="gpt-4o", input="x")
+
+    cut: list[Exception] = []
+
+    def hang() -> None:
+        try:
+            for _ in client.responses.create(model="slow-model", input="x", stream=True):
+                pass
+        except Exception as exc:  # noqa: BLE001 - the worker dies under it; any transport error will do
+            cut.append(exc)
+
+    thread = threading.Thread(target=hang, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while value(scrape(server), "vllm:num_requests_running", model_name="slow-model") != 1:
+        assert time.monotonic() < deadline, "the slow stream never showed as running"
+        time.sleep(0.1)
+    assert server.process is not None
+    workers = _workers(server.process.pid)
+    assert len(workers) == 2
+    for pid in workers:
+        os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 15
+    while True:  # gunicorn starts new workers; the dead ones' live gauges are gone
+        try:
+            samples = scrape(server)
+            if len(set(_workers(server.process.pid)) - set(workers)) == 2:
+                break
+        except httpx.HTTPError:
+            pass
+        assert time.monotonic() < deadline, "the workers did not come back"
+        time.sleep(0.2)
+    assert value(samples, "vllm:num_requests_running", model_name="slow-model") == 0
+    assert value(samples, "vllm:request_success_total", model_name="gpt-4o", finished_reason="stop") == 1
+    thread.join(timeout=10)
+    assert cut, "the stream outlived its worker"
+
+
+def test_gaps_written_at_once_read_as_observed_one_by_one() -> None:
+    """The meter writes a request's inter-token gaps once; the histogram must read as if each were observed."""
+    registry = CollectorRegistry()
+    one_by_one = Histogram("one", "", registry=registry, buckets=ITL_BUCKETS)
+    batched = Histogram("batched", "", registry=registry, buckets=ITL_BUCKETS)
+    gaps = Gaps()
+    for seconds in (0.0005, 0.001, 0.0099, 0.01, 0.011, 0.5, 3.0, 100.0):
+        one_by_one.observe(seconds)
+        gaps.add(seconds)
+    gaps.write(batched)
+
+    def read(name: str) -> list[tuple[str, dict[str, str], float]]:
+        return [(s.name[len(name):], s.labels, s.value) for f in registry.collect() if f.name == name
+                for s in f.samples if not s.name.endswith("_created")]
+
+    assert read("batched") == read("one")
+    assert read("one")[-2:] == [("_count", {}, 8.0), ("_sum", {}, pytest.approx(103.5324))]
+
+
+def test_each_response_on_a_websocket_is_measured(start_server: Callable[..., ServerProcess],
+                                                  sdk_client: Callable[..., openai.OpenAI]) -> None:
+    server = start_server("--fault", "server_error;requests=2")  # the connection's second response fails
+    client = sdk_client(server)
+    kinds = []
+    with client.responses.connect() as connection:
+        for _ in range(3):
+            connection.response.create(model="gpt-4o", input="Tell me about tides.")
+            for event in connection:
+                if event.type in ("response.completed", "error"):
+                    kinds.append(event.type)
+                    break
+    assert kinds == ["response.completed", "error", "response.completed"]
+    samples = scrape(server)
+    gpt4o = {"model_name": "gpt-4o"}
+    assert value(samples, "llmsim_faults_injected_total", kind="server_error") == 1
+    assert value(samples, "vllm:request_success_total", finished_reason="stop", **gpt4o) == 2
+    assert value(samples, "vllm:time_to_first_token_seconds_count", **gpt4o) == 2
+    assert value(samples, "vllm:num_requests_running", **gpt4o) == 0

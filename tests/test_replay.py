@@ -1,0 +1,112 @@
+"""A stored response's events are built again on replay: the same events as were (or would have been) sent."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+from llmsim.backends.base import (Delta, Finish, ReasoningDelta, TextAnnotation, TextDelta, ToolArgsDelta,
+                                  ToolCallStart, ToolItem, Usage)
+from llmsim.responses.events import Entropy, EventBuilder, dumps
+from llmsim.responses.replay import DeltaLog, Replay
+from llmsim.testing import ServerProcess
+
+LOGPROB = {"token": "Hi", "logprob": -0.1, "bytes": [72, 105], "top_logprobs": []}
+
+
+def start() -> dict[str, Any]:
+    return {"id": "resp_1", "object": "response", "created_at": 1, "status": "in_progress", "completed_at": None,
+            "error": None, "incomplete_details": None, "model": "m", "output": [], "usage": None}
+
+
+def every_kind() -> list[Delta]:
+    return [ReasoningDelta(tokens=5), ReasoningDelta(text="think "), ReasoningDelta(text="hard"),
+            ReasoningDelta(summary="sum"), ReasoningDelta(summary="mary"),
+            TextDelta("Hi", logprobs=[LOGPROB]), TextDelta(" there ✓", logprobs=[LOGPROB]),
+            TextAnnotation({"type": "url_citation", "url": "https://x", "title": "x", "start_index": 0,
+                            "end_index": 2}),
+            ToolItem({"type": "code_interpreter_call", "code": "print(1)" * 10, "container_id": "c",
+                      "outputs": [{"type": "logs", "logs": "1"}]}),
+            ToolCallStart("call_1", "f"), ToolArgsDelta('{"a":'), ToolArgsDelta("1}"),
+            ToolCallStart("call_2", "g", "custom_tool_call"), ToolArgsDelta("free text"),
+            Finish("tool_calls", Usage(10, 20, 5))]
+
+
+def failing() -> Iterator[Delta]:
+    yield TextDelta("partial")
+    raise RuntimeError("the model broke")
+
+
+def sent_and_replayed(deltas: Any, **options: bool) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    builder = EventBuilder(start(), entropy=Entropy(), **options)
+    log = DeltaLog()
+    sent = [(event["type"], dumps(event)) for event in builder.run(log.recording(deltas))]  # as the pipeline does
+    return sent, Replay(log, builder).events(builder.response)
+
+
+@pytest.mark.parametrize("options", [{}, {"obfuscate": True, "encrypted_reasoning": True}])
+def test_every_delta_kind_replays_byte_for_byte(options: dict[str, bool]) -> None:
+    sent, replayed = sent_and_replayed(iter(every_kind()), **options)
+    assert len(sent) > 30 and replayed == sent
+    assert any('"obfuscation"' in data for _, data in sent) is bool(options)
+    assert any('"encrypted_content"' in data for _, data in sent) is bool(options)
+
+
+def test_a_backend_failure_replays_as_the_same_failure() -> None:
+    sent, replayed = sent_and_replayed(failing())
+    assert sent[-1][0] == "response.failed" and "the model broke" in sent[-1][1]
+    assert replayed == sent
+
+
+def test_a_response_that_never_finished_replays_the_same() -> None:
+    sent, replayed = sent_and_replayed(iter([TextDelta("cut")]))
+    assert "stopped without finishing" in sent[-1][1] and replayed == sent
+
+
+def test_the_log_is_compact() -> None:
+    log = DeltaLog()
+    for _ in log.recording(TextDelta(f"w{i} ") for i in range(100)):
+        pass
+    log.seal()
+    assert len(log.kinds) == 100 and len(log.lengths) == 100 and log.text.startswith("w0 w1 ") and not log.others
+
+
+def normalized(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Events with what differs between two runs of one seed blanked: ids, times, obfuscation."""
+    text = json.dumps(events)
+    text = re.sub(r'"(resp|msg|rs)_[0-9a-f]{48}"', r'"\1_"', text)
+    text = re.sub(r'"(created_at|completed_at)": \d+', r'"\1": 0', text)
+    text = re.sub(r', "obfuscation": "[^"]*"', "", text)
+    return json.loads(text)
+
+
+def test_a_response_created_without_streaming_replays_its_stream(client: openai.OpenAI,
+                                                                  server: ServerProcess) -> None:
+    seeded = {"X-LLMSim-Seed": "11"}
+    body = {"model": "gpt-5", "input": "Tell me a story", "reasoning": {"summary": "auto"}}
+    created = httpx.post(f"{server.base_url}/responses", json=body, headers=seeded).json()
+    with httpx.stream("POST", f"{server.base_url}/responses", json={**body, "stream": True}, headers=seeded) as sse:
+        streamed = [json.loads(line[6:]) for line in sse.iter_lines() if line.startswith("data: ")]
+    replayed = [event.model_dump(mode="json", exclude_unset=True)
+                for event in client.responses.retrieve(created["id"], stream=True)]
+    assert [e["type"] for e in replayed] == [e["type"] for e in streamed] and len(replayed) > 20
+    assert replayed[-1]["response"] == client.responses.retrieve(created["id"]).model_dump(mode="json",
+                                                                                           exclude_unset=True)
+    assert normalized(replayed) == normalized(streamed)
+    tail = list(client.responses.retrieve(created["id"], stream=True, starting_after=len(replayed) - 3))
+    assert [e.sequence_number for e in tail] == [len(replayed) - 2, len(replayed) - 1]
+
+
+def test_a_streamed_response_replays_the_bytes_it_sent(server: ServerProcess) -> None:
+    body = {"model": "gpt-4o", "input": "hi", "stream": True, "include": ["message.output_text.logprobs"],
+            "top_logprobs": 2}
+    sent = httpx.post(f"{server.base_url}/responses", json=body).text
+    response_id = json.loads(sent.split("data: ", 2)[1].split("\n", 1)[0])["response"]["id"]
+    replayed = httpx.get(f"{server.base_url}/responses/{response_id}", params={"stream": "true"}).text
+    assert '"obfuscation"' in sent and replayed == sent.rsplit("\n: ", 1)[0] + "\n"
