@@ -133,6 +133,11 @@ return redis.call('ZCARD', KEYS[1])
 """
 
 
+# A response's fields as JSON, each in its own hash field (fields added later come along); its events go to a
+# list of their own, and `replay` (this process's way to rebuild them) is materialized into that list.
+_RECORD_FIELDS = [f.name for f in fields(StoredResponse) if f.name not in ("events", "replay")]
+
+
 def _dumps(data: Any) -> str:
     return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
 
@@ -176,18 +181,17 @@ class RedisStore:
         if self.max_entries <= 0:
             return
         values: list[str] = []
-        for f in fields(record):
-            if f.name != "events":
-                values += [f.name, _dumps(getattr(record, f.name))]
+        for name in _RECORD_FIELDS:
+            values += [name, _dumps(getattr(record, name))]
         values += ["status", record.status]
         items = _item_ids([*record.input_items, *record.response.get("output", [])])
         self._put(keys=self._keys(record.id),
                   args=[record.id, self.ttl_ms, self.max_entries, items, len(values) // 2, *values,
-                        _joined(record.events)])
+                        _joined(record.stream_events())])  # as text: any process may replay them
 
     def get(self, response_id: str) -> StoredResponse | None:
         key, events_key, _ = self._keys(response_id)
-        names = [f.name for f in fields(StoredResponse) if f.name != "events"]
+        names = _RECORD_FIELDS
         with self.client.pipeline(transaction=True) as pipe:
             pipe.hmget(key, names)
             pipe.lrange(events_key, 0, -1)
