@@ -44,7 +44,7 @@ def asset(name: str) -> ResponseReturnValue:
 
 @api.get("/state")
 def dashboard_state() -> ResponseReturnValue:
-    update_gauges()
+    update_gauges(scraping=True)
     samples = metrics().samples()
     chaos = chaos_state()
     config = chaos.config

@@ -160,6 +160,8 @@ def _item_ids(items: list[dict[str, Any]]) -> str:
 class RedisStore:
     """Responses and their stream events in Redis."""
 
+    shared = True  # by a fleet: metrics count it when scraped, not after every request
+
     def __init__(self, client: Any, max_entries: int = 1024, ttl_seconds: float = 3600.0,
                  heartbeat: Heartbeat | None = None) -> None:
         self.client = client
