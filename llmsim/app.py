@@ -16,12 +16,14 @@ from llmsim.api.http import client_socket
 from llmsim.backends import load_backend, load_models
 from llmsim.chaos import scenarios
 from llmsim.chaos.faults import fault_config
+from llmsim.chaos.state import ChaosState
 from llmsim.config import Settings
 from llmsim.errors import APIError
 from llmsim.metrics.registry import Metrics
 from llmsim.pipeline import Pipeline
 from llmsim.services import Services
-from llmsim.store import open_stores
+from llmsim.store import Stores, open_stores
+from llmsim.store.redis_client import unavailable_errors
 from llmsim.timing import waits
 from llmsim.timing.pacing import Pacer
 
@@ -42,9 +44,12 @@ def create_app(settings: Settings | None = None) -> Flask:
     backend = load_backend(settings)
     catalog = load_models(backend, settings)
     stores = open_stores(settings.store, settings.store_max_entries, settings.store_ttl_seconds)
+    scenario = scenarios.load(settings.scenario_file) if settings.scenario_file else None
+    chaos_state, player = shared_state(stores, settings, scenario)
     metrics = Metrics(shared_store=settings.store != "memory")
     pipeline = Pipeline(catalog, backend, stores.responses, seed=settings.seed,
-                        pacer=Pacer(settings.speed, observer=metrics.queues), conversations=stores.conversations)
+                        pacer=Pacer(settings.speed, observer=metrics.queues), conversations=stores.conversations,
+                        scenarios=player)
     pipeline.runner.on_queue = metrics.background_queue.inc
     if hasattr(backend, "observe"):  # the mlx backend's own queue for decode slots
         backend.observe(metrics.queues)
@@ -55,15 +60,13 @@ def create_app(settings: Settings | None = None) -> Flask:
     app.json.ensure_ascii = False
     app.extensions["llmsim"] = Services(settings, catalog, pipeline)
     mount(app)
-    chaos.install(app, fault_config(settings), settings.seed)
+    chaos.install(app, chaos_state)
     api_metrics.install(app, metrics, pipeline)
     app.register_blueprint(admin.bp)
     app.register_blueprint(admin.health_bp)
     app.register_blueprint(scenarios_api.bp)
     app.register_blueprint(dashboard.bp)
     app.register_blueprint(dashboard.api)
-    if settings.scenario_file:
-        pipeline.scenarios.load(scenarios.load(settings.scenario_file))
 
     @app.before_request
     def _start() -> None:
@@ -97,6 +100,15 @@ def create_app(settings: Settings | None = None) -> Flask:
             message = error.description or error.name
         return jsonify(APIError(message, status=status).body()), status, headers
 
+    def _store_unavailable(error: Exception) -> tuple[Response, int, dict[str, str]]:
+        """Redis is away: a 503 the SDKs retry; the pool reconnects by itself once it is back."""
+        log.warning("redis unavailable: %s", error)
+        body = APIError("The server is overloaded or not ready yet.", status=503, type="server_error").body()
+        return jsonify(body), 503, {"retry-after": "1"}
+
+    for unavailable in unavailable_errors() if stores.redis is not None else ():
+        app.register_error_handler(unavailable, _store_unavailable)
+
     @app.errorhandler(Exception)
     def _unexpected(error: Exception) -> tuple[Response, int]:
         log.exception("unhandled error")
@@ -105,3 +117,15 @@ def create_app(settings: Settings | None = None) -> Flask:
         return jsonify(body), 500
 
     return app
+
+
+def shared_state(stores: Stores, settings: Settings, scenario: scenarios.Scenario | None
+                 ) -> tuple[ChaosState, scenarios.Player]:
+    """Chaos state and scenario progress: in Redis when the store is there (the whole fleet shares them),
+    else in this process."""
+    if stores.redis is not None:
+        from llmsim.chaos.redis_state import RedisChaosState, RedisPlayer
+
+        return (RedisChaosState(stores.redis, fault_config(settings), settings.seed),
+                RedisPlayer(stores.redis, scenario))
+    return ChaosState(fault_config(settings), settings.seed), scenarios.Player(scenario)

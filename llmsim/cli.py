@@ -83,7 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "profile (LLMSIM_STRICT_MODELS)")
     serve.add_argument("--store", default=_env("store", d.store),
                        help="where responses and conversations live: memory, or sqlite:///path.db (relative) / "
-                            "sqlite:////abs/path.db, which survives restarts and is shared by workers (LLMSIM_STORE)")
+                            "sqlite:////abs/path.db, which survives restarts and is shared by workers, or "
+                            "redis://[:password@]host:port/db (rediss:// for TLS), where a fleet of servers shares "
+                            "all state, chaos included (LLMSIM_STORE)")
     serve.add_argument("--store-max-entries", type=int, default=_env("store_max_entries", d.store_max_entries),
                        help="responses kept in the store, the oldest finished evicted first, unfinished never; 0 stores "
                             "nothing (LLMSIM_STORE_MAX_ENTRIES)")

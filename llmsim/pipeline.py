@@ -60,7 +60,8 @@ class Run:
 
 class Pipeline:
     def __init__(self, catalog: Catalog, backend: Backend, store: ResponseStore, seed: int | None = None,
-                 pacer: Pacer | None = None, conversations: ConversationStore | None = None) -> None:
+                 pacer: Pacer | None = None, conversations: ConversationStore | None = None,
+                 scenarios: Player | None = None) -> None:
         self.catalog = catalog
         self.backend = backend
         self.store = store
@@ -68,7 +69,7 @@ class Pipeline:
         self.runner = BackgroundRunner(store, lambda event: (event["type"], dumps(event)))
         self.seed = seed
         self.pacer = pacer or Pacer(speed=0.0)
-        self.scenarios = Player()  # scripted replies (llmsim/scenarios.py); none loaded by default
+        self.scenarios = scenarios or Player()  # scripted replies (llmsim/chaos/scenarios.py); none by default
 
     def create(self, body: Any, *, seed: int | None = None, recent: StoredResponse | None = None,
                speed: float | None = None, admit: Callable[[Prompt, bool], Admission] | None = None,

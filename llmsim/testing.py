@@ -1,8 +1,9 @@
-"""Start a real LLMSim server in a subprocess on a free port: for tests, benchmarks and examples."""
+"""Start a real LLMSim server (and a real Redis) in a subprocess on a free port: for tests, benchmarks and examples."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -75,3 +76,59 @@ class ServerProcess:
 
     def __exit__(self, *_exc: type[BaseException] | BaseException | TracebackType | None) -> None:
         self.stop()
+
+
+class RedisServer:
+    """`with RedisServer() as redis: redis.url` → a real `redis-server` on a free port (Debian: `apt-get install
+    redis-server`), writing every change to its append-only file before answering, so a `restart()` keeps all
+    that was acknowledged."""
+
+    def __init__(self, startup_timeout: float = 10.0, fsync: str = "always") -> None:
+        self.startup_timeout = startup_timeout
+        self.fsync = fsync
+        self.port = free_port()
+        self.dir = tempfile.mkdtemp(prefix="llmsim-redis-")
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> "RedisServer":
+        binary = shutil.which("redis-server")
+        if binary is None:
+            raise RuntimeError("redis-server not found: apt-get install redis-server")
+        self.process = subprocess.Popen(
+            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", self.dir, "--save", "",
+             "--appendonly", "yes", "--appendfsync", self.fsync, "--logfile", os.path.join(self.dir, "log")],
+            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + self.startup_timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"redis-server exited with {self.process.returncode}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1) as sock:
+                    sock.sendall(b"PING\r\n")
+                    if sock.recv(16).startswith(b"+PONG"):
+                        return self
+            except OSError:
+                pass
+            time.sleep(0.02)
+        self.stop()
+        raise RuntimeError(f"redis-server did not start within {self.startup_timeout}s")
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def __enter__(self) -> "RedisServer":
+        return self.start()
+
+    def __exit__(self, *_exc: type[BaseException] | BaseException | TracebackType | None) -> None:
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)

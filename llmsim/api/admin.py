@@ -6,7 +6,7 @@ from flask import Blueprint, current_app, jsonify
 from flask.typing import ResponseReturnValue
 
 from llmsim.api.chaos import state
-from llmsim.api.http import int_arg, json_body, require_admin_key
+from llmsim.api.http import int_arg, json_body, require_admin_key, services
 from llmsim.chaos.faults import FaultConfig
 from llmsim.responses import schema
 
@@ -18,11 +18,15 @@ PAUSED = "llmsim.paused_faults"  # app extension: the config in force before a p
 
 @health_bp.get("/health")
 def health() -> ResponseReturnValue:
+    """ok; a 503 while a shared store (Redis) cannot be reached, so a load balancer routes around it."""
+    ping = getattr(services().pipeline.store, "ping", None)
+    if ping is not None:
+        ping()
     return jsonify({"status": "ok"})
 
 
 def _config() -> ResponseReturnValue:
-    return jsonify(state().injector.config.model_dump(mode="json", exclude_none=True))
+    return jsonify(state().config.model_dump(mode="json", exclude_none=True))
 
 
 @bp.get("/faults")
@@ -33,7 +37,7 @@ def get_faults() -> ResponseReturnValue:
 @bp.put("/faults")
 def set_faults() -> ResponseReturnValue:
     """Replace the whole fault config (rules and rate limits); schedules start again from the first request."""
-    state().injector.configure(schema.parse(FaultConfig, json_body()))
+    state().configure(schema.parse(FaultConfig, json_body()))
     current_app.extensions.pop(PAUSED, None)  # the new rules are in force
     return _config()
 
@@ -46,10 +50,10 @@ def paused_rules() -> FaultConfig | None:
 @bp.post("/faults/pause")
 def pause() -> ResponseReturnValue:
     """Stop the rules firing (rate limits and the X-LLMSim-Fault header still apply) until resumed."""
-    injector = state().injector
+    chaos = state()
     if paused_rules() is None:
-        current_app.extensions[PAUSED] = injector.config
-        injector.configure(injector.config.model_copy(update={"faults": []}))
+        current_app.extensions[PAUSED] = config = chaos.config
+        chaos.configure(config.model_copy(update={"faults": []}))
     return jsonify({"paused": True})
 
 
@@ -58,8 +62,8 @@ def resume() -> ResponseReturnValue:
     """The paused rules again, their schedules from the start."""
     paused = current_app.extensions.pop(PAUSED, None)
     if paused is not None:
-        injector = state().injector
-        injector.configure(paused.model_copy(update={"rate_limits": injector.config.rate_limits}))
+        chaos = state()
+        chaos.configure(paused.model_copy(update={"rate_limits": chaos.config.rate_limits}))
     return jsonify({"paused": False})
 
 
@@ -72,14 +76,12 @@ def reset() -> ResponseReturnValue:
 
 @bp.get("/faults/counters")
 def counters() -> ResponseReturnValue:
-    chaos = state()
-    return jsonify({"faults": dict(chaos.injector.counters), "rate_limited": chaos.limiter.rejected,
-                    "requests": chaos.served})
+    return jsonify(state().counters())
 
 
 @bp.get("/requests")
 def recent_requests() -> ResponseReturnValue:
     """The latest generating requests, oldest first, each with the fault applied to it (or null)."""
     limit = int_arg("limit", 100, low=1, high=1000)
-    data = list(state().recent)[-limit:] if limit else []
+    data = state().recent(limit) if limit else []
     return jsonify({"object": "list", "data": data})

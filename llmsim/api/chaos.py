@@ -7,11 +7,9 @@ Admission that settles token usage and carries the stream fault, if one was chos
 
 from __future__ import annotations
 
-import threading
+import logging
 import time
-from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from flask import Flask, Response, current_app, g, request
@@ -26,57 +24,30 @@ from llmsim.chaos.faults import (
     Admission,
     ConnectionDropped,
     Fault,
-    FaultConfig,
-    Injector,
     RequestInfo,
     StreamFault,
     http_error,
     parse_forced,
 )
-from llmsim.chaos.ratelimit import Limits, RateLimiter, duration
+from llmsim.chaos.ratelimit import Limits, duration
+from llmsim.chaos.state import ChaosState
 from llmsim.errors import APIError
 from llmsim.timing import waits
 from llmsim.timing.waits import ClientGone
 
+log = logging.getLogger("llmsim")
 FAULT_HEADER = "X-LLMSim-Fault"
 EXTENSION = "llmsim.chaos"
-RECENT = 500  # requests remembered for the admin API
 FALLBACK_LIMITS = Limits(rpm=500, tpm=30_000)  # what an injected 429 reports when no real limit is set
 
 
-@dataclass
-class Chaos:
-    """The per-process chaos state the endpoints and the admin API share."""
-
-    injector: Injector
-    limiter: RateLimiter = field(default_factory=RateLimiter)
-    recent: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=RECENT))
-    served: int = 0
-    _lock: threading.Lock = field(default_factory=lambda: threading.Lock())  # gevent's: looked up once patched
-
-    def log(self, entry: dict[str, Any]) -> dict[str, Any]:
-        with self._lock:
-            self.served += 1
-            entry = {"index": self.served, **entry}
-            self.recent.append(entry)
-        return entry
-
-    def reset(self) -> None:
-        """Counters, schedules, random sequences, rate-limit buckets and the request log, all from zero."""
-        self.injector.reset()
-        self.limiter.reset()
-        with self._lock:
-            self.recent.clear()
-            self.served = 0
-
-
-def state() -> Chaos:
+def state() -> ChaosState:
     return current_app.extensions[EXTENSION]
 
 
-def install(app: Flask, config: FaultConfig, seed: int | None) -> None:
+def install(app: Flask, chaos: ChaosState) -> None:
     """Chaos state on the app, x-ratelimit headers on every response, quiet connection drops."""
-    app.extensions[EXTENSION] = Chaos(Injector(config, seed))
+    app.extensions[EXTENSION] = chaos
 
     @app.after_request
     def _ratelimit_headers(response: Response) -> Response:
@@ -85,6 +56,10 @@ def install(app: Flask, config: FaultConfig, seed: int | None) -> None:
         entry = g.get("llmsim_request")
         if entry is not None:
             entry["status"] = response.status_code
+            try:
+                chaos.finish(entry)
+            except Exception:  # the shared log is away (Redis down): the answer stands, the entry stays unfinished
+                log.warning("request log entry %s not updated", entry["index"], exc_info=True)
         return response
 
     @app.errorhandler(ClientGone)
@@ -130,29 +105,30 @@ def admit(endpoint: str, model: str, *, model_id: str | None = None, profile_lim
     forced = _forced()
     api_key = _api_key()
     models = (model, model_id) if model_id and model_id != model else (model,)
-    entry = chaos.log({"time": time.time(), "endpoint": endpoint, "model": model, "api_key": _masked(api_key),
-                       "stream": stream, "fault": None, "rule": None, "rate_limited": False, "status": None})
-    g.llmsim_request = entry
-
-    limits = chaos.injector.config.rate_limits.resolve(models, profile_limits)
+    entry = {"time": time.time(), "endpoint": endpoint, "model": model, "api_key": _masked(api_key),
+             "stream": stream, "fault": None, "rule": None, "rate_limited": False, "status": None}
     key = (api_key or "", model_id or model)
     estimate = input_tokens + (max_output_tokens or 0)
+    decision = chaos.admit(RequestInfo(endpoint, models, api_key, dict(metadata or {})), entry, key,
+                           lambda config: config.rate_limits.resolve(models, profile_limits), estimate,
+                           choose=forced is None)
+    entry = g.llmsim_request = decision.entry
+    limits, verdict = decision.limits, decision.verdict
     on_finish: Callable[[Finish], None] | None = None
-    if limits:
-        verdict = chaos.limiter.acquire(key, limits, estimate)
+    if verdict is not None:
         g.llmsim_ratelimit = verdict.headers()
         if not verdict.allowed:
             entry["rate_limited"] = True
             raise verdict.error(model)
 
         def on_finish(finish: Finish) -> None:
-            chaos.limiter.settle(key, limits, finish.usage.input_tokens + finish.usage.output_tokens - estimate)
+            chaos.settle(key, limits, finish.usage.input_tokens + finish.usage.output_tokens - estimate)
 
-    rule = None if forced else chaos.injector.choose(RequestInfo(endpoint, models, api_key, dict(metadata or {})))
+    rule = decision.rule
     fault: Fault | None = forced or rule
     if fault is None:
         return Admission(on_finish)
-    chaos.injector.count(fault.kind)
+    chaos.count(fault.kind)
     entry.update(fault=fault.kind, rule=rule.label if rule else "header")
     if fault.kind in STREAM_KINDS:
         return Admission(on_finish, StreamFault(fault, stream))
@@ -163,7 +139,7 @@ def admit(endpoint: str, model: str, *, model_id: str | None = None, profile_lim
     if fault.kind == "rate_limit":
         headers = _exhausted(headers, limits, fault)
     if on_finish is not None:  # nothing will be generated: give the reserved tokens back
-        chaos.limiter.settle(key, limits, -estimate)
+        chaos.settle(key, limits, -estimate)
     raise http_error(fault, model, headers)
 
 

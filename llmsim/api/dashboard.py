@@ -44,10 +44,10 @@ def asset(name: str) -> ResponseReturnValue:
 
 @api.get("/state")
 def dashboard_state() -> ResponseReturnValue:
-    update_gauges()
+    update_gauges(scraping=True)
     samples = metrics().samples()
     chaos = chaos_state()
-    config = chaos.injector.config
+    config = chaos.config
     paused = paused_rules()
     return jsonify({
         "time": time.time(),
@@ -58,7 +58,7 @@ def dashboard_state() -> ResponseReturnValue:
         "rate_limited": sum(v for _, v in samples.get("llmsim_rate_limited_total", [])),
         "store_entries": _by(samples, "llmsim_store_entries", "kind"),
         "background_queue": sum(v for _, v in samples.get("llmsim_background_queue", [])),
-        "recent": list(chaos.recent)[-RECENT:],
+        "recent": chaos.recent(RECENT),
         "fault_rules": [rule.model_dump(mode="json", exclude_none=True) for rule in
                         (paused.faults if paused is not None else config.faults)],
         "rate_limits": config.rate_limits.model_dump(mode="json", exclude_none=True),

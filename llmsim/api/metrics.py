@@ -49,16 +49,19 @@ def metered(prompt: Prompt, stream: bool, admit: Callable[[], Admission]) -> Adm
 
 @bp.get(PATH)
 def scrape() -> Response:
-    update_gauges()
+    update_gauges(scraping=True)
     return Response(metrics().exposition(), content_type=CONTENT_TYPE_LATEST)
 
 
-def update_gauges() -> None:
-    store_gauges(metrics(), services().pipeline)
+def update_gauges(scraping: bool = False) -> None:
+    store_gauges(metrics(), services().pipeline, scraping)
 
 
-def store_gauges(found: Metrics, pipeline: Pipeline) -> None:
-    """This process's store sizes (a gauge is written by the process that knows it)."""
+def store_gauges(found: Metrics, pipeline: Pipeline, scraping: bool = False) -> None:
+    """This process's store sizes (a gauge is written by the process that knows it). A fleet's store (Redis)
+    is counted when scraped only: counting it costs round trips, and no request should fail for a gauge."""
+    if not scraping and getattr(pipeline.store, "shared", False):
+        return
     found.store_entries.labels("responses").set(len(pipeline.store))
     found.store_entries.labels("conversations").set(len(pipeline.conversations))
 

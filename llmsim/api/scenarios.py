@@ -60,4 +60,4 @@ def transcript() -> ResponseReturnValue:
     """The requests received since the last load or reset, oldest first, each with the step that answered it
     (`rules[i]`, `turns[i]`, or null when the simulator did)."""
     limit = int_arg("limit", scenarios.TRANSCRIPT, low=1, high=scenarios.TRANSCRIPT)
-    return jsonify({"object": "list", "data": _player().transcript.entries()[-limit:]})
+    return jsonify({"object": "list", "data": _player().recent(limit)})

@@ -5,7 +5,8 @@ A scenario has `rules` (the first whose `match` holds answers the request) and o
 arguments, a reasoning summary and/or a fault (issue 4's `Fault`: an HTTP error or a stream
 failure). `on_exhausted` says what happens once the turns run out: `simulate` (the simulator
 answers), `repeat_last`, `cycle`, or `error`. State (position, rule counts, the transcript of
-requests) lives in the worker process: use one worker with scenarios.
+requests) lives in the worker process (`Player`), or in Redis for a whole fleet
+(`llmsim.chaos.redis_state.RedisPlayer`).
 """
 
 from __future__ import annotations
@@ -91,19 +92,23 @@ class Match(Closed):
                 raise ValueError(f"not a valid regular expression: {exc}") from None
         return value
 
-    def holds(self, prompt: Prompt, turn: int) -> bool:
+    def holds(self, prompt: Prompt, turn: int | None) -> bool:
+        """Whether every condition holds; `turn=None` leaves the turn condition out (see `turns`)."""
         text = last_user_text(prompt.turns)
         outputs = " ".join(t.text for t in pending(prompt.turns) if t.role == "tool" or t.kind.endswith("_output"))
         models = [self.model] if isinstance(self.model, str) else self.model
-        turns = [self.turn] if isinstance(self.turn, int) else self.turn
+        turns = self.turns()
         return ((self.input_contains is None or self.input_contains.lower() in text.lower())
                 and (self.input_regex is None or re.search(self.input_regex, text) is not None)
                 and (models is None or prompt.model in models or prompt.profile.id in models)
                 and (self.tool_output_contains is None or (bool(outputs) and self.tool_output_contains in outputs))
                 and (self.tool_output_regex is None or (bool(outputs)
                                                         and re.search(self.tool_output_regex, outputs) is not None))
-                and (turns is None or turn in turns)
+                and (turns is None or turn is None or turn in turns)
                 and (self.metadata is None or all(prompt.metadata.get(k) == v for k, v in self.metadata.items())))
+
+    def turns(self) -> list[int] | None:
+        return [self.turn] if isinstance(self.turn, int) else self.turn
 
 
 class Rule(Reply):
@@ -214,6 +219,11 @@ class Player:
             scenario = self.scenario.model_dump(mode="json", exclude_none=True) if self.scenario else None
             return {"scenario": scenario, "requests": self.requests, "position": self.position}
 
+    def recent(self, limit: int) -> list[dict[str, Any]]:
+        """The transcript's latest `limit` entries, oldest first."""
+        with self._lock:
+            return self.transcript.entries()[-limit:]
+
     def direct(self, prompt: Prompt, body: Any, stream: bool) -> tuple[Prompt, StreamFault | None]:
         """The prompt with its scripted reply, and a scripted stream fault to apply; a scripted HTTP fault or
         an exhausted `error` scenario raises. Every request is recorded, scenario or not."""
@@ -222,12 +232,7 @@ class Player:
             self.requests += 1
             step, reply = self._pick(prompt, turn)
             self.transcript.append({"index": turn, "time": time.time(), "model": prompt.model, "step": step}, body)
-        if reply is None:
-            return prompt, None
-        fault = _fault(reply.fault, prompt.model, stream) if reply.fault is not None else None
-        if reply.text is None and not reply.tool_calls and reply.reasoning_summary is None:
-            return prompt, fault
-        return replace(prompt, script=reply.script()), fault
+        return play(prompt, reply, stream)
 
     def _pick(self, prompt: Prompt, turn: int) -> tuple[str | None, Reply | None]:
         scenario = self.scenario
@@ -248,10 +253,24 @@ class Player:
             self.position = 1
             return "turns[0]", turns[0]
         if policy == "error":
-            raise APIError(f"LLMSim scenario '{scenario.name}' has no reply left for request {turn} "
-                           f"({len(turns)} turns, {len(scenario.rules)} rules, none matched).", status=400,
-                           code="scenario_exhausted")
+            raise exhausted(scenario, turn)
         return None, None
+
+
+def exhausted(scenario: Scenario, turn: int) -> APIError:
+    return APIError(f"LLMSim scenario '{scenario.name}' has no reply left for request {turn} "
+                    f"({len(scenario.turns)} turns, {len(scenario.rules)} rules, none matched).", status=400,
+                    code="scenario_exhausted")
+
+
+def play(prompt: Prompt, reply: Reply | None, stream: bool) -> tuple[Prompt, StreamFault | None]:
+    """A picked reply applied: the scripted prompt and stream fault; an HTTP fault raises, a timeout waits."""
+    if reply is None:
+        return prompt, None
+    fault = _fault(reply.fault, prompt.model, stream) if reply.fault is not None else None
+    if reply.text is None and not reply.tool_calls and reply.reasoning_summary is None:
+        return prompt, fault
+    return replace(prompt, script=reply.script()), fault
 
 
 def _fault(fault: Fault, model: str, stream: bool) -> StreamFault | None:

@@ -1,8 +1,10 @@
-"""Where responses and conversations live: in memory (default) or in SQLite (`--store sqlite:///path.db`)."""
+"""Where responses and conversations live: in memory (default), in SQLite (`--store sqlite:///path.db`) or in
+Redis (`--store redis://host:port/db`, shared by a fleet of servers)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from llmsim.store.base import (
     FINAL_STATUSES,
@@ -13,6 +15,7 @@ from llmsim.store.base import (
     StoredResponse,
 )
 from llmsim.store.memory import MemoryConversations, MemoryStore
+from llmsim.store.redis_client import is_redis_url
 from llmsim.store.sqlite import Database, SQLiteConversations, SQLiteStore
 
 SQLITE_PREFIX = "sqlite:///"
@@ -28,26 +31,49 @@ __all__ = [
 class Stores:
     responses: ResponseStore
     conversations: ConversationStore
+    redis: Any = None  # the Redis client, when the fleet's chaos state lives there too
 
 
 def parse_store_url(url: str) -> str | None:
-    """None for the memory store, else the SQLite file path (`sqlite:///rel.db`, `sqlite:////abs/path.db`)."""
-    if url in ("", "memory"):
+    """None for the memory store (and Redis), else the SQLite file path (`sqlite:///rel.db`,
+    `sqlite:////abs/path.db`)."""
+    if url in ("", "memory") or is_redis_url(url):
         return None
     if url.startswith(SQLITE_PREFIX) and len(url) > len(SQLITE_PREFIX):
         return url[len(SQLITE_PREFIX):]
-    raise ValueError(f"unknown store {url!r}: use 'memory' or 'sqlite:///path.db'")
+    raise ValueError(f"unknown store {url!r}: use 'memory', 'sqlite:///path.db' or 'redis://host:port/db'")
 
 
 def prepare_store(url: str) -> None:
-    """Check `url` and create the SQLite schema once, before worker processes open the file."""
+    """Check `url` and create the SQLite schema once, before worker processes open the file; Redis must answer."""
+    if is_redis_url(url):
+        from llmsim.store.redis_client import connect
+
+        client = connect(url)
+        try:
+            client.ping()
+        except Exception as exc:  # the message names what failed (refused, auth, TLS, unknown host)
+            raise ValueError(f"cannot use Redis at {url.rpartition('@')[2]}: {exc}") from None
+        finally:
+            client.close()
+        return
     path = parse_store_url(url)
     if path is not None:
         Database(path).close()
 
 
 def open_stores(url: str, max_entries: int, ttl_seconds: float) -> Stores:
-    """The stores behind `--store`; both kinds apply the same entry and TTL limits."""
+    """The stores behind `--store`; every kind applies the same entry and TTL limits."""
+    if is_redis_url(url):
+        from llmsim.store.background import this_worker
+        from llmsim.store.redis_client import Heartbeat, connect
+        from llmsim.store.redis_store import RedisConversations, RedisStore
+
+        client = connect(url)
+        heartbeat = Heartbeat(client, this_worker())
+        heartbeat.start()
+        return Stores(RedisStore(client, max_entries, ttl_seconds, heartbeat),
+                      RedisConversations(client, max_entries, ttl_seconds), client)
     path = parse_store_url(url)
     if path is None:
         return Stores(MemoryStore(max_entries, ttl_seconds), MemoryConversations(max_entries, ttl_seconds))

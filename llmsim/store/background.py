@@ -1,8 +1,10 @@
 """Background responses: run on a pool of workers, with their events in the store as they happen.
 
 Everything goes through the store, never through this process's memory, so with SQLite any
-worker process can follow a running response's events or cancel it. Workers are
-`threading` threads, which gevent's patching (in the server) turns into greenlets.
+worker process (with Redis, any worker of any server) can follow a running response's events or
+cancel it. A store that can block until a response changes (Redis: `wait`) spares followers
+their polling. Workers are `threading` threads, which gevent's patching (in the server) turns
+into greenlets.
 """
 
 from __future__ import annotations
@@ -93,7 +95,8 @@ def alive(worker: str) -> bool:
 def settle_orphan(store: ResponseStore, record: StoredResponse) -> StoredResponse:
     """A response whose worker process died (kill -9, say) will never finish: it fails, with a terminal event
     for anyone following its stream, so nobody waits forever."""
-    if record.status in FINAL_STATUSES or record.worker is None or alive(record.worker):
+    is_alive = getattr(store, "worker_alive", alive)  # Redis: the worker's heartbeat, on whichever server
+    if record.status in FINAL_STATUSES or record.worker is None or is_alive(record.worker):
         return record
     builder = EventBuilder(record.response)
     builder.sequence = len(record.events)
@@ -124,7 +127,16 @@ def follow(store: ResponseStore, response_id: str, after: int = -1,
             if record is not None:
                 settle_orphan(store, record)
             quiet_since = time.monotonic()
+        _wait(store, response_id, after, status, poll_seconds)
+
+
+def _wait(store: ResponseStore, response_id: str, after: int, status: str, poll_seconds: float) -> None:
+    """Until the response may have changed: the store's own blocking wait, else one poll interval."""
+    wait = getattr(store, "wait", None)
+    if wait is None:
         time.sleep(poll_seconds)
+    else:
+        wait(response_id, after, status, ORPHAN_CHECK_SECONDS)
 
 
 def cancel(store: ResponseStore, response_id: str, wait_seconds: float = CANCEL_WAIT_SECONDS,
@@ -145,7 +157,7 @@ def cancel(store: ResponseStore, response_id: str, wait_seconds: float = CANCEL_
             record.response = {**record.response, "status": "cancelled"}
             store.append(response_id, [], record.response, force=True)
             return _end_stream(store, store.get(response_id))
-        time.sleep(poll_seconds)
+        _wait(store, response_id, 1 << 62, state[0], poll_seconds)
     return _end_stream(store, record)
 
 

@@ -1,0 +1,167 @@
+"""`python bench/stores.py`: what the memory, SQLite and Redis stores cost, and what workers buy.
+
+(a) Speed 0, non-streaming requests from closed-loop clients, on the memory, SQLite and Redis stores
+    at 1, 2 and 4 workers: requests/s, p50/p99 latency, and Redis/memory throughput (goal: >= 0.85).
+    Then the Redis round trips each kind of request costs, counted in-process on the client's socket
+    writes (a pipeline or a Lua script is one).
+(b) Realistic pacing (speed 1, a shipped model's profile), many open streams on the Redis store:
+    SSE text deltas delivered per second and inter-token p99 at 1 and 4 workers
+    (goal: 4 workers >= 1.7x one).
+
+Needs `redis-server` on PATH (Debian: apt-get install redis-server); it starts its own on a free port.
+The load runs in separate client processes (bench/load.py); ratios are measured in one run, so a busy
+machine shifts both sides.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import sys
+import tempfile
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import redis
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+
+from load import Plan, run  # noqa: E402
+from run import PROMPT, quantile, table  # noqa: E402
+
+from llmsim.testing import RedisServer, ServerProcess  # noqa: E402
+
+
+def store_url(kind: str, redis_server: RedisServer, directory: str) -> str:
+    if kind == "redis":
+        redis.Redis.from_url(redis_server.url).flushall()
+        return redis_server.url
+    if kind == "sqlite":
+        return f"sqlite:///{directory}/bench-{len(list(Path(directory).iterdir()))}.db"
+    return "memory"
+
+
+def warm(server: ServerProcess, body: dict[str, object], workers: int) -> None:
+    """A few requests on every worker first: each loads its tokenizer on its first request."""
+    with ThreadPoolExecutor(8 * workers) as pool:
+        list(pool.map(lambda _: httpx.post(f"{server.base_url}/responses", json={**body, "stream": False},
+                                           headers={"X-LLMSim-Speed": "0"}, timeout=120), range(16 * workers)))
+
+
+def throughput(args: argparse.Namespace, redis_server: RedisServer, directory: str) -> str:
+    rows, rates = [], {}
+    body = {"model": args.model, "input": PROMPT}
+    for workers in args.workers:
+        for kind in ("memory", "sqlite", "redis"):
+            flags = ("--speed", "0", "--workers", str(workers), "--store", store_url(kind, redis_server, directory))
+            with ServerProcess(*flags, startup_timeout=180) as server:
+                warm(server, body, workers)
+                plan = Plan(f"{server.base_url}/responses", body, {}, args.clients, warmup=1.0, window=args.window,
+                            stream=False)
+                samples, _ = run(plan, processes=args.processes)
+            done = [s for s in samples if s.end is not None and plan.warmup <= s.end]
+            good = [s.latency_ms for s in done if s.ok and s.start >= plan.warmup]
+            rates[kind, workers] = sum(s.ok for s in done) / args.window
+            rows.append([kind, str(workers), f"{rates[kind, workers]:.0f}", f"{quantile(good, 0.5):.1f}",
+                         f"{quantile(good, 0.99):.1f}", str(sum(not s.ok for s in done)),
+                         f"{rates[kind, workers] / rates['memory', workers]:.2f}"])
+            print("  (a)", " ".join(rows[-1]), flush=True)
+    return table(["store", "workers", "req/s", "p50 ms", "p99 ms", "errors", "vs memory"], rows)
+
+
+def round_trips(redis_server: RedisServer) -> str:
+    """Redis round trips per request, by kind, through the app in this process."""
+    from redis.connection import Connection
+
+    from llmsim.app import create_app
+    from llmsim.config import Settings
+
+    redis.Redis.from_url(redis_server.url).flushall()
+    app = create_app(Settings(store=redis_server.url, speed=0))
+    client = app.test_client()
+    sent: Counter[str] = Counter()
+    original = Connection.send_packed_command
+
+    def counting(self: Connection, command: object, check_health: bool = True) -> None:
+        sent["n"] += 1
+        original(self, command, check_health)
+
+    requests = {
+        "create (json)": lambda: client.post("/v1/responses", json={"model": "gpt-4o", "input": PROMPT}),
+        "create (stream)": lambda: client.post("/v1/responses", json={"model": "gpt-4o", "input": PROMPT,
+                                                                       "stream": True}).get_data(),
+        "create (rpm + tpm limits)": lambda: client.post("/v1/responses", json={"model": "gpt-4o", "input": PROMPT},
+                                                         headers={"Authorization": "Bearer sk-limited"}),
+        "retrieve": lambda: client.get(f"/v1/responses/{first}"),
+    }
+    first = client.post("/v1/responses", json={"model": "gpt-4o", "input": PROMPT}).get_json()["id"]
+    rows = []
+    Connection.send_packed_command = counting  # type: ignore[method-assign]
+    try:
+        for name, call in requests.items():
+            if "limits" in name:
+                client.put("/llmsim/admin/faults", json={"rate_limits": {"rpm": 100000, "tpm": 100000000}})
+            call()  # scripts loaded, config current
+            sent.clear()
+            for _ in range(20):
+                call()
+            rows.append([name, f"{sent['n'] / 20:.1f}"])
+    finally:
+        Connection.send_packed_command = original  # type: ignore[method-assign]
+    return table(["request", "Redis round trips"], rows)
+
+
+def pacing(args: argparse.Namespace, redis_server: RedisServer) -> str:
+    rows, rates = [], {}
+    body = {"model": args.paced_model, "input": PROMPT, "stream": True}
+    for workers in (1, 4):
+        redis.Redis.from_url(redis_server.url).flushall()
+        with ServerProcess("--speed", "1", "--workers", str(workers), "--store", redis_server.url,
+                           startup_timeout=180) as server:
+            warm(server, body, workers)
+            plan = Plan(f"{server.base_url}/responses", body, {}, args.streams, warmup=args.pacing_warmup,
+                        window=args.window, stream=True)
+            samples, _ = run(plan, processes=args.processes)
+        begin, end = plan.warmup, plan.warmup + plan.window
+        gaps = [g for s in samples for g in s.gaps_ms(begin, end)]
+        rates[workers] = len(gaps) / args.window
+        rows.append([str(workers), str(args.streams), f"{rates[workers]:.0f}", f"{quantile(gaps, 0.5):.1f}",
+                     f"{quantile(gaps, 0.99):.1f}", f"{rates[workers] / rates[1]:.2f}x"])
+        print("  (b)", " ".join(rows[-1]), flush=True)
+    return table(["workers", "streams", "deltas/s", "inter-token p50 ms", "p99 ms", "vs 1 worker"], rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--part", choices=["a", "b", "all"], default="all")
+    parser.add_argument("--workers", type=lambda v: [int(x) for x in v.split(",")], default=[1, 2, 4])
+    parser.add_argument("--clients", type=int, default=32, help="closed-loop clients of (a)")
+    parser.add_argument("--model", default="gpt-4o-mini")
+    parser.add_argument("--window", type=float, default=5.0, help="seconds measured per row")
+    parser.add_argument("--paced-model", default="gpt-4o-mini", help="the shipped profile (b) paces")
+    parser.add_argument("--streams", type=int, default=300, help="open streams of (b)")
+    parser.add_argument("--pacing-warmup", type=float, default=5.0, help="seconds over which (b)'s streams start")
+    parser.add_argument("--processes", type=int, default=2, help="client processes")
+    parser.add_argument("--fsync", default="everysec", choices=["always", "everysec"],
+                        help="Redis' appendfsync: always loses nothing acknowledged, everysec at most a second")
+    args = parser.parse_args()
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 65536)), hard))
+    out = [f"Redis: appendonly, appendfsync {args.fsync}"]
+    with RedisServer(fsync=args.fsync) as redis_server, tempfile.TemporaryDirectory() as directory:
+        if args.part in ("a", "all"):
+            out.append("(a) speed 0, JSON requests: stores x workers (goal: redis >= 0.85 of memory)\n"
+                       + throughput(args, redis_server, directory))
+            out.append("(a) Redis round trips per request\n" + round_trips(redis_server))
+        if args.part in ("b", "all"):
+            out.append(f"(b) speed 1, {args.streams} streams of {args.paced_model} on Redis "
+                       "(goal: 4 workers >= 1.7x one)\n" + pacing(args, redis_server))
+    print("\n\n".join(out))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,358 @@
+"""Chaos state and scenario progress in Redis: N servers x M workers keep one schedule, one set of buckets.
+
+Each request's decision is one Lua script: the request is logged, its rate-limit buckets are refilled
+and taken from (or not), and the rules in its scope count it, all at once, so `first: 3` fires three
+times fleet-wide and an RPM of 8 admits 8. The fault config and the scenario carry a generation
+number: a process keeps the parsed config until a script says the fleet's has moved on.
+
+A server that starts with fault flags (or a scenario file) different from those the fleet last started
+with installs them; a server starting with the same flags keeps the fleet's state (admin changes,
+schedules), so a rolling restart changes nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import time
+from collections import OrderedDict
+from typing import Any
+
+from llmsim.backends.base import Prompt
+from llmsim.chaos.faults import FaultConfig, RequestInfo, Rule
+from llmsim.chaos.ratelimit import Bucket, Limits, Verdict
+from llmsim.chaos.scenarios import TRANSCRIPT, Player, Reply, Scenario, StreamFault, exhausted, play
+from llmsim.chaos.state import RECENT, ChaosState, Decision, ResolveLimits
+from llmsim.store.redis_client import PREFIX
+
+CHAOS = f"{PREFIX}chaos"  # hash: gen, config, seed, flags, served, rejected
+SEEN = f"{PREFIX}chaos:seen"  # hash: rule index -> requests in its scope since the config was set
+FAULTS = f"{PREFIX}chaos:faults"  # hash: fault kind -> times served
+LOG = f"{PREFIX}chaos:log"  # hash: request index -> log entry (the latest RECENT)
+BUCKETS = f"{PREFIX}rl:"
+SCENARIO = f"{PREFIX}scenario"  # hash: gen, scenario, flags, requests, position
+FIRED = f"{PREFIX}scenario:fired"  # hash: rule index -> times fired
+TRANSCRIPT_KEY = f"{PREFIX}scenario:transcript"  # list of entries, oldest first
+WRITTEN = 10_000  # log entries remembered between admit and finish, at most
+MAX_STALE = 5  # config reloads one request may need while an admin changes it repeatedly
+
+# KEYS: state hash, the keys to clear. ARGV: '1' (only when the fleet has no state) or '0' (when its flags differ
+# too), flags, then field, value pairs. Installing starts a new generation: schedules from zero.
+_PUBLISH_FLAGS = """
+local gen = redis.call('HGET', KEYS[1], 'gen')
+if not gen or (ARGV[1] == '0' and redis.call('HGET', KEYS[1], 'flags') ~= ARGV[2]) then
+  redis.call('HSET', KEYS[1], 'flags', ARGV[2], unpack(ARGV, 3))
+  redis.call('HINCRBY', KEYS[1], 'gen', 1)
+  for i = 2, #KEYS do redis.call('DEL', KEYS[i]) end
+end
+return redis.call('HGET', KEYS[1], 'gen')
+"""
+
+# KEYS: state hash, the keys to clear. ARGV: field, value pairs.
+_REPLACE = """
+redis.call('HSET', KEYS[1], unpack(ARGV))
+redis.call('HINCRBY', KEYS[1], 'gen', 1)
+for i = 2, #KEYS do redis.call('DEL', KEYS[i]) end
+return 1
+"""
+
+_BUCKET = """
+local function now_s()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) + tonumber(t[2]) / 1000000
+end
+local function refill(key, cap, now)
+  local b = redis.call('HMGET', key, 'level', 'updated', 'cap')
+  if not b[1] or tonumber(b[3]) ~= cap then return cap end
+  return math.min(cap, tonumber(b[1]) + (now - tonumber(b[2])) * cap / 60)
+end
+local function save(key, cap, level, now)
+  redis.call('HSET', key, 'level', tostring(level), 'updated', tostring(now), 'cap', cap)
+  redis.call('EXPIRE', key, 120)  -- idle a minute, a bucket is full: no key says the same
+end
+"""
+
+# KEYS: chaos, log, requests bucket, tokens bucket, seen. ARGV: gen, the log entry after its '{' when admitted and
+# when rate-limited, rpm or '', tpm or '', tokens, RECENT, then the indexes of the rules in scope.
+# → {'stale'} or {'ok', index, exceeded or '', requests level, tokens level, count per rule in scope...}
+_ADMIT = _BUCKET + """
+if redis.call('HGET', KEYS[1], 'gen') ~= ARGV[1] then return {'stale'} end
+local n = redis.call('HINCRBY', KEYS[1], 'served', 1)
+local now = now_s()
+local tokens = tonumber(ARGV[6])
+local rpm, tpm = tonumber(ARGV[4]), tonumber(ARGV[5])
+local rq, tk = 0, 0
+if rpm then rq = refill(KEYS[3], rpm, now) end
+if tpm then tk = refill(KEYS[4], tpm, now) end
+local exceeded = ''
+if rpm and rq + 1e-9 < 1 then exceeded = 'requests' elseif tpm and tk + 1e-9 < tokens then exceeded = 'tokens' end
+if exceeded == '' then
+  if rpm then rq = rq - 1 end
+  if tpm then tk = tk - tokens end
+end
+if rpm then save(KEYS[3], rpm, rq, now) end
+if tpm then save(KEYS[4], tpm, tk, now) end
+local entry = ARGV[2]
+if exceeded ~= '' then entry = ARGV[3] end
+redis.call('HSET', KEYS[2], n, '{"index":' .. n .. ',' .. entry)
+redis.call('HDEL', KEYS[2], n - tonumber(ARGV[7]))
+local result = {'ok', n, exceeded, tostring(rq), tostring(tk)}
+if exceeded ~= '' then
+  redis.call('HINCRBY', KEYS[1], 'rejected', 1)
+  return result
+end
+for i = 8, #ARGV do table.insert(result, redis.call('HINCRBY', KEYS[5], ARGV[i], 1)) end
+return result
+"""
+
+# KEYS: bucket. ARGV: capacity, tokens to charge (negative: refund).
+_SETTLE = _BUCKET + """
+local cap, now = tonumber(ARGV[1]), now_s()
+save(KEYS[1], cap, math.min(cap, refill(KEYS[1], cap, now) - tonumber(ARGV[2])), now)
+return 1
+"""
+
+# KEYS: log. ARGV: index, entry. Only an entry still in the window is rewritten.
+_FINISH = """
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) end
+return 1
+"""
+
+
+def _dumps(data: Any) -> str:
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+
+
+class RedisChaosState(ChaosState):
+    """Fault config and schedules, fault counters, rate-limit buckets and the request log of a fleet (the same
+    interface as the process's own `ChaosState`, none of its attributes)."""
+
+    def __init__(self, client: Any, config: FaultConfig, seed: int | None) -> None:
+        self.client = client
+        self._admit = client.register_script(_ADMIT)
+        self._settle = client.register_script(_SETTLE)
+        self._finish = client.register_script(_FINISH)
+        self._replace = client.register_script(_REPLACE)
+        self._publish = client.register_script(_PUBLISH_FLAGS)
+        self._written: OrderedDict[int, str] = OrderedDict()  # log entries as admit wrote them, until `finish`
+        config_json = config.model_dump_json(exclude_none=True)
+        self._flags = [_dumps({"config": config_json, "seed": seed}), "config", config_json, "seed", _dumps(seed)]
+        self._refresh(starting=True)
+
+    def _refresh(self, starting: bool = False) -> None:
+        """The fleet's config; this server's flags when it starts with other flags than the fleet's last, or
+        when Redis has none (it lost its data)."""
+        self._publish(keys=[CHAOS, SEEN], args=["0" if starting else "1", *self._flags])
+        gen, config, seed = self.client.hmget(CHAOS, ["gen", "config", "seed"])
+        self._gen = gen.decode()
+        self._config = FaultConfig.model_validate_json(config)
+        self._seed: int | None = json.loads(seed)
+
+    @property
+    def config(self) -> FaultConfig:
+        self._refresh()
+        return self._config
+
+    def configure(self, config: FaultConfig) -> None:
+        self._replace(keys=[CHAOS, SEEN], args=["config", config.model_dump_json(exclude_none=True)])
+
+    def admit(self, request: RequestInfo, entry: dict[str, Any], key: tuple[str, str], resolve: ResolveLimits,
+              tokens: int, choose: bool) -> Decision:
+        bucket = BUCKETS + hashlib.sha256("\0".join(key).encode()).hexdigest()[:32]
+        for _ in range(MAX_STALE):
+            config = self._config
+            limits = resolve(config)
+            scope = [i for i, rule in enumerate(config.faults) if rule.in_scope(request)] if choose else []
+            # The entry as it will end when nothing fires (no rule in scope, no forced fault) or when rate-limited:
+            # `finish` then has nothing to rewrite, which saves a round trip on most requests.
+            admitted = {**entry, "status": 200} if choose and not scope else entry
+            limited = {**entry, "rate_limited": True, "status": 429}
+            result = self._admit(keys=[CHAOS, LOG, f"{bucket}:requests", f"{bucket}:tokens", SEEN], args=[
+                self._gen, _dumps(admitted)[1:], _dumps(limited)[1:], limits.rpm or "", limits.tpm or "", tokens,
+                RECENT, *scope])
+            if result[0] == b"ok":
+                break
+            self._refresh()
+        else:
+            raise RuntimeError("the fault config kept changing while a request was admitted")
+        index = int(result[1])
+        self._written[index] = _dumps({"index": index, **(limited if result[2] else admitted)})
+        while len(self._written) > WRITTEN:
+            self._written.popitem(last=False)
+        decision = Decision({"index": index, **entry}, limits)
+        if limits:
+            decision.verdict = self._verdict(limits, tokens, result[2].decode(), float(result[3]), float(result[4]))
+        if choose and (decision.verdict is None or decision.verdict.allowed):
+            decision.rule = self._choose(config, scope, [int(count) for count in result[5:]])
+        return decision
+
+    @staticmethod
+    def _verdict(limits: Limits, tokens: int, exceeded: str, requests: float, token_level: float) -> Verdict:
+        """The script's levels as the Verdict the headers and the 429 are made from."""
+        def bucket(capacity: int | None, level: float) -> Bucket | None:
+            if capacity is None:
+                return None
+            made = Bucket(capacity, 0.0)
+            made.level = level
+            return made
+
+        verdict = Verdict(limits, bucket(limits.rpm, requests), bucket(limits.tpm, token_level), tokens)
+        if exceeded:
+            hit = verdict.requests if exceeded == "requests" else verdict.tokens
+            amount = 1 if exceeded == "requests" else tokens
+            assert hit is not None
+            verdict.exceeded = exceeded
+            verdict.retry_after = hit.wait(amount) if amount <= hit.capacity else None
+        return verdict
+
+    def _choose(self, config: FaultConfig, scope: list[int], counts: list[int]) -> Rule | None:
+        """The first rule in scope that fires at its count; a probability draws from (seed, rule, count), so a
+        seeded fleet gives the same sequence whichever worker serves which request."""
+        seed = config.seed if config.seed is not None else self._seed
+        chosen: Rule | None = None
+        for i, count in zip(scope, counts):
+            rule = config.faults[i]
+            if rule.probability is not None:
+                draw = random.Random(f"{seed}:{i}:{count}").random() if seed is not None else random.random()
+                drawn = draw < rule.probability
+            else:
+                drawn = False
+            if chosen is None and (rule.unconditional or drawn or rule.scheduled(count)):
+                chosen = rule
+        return chosen
+
+    def settle(self, key: tuple[str, str], limits: Limits, extra_tokens: int) -> None:
+        if limits.tpm is None or not extra_tokens:
+            return
+        bucket = BUCKETS + hashlib.sha256("\0".join(key).encode()).hexdigest()[:32]
+        self._settle(keys=[f"{bucket}:tokens"], args=[limits.tpm, extra_tokens])
+
+    def count(self, kind: str) -> None:
+        self.client.hincrby(FAULTS, kind, 1)
+
+    def finish(self, entry: dict[str, Any]) -> None:
+        final = _dumps(entry)
+        if self._written.pop(entry["index"], None) != final:
+            self._finish(keys=[LOG], args=[entry["index"], final])
+
+    def counters(self) -> dict[str, Any]:
+        with self.client.pipeline(transaction=True) as pipe:
+            pipe.hgetall(FAULTS)
+            pipe.hmget(CHAOS, ["rejected", "served"])
+            faults, (rejected, served) = pipe.execute()
+        return {"faults": {kind.decode(): int(n) for kind, n in faults.items()}, "rate_limited": int(rejected or 0),
+                "requests": int(served or 0)}
+
+    def recent(self, limit: int) -> list[dict[str, Any]]:
+        served = int(self.client.hget(CHAOS, "served") or 0)
+        indexes = list(range(max(1, served - limit + 1), served + 1))
+        entries = self.client.hmget(LOG, indexes) if indexes else []
+        return [json.loads(entry) for entry in entries if entry is not None]
+
+    def reset(self) -> None:
+        with self.client.pipeline(transaction=True) as pipe:
+            pipe.delete(SEEN, FAULTS, LOG)
+            pipe.hset(CHAOS, mapping={"served": 0, "rejected": 0})
+            pipe.execute()
+        buckets = list(self.client.scan_iter(match=f"{BUCKETS}*", count=1000))
+        if buckets:
+            self.client.delete(*buckets)
+
+
+# KEYS: scenario, fired, transcript. ARGV: gen, rules, turns, policy ('' when none is loaded), time, model JSON,
+# request JSON, TRANSCRIPT, then per rule: times or '', '1' when its match holds (turn aside), turns ('a,b') or ''.
+# → {'stale'} or {'ok', turn, 'rules' | 'turns' | 'error' | '', index}
+_DIRECT = """
+if redis.call('HGET', KEYS[1], 'gen') ~= ARGV[1] then return {'stale'} end
+local turn = redis.call('HINCRBY', KEYS[1], 'requests', 1) - 1
+local nrules, nturns, policy = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
+local kind, index = '', -1
+for i = 0, nrules - 1 do
+  local times, holds, turns = ARGV[9 + 3 * i], ARGV[10 + 3 * i], ARGV[11 + 3 * i]
+  local ok = holds == '1'
+  if ok and times ~= '' then ok = tonumber(redis.call('HGET', KEYS[2], i) or '0') < tonumber(times) end
+  if ok and turns ~= '' then
+    ok = false
+    for t in string.gmatch(turns, '[^,]+') do if tonumber(t) == turn then ok = true end end
+  end
+  if ok then redis.call('HINCRBY', KEYS[2], i, 1); kind = 'rules'; index = i; break end
+end
+if kind == '' and policy ~= '' then
+  local position = tonumber(redis.call('HGET', KEYS[1], 'position') or '0')
+  if position < nturns then redis.call('HSET', KEYS[1], 'position', position + 1); kind = 'turns'; index = position
+  elseif policy == 'repeat_last' then kind = 'turns'; index = nturns - 1
+  elseif policy == 'cycle' then redis.call('HSET', KEYS[1], 'position', 1); kind = 'turns'; index = 0
+  elseif policy == 'error' then kind = 'error' end
+end
+local step = 'null'
+if kind == 'rules' or kind == 'turns' then step = '"' .. kind .. '[' .. index .. ']"' end
+redis.call('RPUSH', KEYS[3], '{"index":' .. turn .. ',"time":' .. ARGV[5] .. ',"model":' .. ARGV[6] ..
+  ',"step":' .. step .. ',"request":' .. ARGV[7] .. '}')
+redis.call('LTRIM', KEYS[3], -tonumber(ARGV[8]), -1)
+return {'ok', turn, kind, index}
+"""
+
+
+class RedisPlayer(Player):
+    """A scenario played fleet-wide: one position, one set of rule counts, one transcript."""
+
+    def __init__(self, client: Any, scenario: Scenario | None = None) -> None:
+        self.client = client
+        self._direct = client.register_script(_DIRECT)
+        self._replace = client.register_script(_REPLACE)
+        self._publish = client.register_script(_PUBLISH_FLAGS)
+        text = "" if scenario is None else scenario.model_dump_json()
+        self._flags = [text, "scenario", text, "requests", 0, "position", 0]
+        self._refresh(starting=True)
+
+    def _refresh(self, starting: bool = False) -> None:
+        self._publish(keys=[SCENARIO, FIRED, TRANSCRIPT_KEY], args=["0" if starting else "1", *self._flags])
+        gen, text = self.client.hmget(SCENARIO, ["gen", "scenario"])
+        self._gen = gen.decode()
+        self.scenario = Scenario.model_validate_json(text) if text else None
+
+    def load(self, scenario: Scenario | None) -> None:
+        text = "" if scenario is None else scenario.model_dump_json()
+        self._replace(keys=[SCENARIO, FIRED, TRANSCRIPT_KEY],
+                      args=["scenario", text, "requests", 0, "position", 0])
+
+    def reset(self) -> None:
+        with self.client.pipeline(transaction=True) as pipe:
+            pipe.delete(FIRED, TRANSCRIPT_KEY)
+            pipe.hset(SCENARIO, mapping={"requests": 0, "position": 0})
+            pipe.execute()
+
+    def state(self) -> dict[str, Any]:
+        self._refresh()
+        requests, position = self.client.hmget(SCENARIO, ["requests", "position"])
+        scenario = self.scenario.model_dump(mode="json", exclude_none=True) if self.scenario else None
+        return {"scenario": scenario, "requests": int(requests or 0), "position": int(position or 0)}
+
+    def recent(self, limit: int) -> list[dict[str, Any]]:
+        return [json.loads(entry) for entry in self.client.lrange(TRANSCRIPT_KEY, -limit, -1)]
+
+    def direct(self, prompt: Prompt, body: Any, stream: bool) -> tuple[Prompt, StreamFault | None]:
+        for _ in range(MAX_STALE):
+            scenario = self.scenario
+            rules: list[Any] = []
+            for rule in scenario.rules if scenario else []:
+                turns = rule.match.turns()
+                rules += [rule.times or "", "1" if rule.match.holds(prompt, None) else "0",
+                          ",".join(map(str, turns)) or "-1" if turns is not None else ""]
+            result = self._direct(keys=[SCENARIO, FIRED, TRANSCRIPT_KEY], args=[
+                self._gen, len(scenario.rules) if scenario else 0, len(scenario.turns) if scenario else 0,
+                scenario.on_exhausted if scenario else "", repr(time.time()), _dumps(prompt.model), _dumps(body),
+                TRANSCRIPT, *rules])
+            if result[0] == b"ok":
+                break
+            self._refresh()
+        else:
+            raise RuntimeError("the scenario kept changing while a request was directed")
+        turn, kind, index = int(result[1]), result[2].decode(), int(result[3])
+        reply: Reply | None = None
+        if kind == "error" and scenario is not None:
+            raise exhausted(scenario, turn)
+        if kind and scenario is not None:
+            reply = scenario.rules[index] if kind == "rules" else scenario.turns[index]
+        return play(prompt, reply, stream)

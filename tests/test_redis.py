@@ -1,0 +1,327 @@
+"""A fleet on one real Redis (`redis-server` on a free port): two servers x two workers behave as one server.
+
+Rate limits, fault schedules, scenarios, chains, conversations and background responses are exact across
+servers; the stores keep the same limits as memory and SQLite; losing Redis gives 503s and nothing
+acknowledged is lost when it returns.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import openai
+import pytest
+import redis
+from stateful import PACED, slow_profiles, until, wait_final
+
+from llmsim.store import StoredConversation, StoredResponse, open_stores
+from llmsim.testing import RedisServer, ServerProcess, free_port
+
+Fleet = tuple[ServerProcess, ServerProcess]
+# A model that thinks for 2.5 s before its first token (when a request asks for speed 1): a follower waits.
+QUIET_PROFILE = """
+models:
+  - id: quiet-model
+    timing:
+      ttft_ms: {kind: normal, mean: 2500, stddev: 0}
+      itl_ms: {kind: normal, mean: 1, stddev: 0}
+      prefill_tokens_per_s: 1000000
+      reasoning_tokens_per_s: 1000
+"""
+
+
+@pytest.fixture(scope="module")
+def redis_server() -> Iterator[RedisServer]:
+    with RedisServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def fleet_servers(redis_server: RedisServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
+    """Two servers of two workers each on one Redis, started once for the module."""
+    profiles = slow_profiles(tmp_path_factory.mktemp("profiles"))
+    (profiles / "quiet.yaml").write_text(QUIET_PROFILE)
+    servers = [ServerProcess("--speed", "0", "--store", redis_server.url, "--workers", "2", "--profiles-dir",
+                             str(profiles), startup_timeout=120) for _ in range(2)]
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(ServerProcess.start, servers))
+    yield servers[0], servers[1]
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(ServerProcess.stop, servers))
+
+
+@pytest.fixture
+def fleet(fleet_servers: Fleet) -> Fleet:
+    """The module's fleet with no faults, no limits, no scenario and empty logs, set through its admin API."""
+    a, _ = fleet_servers
+    assert httpx.put(f"{a.url}/llmsim/admin/faults", json={}).status_code == 200
+    assert httpx.post(f"{a.url}/llmsim/admin/faults/reset").status_code == 200
+    assert httpx.delete(f"{a.url}/llmsim/admin/scenarios").status_code == 200
+    return fleet_servers
+
+
+@pytest.fixture
+def redis_url(redis_server: RedisServer) -> str:
+    """The module's Redis, database 1 (the fleet uses 0), emptied for the test."""
+    url = redis_server.url.rsplit("/", 1)[0] + "/1"
+    redis.Redis.from_url(url).flushdb()
+    return url
+
+
+@pytest.fixture
+def connect() -> Iterator[Callable[..., openai.OpenAI]]:
+    made: list[openai.OpenAI] = []
+
+    def connect(server: ServerProcess, **options: object) -> openai.OpenAI:
+        made.append(openai.OpenAI(base_url=server.base_url, api_key="sk-test", **{"max_retries": 0, **options}))
+        return made[-1]
+
+    yield connect
+    for client in made:
+        client.close()
+
+
+def ask(client: openai.OpenAI, text: str = "hello", **body: object) -> openai.types.responses.Response:
+    return client.responses.create(**{"model": "gpt-4o", "input": text, **body})  # type: ignore[call-overload]
+
+
+def statuses(clients: list[openai.OpenAI], n: int) -> list[int]:
+    """`n` requests, round-robin over the clients, a few at a time; the HTTP status of each."""
+    def one(i: int) -> int:
+        try:
+            ask(clients[i % len(clients)])
+            return 200
+        except openai.APIStatusError as exc:
+            return exc.status_code
+
+    with ThreadPoolExecutor(4) as pool:
+        return list(pool.map(one, range(n)))
+
+
+def test_rpm_admits_exactly_its_limit_fleet_wide(fleet: Fleet, connect: Callable[..., openai.OpenAI]) -> None:
+    a, b = fleet
+    limits = {"rate_limits": {"rpm": 8, "tpm": 1_000_000}}
+    assert httpx.put(f"{b.url}/llmsim/admin/faults", json=limits).status_code == 200
+    results = statuses([connect(a), connect(b)], 20)
+    assert results.count(200) == 8 and results.count(429) == 12
+    counters = httpx.get(f"{b.url}/llmsim/admin/faults/counters").json()
+    assert counters["rate_limited"] == 12 and counters["requests"] == 20
+    with pytest.raises(openai.RateLimitError) as caught:
+        ask(connect(a))
+    headers = caught.value.response.headers
+    assert headers["x-ratelimit-limit-requests"] == "8" and headers["x-ratelimit-remaining-requests"] == "0"
+    assert 0 < int(headers["retry-after-ms"]) <= 7500 and headers["x-ratelimit-limit-tokens"] == "1000000"
+
+
+def test_first_n_fault_set_on_one_server_fires_n_times_fleet_wide(
+        fleet: Fleet, connect: Callable[..., openai.OpenAI]) -> None:
+    a, b = fleet
+    config = httpx.put(f"{a.url}/llmsim/admin/faults", json={"faults": [{"kind": "server_error", "first": 3}]})
+    assert config.status_code == 200
+    assert httpx.get(f"{b.url}/llmsim/admin/faults").json()["faults"][0]["first"] == 3
+    results = statuses([connect(a), connect(b)], 12)
+    assert results.count(500) == 3 and results.count(200) == 9
+    assert httpx.get(f"{b.url}/llmsim/admin/faults/counters").json()["faults"] == {"server_error": 3}
+    log = httpx.get(f"{a.url}/llmsim/admin/requests").json()["data"]
+    assert [entry["index"] for entry in log] == list(range(1, 13))
+    assert sorted(entry["status"] for entry in log) == [200] * 9 + [500] * 3
+
+    assert httpx.post(f"{b.url}/llmsim/admin/faults/reset").status_code == 200  # schedules restart fleet-wide
+    assert statuses([connect(a), connect(b)], 4).count(500) == 3
+
+
+def test_a_chain_and_a_conversation_cross_servers(fleet: Fleet,
+                                                  connect: Callable[..., openai.OpenAI]) -> None:
+    a, b = fleet
+    on_a, on_b = connect(a), connect(b)
+    first = ask(on_a, "My name is Ada.")
+    second = ask(on_b, "What is my name?", previous_response_id=first.id)
+    third = ask(on_a, "And again?", previous_response_id=second.id)
+    items = on_b.responses.input_items.list(third.id, order="asc").data
+    assert [item.id for item in items] == [item.id for item in on_a.responses.input_items.list(third.id).data][::-1]
+    assert on_b.responses.retrieve(first.id).output_text == first.output_text
+
+    conversation = on_a.conversations.create(metadata={"topic": "fleet"}, items=[
+        {"type": "message", "role": "user", "content": "Hi from A"}])
+    reply = ask(on_b, "Hi from B", conversation=conversation.id)
+    listed = on_a.conversations.items.list(conversation.id, order="asc").data
+    assert len(listed) == 3 and listed[-1].id == reply.output[0].id  # type: ignore[union-attr]
+    on_b.conversations.update(conversation.id, metadata={"topic": "moved"})
+    assert on_a.conversations.retrieve(conversation.id).metadata == {"topic": "moved"}
+    assert on_b.responses.delete(first.id) is None
+    with pytest.raises(openai.NotFoundError):
+        on_a.responses.retrieve(first.id)
+
+
+def test_background_made_on_a_is_followed_and_cancelled_from_b(
+        fleet: Fleet, connect: Callable[..., openai.OpenAI]) -> None:
+    a, b = fleet
+    on_a, on_b = connect(a), connect(b)
+    created = on_a.responses.create(model="slow-model", input="Tell me everything.", background=True,
+                                    text={"verbosity": "high"}, extra_headers=PACED)
+    followed = []
+    with on_b.responses.retrieve(created.id, stream=True) as stream:  # type: ignore[call-overload]
+        for event in stream:
+            followed.append(event)
+            if event.type == "response.output_text.delta" and len(followed) == 8:
+                cancelled = on_b.responses.cancel(created.id)
+                assert cancelled.status == "cancelled"
+    assert followed[-1].type == "response.output_item.done"  # the API ends a cancelled stream with no terminal event
+    assert not {"response.completed", "response.incomplete"} & {e.type for e in followed}
+    assert [e.sequence_number for e in followed] == list(range(len(followed)))
+    assert on_a.responses.retrieve(created.id).status == "cancelled"
+
+    replay = list(on_a.responses.retrieve(created.id, stream=True, starting_after=5))  # type: ignore[call-overload]
+    assert [e.sequence_number for e in replay] == list(range(6, len(followed)))
+
+
+def test_background_stream_is_followed_across_servers_while_it_runs(
+        fleet: Fleet, connect: Callable[..., openai.OpenAI]) -> None:
+    a, b = fleet
+    on_a, on_b = connect(a), connect(b)
+    created = on_a.responses.create(model="slow-model", input="Hi", background=True, max_output_tokens=30,
+                                    extra_headers=PACED)
+    events = list(on_b.responses.retrieve(created.id, stream=True))  # type: ignore[call-overload]
+    assert events[-1].type in ("response.completed", "response.incomplete")
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    done = wait_final(on_a, created.id)
+    assert "".join(e.delta for e in events if e.type == "response.output_text.delta") == done.output_text
+
+
+def test_a_waiting_follower_blocks_instead_of_polling(fleet: Fleet, connect: Callable[..., openai.OpenAI],
+                                                      redis_server: RedisServer) -> None:
+    a, b = fleet
+    created = connect(a).responses.create(model="quiet-model", input="Hi", background=True, max_output_tokens=16,
+                                          extra_headers=PACED)
+    events: list[str] = []
+    follower = threading.Thread(target=lambda: events.extend(
+        e.type for e in connect(b).responses.retrieve(created.id, stream=True)))  # type: ignore[call-overload]
+    follower.start()
+    until(lambda: "response.in_progress" in events)
+    stats = redis.Redis.from_url(redis_server.url)
+    before = stats.info("stats")["total_commands_processed"]
+    time.sleep(1.5)  # no events meanwhile: a 20 ms poll would run ~75 reads (~225 commands)
+    commands = stats.info("stats")["total_commands_processed"] - before
+    follower.join()
+    assert "response.output_text.delta" not in events[:events.index("response.in_progress") + 1]
+    assert events[-1] in ("response.completed", "response.incomplete") and commands < 40
+
+
+def test_scenario_turns_advance_once_per_request_fleet_wide(
+        fleet: Fleet, connect: Callable[..., openai.OpenAI]) -> None:
+    a, b = fleet
+    turns = [f"turn {i}" for i in range(6)]
+    loaded = httpx.put(f"{a.url}/llmsim/admin/scenarios", json={"turns": [{"text": t} for t in turns],
+                                                                 "on_exhausted": "error"})
+    assert loaded.status_code == 200
+    clients = [connect(a), connect(b)]
+    assert [ask(clients[i % 2]).output_text for i in range(6)] == turns
+    with pytest.raises(openai.BadRequestError, match="no reply left"):
+        ask(clients[1])
+    transcript = httpx.get(f"{b.url}/llmsim/admin/scenarios/transcript").json()["data"]
+    assert [entry["step"] for entry in transcript] == [f"turns[{i}]" for i in range(6)] + [None]
+    assert [entry["index"] for entry in transcript] == list(range(7))
+    state = httpx.get(f"{a.url}/llmsim/admin/scenarios").json()
+    assert state["requests"] == 7 and state["position"] == 6
+
+
+def test_a_server_starting_with_other_fault_flags_installs_them_the_same_flags_keep_the_schedule(
+        fleet: Fleet, connect: Callable[..., openai.OpenAI], redis_server: RedisServer) -> None:
+    a, b = fleet
+    flags = ("--speed", "0", "--store", redis_server.url, "--fault", "server_error;first=2")
+    with ServerProcess(*flags, startup_timeout=120):  # joins the fleet
+        assert httpx.get(f"{a.url}/llmsim/admin/faults").json()["faults"][0]["first"] == 2
+        with pytest.raises(openai.InternalServerError):
+            ask(connect(a))
+    with ServerProcess(*flags, startup_timeout=120) as restarted:  # a rolling restart: the schedule goes on
+        with pytest.raises(openai.InternalServerError):
+            ask(connect(restarted))
+        assert ask(connect(b)).status == "completed"
+
+    redis.Redis.from_url(redis_server.url).flushdb()  # a Redis that lost everything: the servers start over
+    assert ask(connect(a)).status == "completed" and ask(connect(b)).status == "completed"
+    assert httpx.get(f"{b.url}/llmsim/admin/faults/counters").json()["requests"] >= 1
+
+
+def test_redis_lost_mid_load_gives_503s_then_recovers_losing_nothing(
+        fleet: Fleet, connect: Callable[..., openai.OpenAI],
+        redis_server: RedisServer) -> None:
+    a, b = fleet
+    clients = [connect(a), connect(b)]
+    acknowledged: list[openai.types.responses.Response] = []
+    errors: list[openai.APIStatusError] = []
+    stop = threading.Event()
+
+    def load(client: openai.OpenAI) -> None:
+        while not stop.is_set():
+            try:
+                acknowledged.append(ask(client))
+            except openai.APIStatusError as exc:
+                errors.append(exc)
+                time.sleep(0.01)
+
+    threads = [threading.Thread(target=load, args=(client,)) for client in clients * 2]
+    for thread in threads:
+        thread.start()
+    until(lambda: len(acknowledged) > 20)
+    redis_server.stop()
+    until(lambda: len(errors) > 4)
+    assert httpx.get(f"{a.url}/llmsim/health").status_code == 503  # a load balancer's probe routes around it
+    redis_server.start()
+    served = len(acknowledged)
+    until(lambda: len(acknowledged) > served + 20)
+    stop.set()
+    for thread in threads:
+        thread.join()
+
+    assert {error.status_code for error in errors} == {503}
+    assert httpx.get(f"{b.url}/llmsim/health").json() == {"status": "ok"}
+    assert all(error.body == {"message": "The server is overloaded or not ready yet.", "type": "server_error",
+                              "param": None, "code": None} for error in errors)
+    for i, response in enumerate(acknowledged):  # every response a client got is still there, on either server
+        assert clients[i % 2].responses.retrieve(response.id).output_text == response.output_text
+
+
+def test_store_limits_expiry_and_unfinished_responses(redis_url: str) -> None:
+    stores = open_stores(redis_url, 3, 0)
+    running = StoredResponse({"id": "resp_run", "status": "in_progress", "output": []}, [])
+    stores.responses.put(running)
+    for i in range(5):
+        stores.responses.put(StoredResponse({"id": f"resp_{i}", "status": "completed", "output": [
+            {"id": f"msg_{i}", "type": "message"}]}, [{"id": f"in_{i}", "type": "message"}]))
+    assert len(stores.responses) == 3
+    assert stores.responses.get("resp_run") is not None  # unfinished: never evicted
+    assert stores.responses.get("resp_2") is None and stores.responses.get("resp_4") is not None
+    assert stores.responses.find_item("msg_4") == {"id": "msg_4", "type": "message"}
+    assert stores.responses.find_item("in_4") == {"id": "in_4", "type": "message"}
+    assert stores.responses.find_item("msg_1") is None  # evicted with its response
+
+    assert stores.responses.append("resp_run", [("a", "{}")], {"id": "resp_run", "status": "in_progress",
+                                                               "output": []})
+    assert stores.responses.cancel("resp_run") is not None
+    assert not stores.responses.append("resp_run", [("b", "{}")])  # the worker learns it must stop
+    assert stores.responses.append("resp_run", [("b", "{}")], {"id": "resp_run", "status": "cancelled",
+                                                               "output": []}, force=True)
+    assert stores.responses.tail("resp_run", -1) == ("cancelled", [("a", "{}"), ("b", "{}")])
+
+    short = open_stores(redis_url, 10, 0.3)
+    short.responses.put(StoredResponse({"id": "resp_short", "status": "completed", "output": []}, []))
+    short.conversations.create(StoredConversation("conv_short", {"k": "v"}), [{"id": "item_1"}])
+    assert short.responses.get("resp_short") is not None and short.conversations.items("conv_short")
+    time.sleep(0.4)
+    assert short.responses.get("resp_short") is None and short.conversations.get("conv_short") is None
+    assert len(short.responses) == 0
+
+
+def test_an_unreachable_redis_stops_start_up_with_a_message() -> None:
+    url = f"redis://:secret@127.0.0.1:{free_port()}/0"
+    result = subprocess.run([sys.executable, "-m", "llmsim", "serve", "--store", url], capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 2
+    assert "--store: cannot use Redis at 127.0.0.1:" in result.stderr and "secret" not in result.stderr
