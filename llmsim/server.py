@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import resource
 import socket
 from collections.abc import Iterator
@@ -20,6 +21,7 @@ from typing import Any
 import gevent
 from gunicorn.app.base import BaseApplication
 from gunicorn.http.body import Body
+from gunicorn.http.errors import NoMoreData, ParseException
 from gunicorn.workers.base_async import AsyncWorker
 from gunicorn.workers.ggevent import GeventWorker
 
@@ -121,6 +123,19 @@ class Worker(GeventWorker):  # type: ignore[misc]
                 pass
             raise StopIteration  # gunicorn closes the connection
         req.body = Body(io.BytesIO(data))
+
+    def handle_error(self, req: Any, client: socket.socket, addr: Any, exc: BaseException) -> None:
+        """A request gunicorn cannot parse (its request line, a header, a chunk of its body) gets a 400 in the
+        OpenAI error envelope, not gunicorn's HTML page."""
+        if not isinstance(exc, (ParseException, NoMoreData)):
+            super().handle_error(req, client, addr, exc)
+            return
+        what = re.sub(r"(?<!^)(?=[A-Z])", " ", type(exc).__name__).lower()  # InvalidChunkSize → invalid chunk size
+        try:
+            client.sendall(_answer("400 Bad Request", f"The request is not valid HTTP/1.1 ({what}).",
+                                   "invalid_request_error", "invalid_http_request"))
+        except OSError:
+            pass
 
     def _shed(self) -> bool:
         """Close the connection that has waited longest for a request; False when every one is busy."""
