@@ -47,7 +47,7 @@ def tool_round_trip(result: object) -> None:
 def test_text(llmsim: LLMSim) -> None:
     result = Agent(model(llmsim), instructions="Be concise.").run_sync("What is the capital of France?")
     assert isinstance(result.output, str) and result.output.strip()
-    assert result.usage().output_tokens > 0
+    assert result.usage.output_tokens > 0
     assert last(llmsim)["instructions"] == "Be concise."
 
 
