@@ -166,11 +166,10 @@ def make_sampler(loaded: LoadedModel, prompt: Prompt) -> Any:
     """The request's own sampler: greedy at temperature 0; with a seed, its own random key, so a seeded request
     samples the same tokens whatever else shares the batch."""
     from mlx_lm.sample_utils import apply_min_p, apply_top_k, apply_top_p
-    from mlx_lm.sample_utils import make_sampler as mlx_sampler
 
     top_k, min_p = loaded.sampling.top_k, loaded.sampling.min_p
     if prompt.temperature == 0 or prompt.seed is None:
-        return mlx_sampler(prompt.temperature, prompt.top_p, min_p, top_k=top_k)
+        return _shared_sampler(prompt.temperature, prompt.top_p, min_p, top_k)
     import mlx.core as mx
 
     key = [mx.random.key(prompt.seed % 2**32)]
@@ -187,6 +186,14 @@ def make_sampler(loaded: LoadedModel, prompt: Prompt) -> Any:
         return mx.random.categorical(logprobs * scale, key=draw)
 
     return sample
+
+
+@functools.lru_cache(maxsize=256)
+def _shared_sampler(temperature: float, top_p: float, min_p: float, top_k: int) -> Any:
+    """One sampler object per setting: a batch whose sequences share it samples in one call, not row by row."""
+    from mlx_lm.sample_utils import make_sampler as mlx_sampler
+
+    return mlx_sampler(temperature, top_p, min_p, top_k=top_k)
 
 
 def make_processors(loaded: LoadedModel, prompt: Prompt) -> list[Any]:
