@@ -14,10 +14,9 @@ from llmsim.backends.cassette import load as load_cassettes
 from llmsim.backends.mlx.models import check as check_models
 from llmsim.backends.replay.backend import ON_MISS
 from llmsim.backends.replay.library import MODES as MATCH_MODES
-from llmsim.backends.sim.text import MODES as TEXT_MODES
 from llmsim.chaos import scenarios
 from llmsim.chaos.faults import FaultConfigError, fault_config
-from llmsim.config import DEFAULT_PROFILES_DIR, SPEED_EXPECTED, Settings, valid_speed
+from llmsim.config import DEFAULT_PROFILES_DIR, SPEED_EXPECTED, TEXT_MODES, Settings, valid_speed
 from llmsim.store import prepare_store
 from llmsim.timing.profiles import ProfileError, load_catalog
 

@@ -9,6 +9,7 @@ from pathlib import Path
 DEFAULT_PROFILES_DIR = Path(__file__).resolve().parent / "profiles"
 # Pacing speeds other than 0 (no waiting): slower than 100x stretches a reply past any client's patience.
 MIN_SPEED, MAX_SPEED = 0.01, 10_000.0
+TEXT_MODES = ("prose", "echo", "lorem", "faker")  # the sim's text sources (llmsim/backends/sim/text.py)
 SPEED_EXPECTED = f"0 or a number from {MIN_SPEED:g} to {MAX_SPEED:g}"
 
 

@@ -12,8 +12,7 @@ from flask import current_app, request
 from gunicorn.http.errors import ParseException
 
 from llmsim.api import decode
-from llmsim.backends.sim.text import MODES as TEXT_MODES
-from llmsim.config import SPEED_EXPECTED, valid_speed
+from llmsim.config import SPEED_EXPECTED, TEXT_MODES, valid_speed
 from llmsim.errors import APIError
 from llmsim.services import Services
 

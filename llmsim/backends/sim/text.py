@@ -26,7 +26,6 @@ from llmsim import tokens
 from llmsim.backends.sim import code, intent, phrases
 from llmsim.backends.sim.intent import Intent
 
-MODES = ("prose", "echo", "lorem", "faker")
 DEFAULT_MODE = "prose"
 
 CACHED_PIECE_CHARS = 160
