@@ -21,7 +21,7 @@ from llmsim.chaos.faults import Admission
 from llmsim.chaos.scenarios import Player
 from llmsim.errors import APIError, not_found
 from llmsim.responses import schema, toolspec, translate
-from llmsim.responses.events import TERMINAL, EventBuilder, SerializedEvent, dumps
+from llmsim.responses.events import TERMINAL, EventBuilder, SerializedEvent, dumps, dumps_event
 from llmsim.responses.relayed import RelayedStream
 from llmsim.responses.replay import DeltaLog, Replay
 from llmsim.responses.response import new_response
@@ -107,6 +107,7 @@ class Pipeline:
                                   iter([Finish("stop", Usage(prompt.input_tokens, 0))]))
         if request.background:
             return self._background(builder, deltas, record, request.stream)
+        builder.quiet = not request.stream and admission.stream_fault is None  # nobody sees a text delta's event
         events = admission.events(builder, self._events(builder, deltas, record, request.store, request.stream),
                                   dumps)
         waits = self.pacer.paces(prompt, speed) or admission.stream_fault is not None  # a fault may pause or cut
@@ -227,7 +228,7 @@ class Pipeline:
                 if store:
                     record.replay = Replay(log, builder)
                     self.store.put(record)
-            yield kind, dumps(event) if stream else ""
+            yield kind, dumps_event(event) if stream else ""
 
     def _background(self, builder: EventBuilder, deltas: Iterator[Delta], record: StoredResponse, stream: bool
                     ) -> Run:

@@ -389,7 +389,9 @@ class Admission:
     meter: Meter | None = None
 
     def deltas(self, deltas: Iterator[Delta]) -> Iterator[Delta]:
-        return self.meter.deltas(self._deltas(deltas)) if self.meter else self._deltas(deltas)
+        if self.stream_fault is not None or self.on_finish is not None:  # else nothing to do per delta
+            deltas = self._deltas(deltas)
+        return self.meter.deltas(deltas) if self.meter else deltas
 
     def _deltas(self, deltas: Iterator[Delta]) -> Iterator[Delta]:
         for delta in deltas:

@@ -37,6 +37,7 @@ from llmsim.backends.base import (
 Event = dict[str, Any]
 log = logging.getLogger("llmsim")
 SerializedEvent = tuple[str, str]  # (event type, JSON data)
+TEXT_DELTA = "response.output_text.delta"
 TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed", "error"})
 CANCELLED = "response.incomplete"  # the terminal event of a cancelled response
 # Events after which a stored snapshot of a running response is refreshed (not every delta: that is O(n²)).
@@ -88,10 +89,11 @@ class EventBuilder:
     """Feeds deltas into `response` (a Response dict) and yields the events a client sees."""
 
     def __init__(self, response: dict[str, Any], *, encrypted_reasoning: bool = False,
-                 obfuscate: bool = False, entropy: Entropy | None = None) -> None:
+                 obfuscate: bool = False, entropy: Entropy | None = None, quiet: bool = False) -> None:
         self.response = response
         self.encrypted_reasoning = encrypted_reasoning
         self.obfuscate = obfuscate
+        self.quiet = quiet  # nobody reads the text deltas' events (a JSON answer): the response grows, no event
         self.entropy = entropy or Entropy()
         self.sequence = 0
         self.item: dict[str, Any] | None = None
@@ -110,6 +112,12 @@ class EventBuilder:
         yield self._lifecycle("response.in_progress")
         try:
             for delta in deltas:
+                item = self.item
+                if type(delta) is TextDelta and item is not None and item["type"] == "message":
+                    event = self._more_text(item, delta)  # most deltas: no generator per delta
+                    if event is not None:
+                        yield event
+                    continue
                 yield from self.feed(delta)
                 if self.finish is not None:
                     break
@@ -233,12 +241,25 @@ class EventBuilder:
             item["content"].append(part)
             yield self._event("response.content_part.added", item_id=item["id"], output_index=self._index,
                               content_index=0, part=dict(part, annotations=[], logprobs=[]))
+        event = self._more_text(item, delta)
+        if event is not None:
+            yield event
+
+    def _more_text(self, item: dict[str, Any], delta: TextDelta) -> Event | None:
+        """The open message's text grows by `delta`: its event, or None when the builder is quiet."""
         part = item["content"][0]
         part["text"] += delta.text
-        part["logprobs"].extend(delta.logprobs)
-        yield self._event("response.output_text.delta", item_id=item["id"], output_index=self._index,
-                          content_index=0, delta=delta.text, logprobs=event_logprobs(delta.logprobs),
-                          **self._obfuscation())
+        if delta.logprobs:
+            part["logprobs"].extend(delta.logprobs)
+        if self.quiet:
+            return None
+        event = {"type": TEXT_DELTA, "sequence_number": self.sequence, "item_id": item["id"],
+                 "output_index": len(self.response["output"]) - 1, "content_index": 0, "delta": delta.text,
+                 "logprobs": event_logprobs(delta.logprobs) if delta.logprobs else []}
+        self.sequence += 1
+        if self.obfuscate:
+            event["obfuscation"] = self.entropy.obfuscation()
+        return event
 
     def _open_call(self, delta: ToolCallStart) -> Iterator[Event]:
         if delta.kind == "custom_tool_call":
@@ -342,9 +363,27 @@ class EventBuilder:
         return {"obfuscation": self.entropy.obfuscation()} if self.obfuscate else {}
 
 
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)  # json.dumps would build one per call
+_encode = _ENCODER.encode
+_string = json.encoder.encode_basestring  # a str as JSON, UTF-8 as is: what the encoder does with one
+_TEXT_DELTA_KEYS = ("type", "sequence_number", "item_id", "output_index", "content_index", "delta", "logprobs",
+                    "obfuscation")
+
+
 def dumps(data: Any) -> str:
     """An event's (or any API object's) wire form: compact JSON, UTF-8 as is."""
-    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+    return _encode(data)
+
+
+def dumps_event(event: Event) -> str:
+    """`dumps(event)`; a text delta, most of a stream's events, by formatting instead of walking the dict."""
+    if event["type"] != TEXT_DELTA or event["logprobs"] or tuple(event) != _TEXT_DELTA_KEYS[:len(event)] \
+            or len(event) < 7:
+        return _encode(event)
+    tail = f',"obfuscation":{_string(event["obfuscation"])}}}' if len(event) == 8 else "}"
+    return (f'{{"type":"{TEXT_DELTA}","sequence_number":{event["sequence_number"]:d},'
+            f'"item_id":{_string(event["item_id"])},"output_index":{event["output_index"]:d},'
+            f'"content_index":{event["content_index"]:d},"delta":{_string(event["delta"])},"logprobs":[]{tail}')
 
 
 def cancelled_event(response: dict[str, Any], sequence_number: int) -> Event:
