@@ -56,3 +56,12 @@ def test_a_quiet_builder_makes_the_same_response_without_text_events() -> None:
     assert [e["type"] for e in quiet] == [e["type"] for e in loud if e["type"] != "response.output_text.delta"]
     _, response = events(quiet=True, logprobs=True)
     assert response["output"][0]["content"][0]["logprobs"] == [LOGPROB] * len(TRICKY)
+
+
+def test_the_obfuscation_padding_is_urlsafe_base64_of_the_seeded_bytes() -> None:
+    import base64
+    import random
+
+    entropy, same = Entropy(5), random.Random(5)
+    assert [entropy.obfuscation() for _ in range(500)] == \
+        [base64.urlsafe_b64encode(same.randbytes(6)).decode() for _ in range(500)]

@@ -10,7 +10,6 @@ before it asks for the next one, so what it writes is the state at that event.
 
 from __future__ import annotations
 
-import base64
 import copy
 import json
 import logging
@@ -18,6 +17,7 @@ import os
 import random
 import secrets
 import time
+from binascii import b2a_base64
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -58,6 +58,7 @@ HOSTED = {
 HOSTED_RESULTS = ("results", "outputs", "result", "output")  # null until the call completes
 STATUSED = {"web_search_call", "file_search_call", "code_interpreter_call", "image_generation_call", "mcp_call"}
 STREAM_CHUNK = 24  # characters per delta of a built-in item's streamed field
+_URLSAFE = bytes.maketrans(b"+/", b"-_")  # base64.urlsafe_b64encode's alphabet, without its two calls per delta
 
 
 class Entropy:
@@ -82,7 +83,7 @@ class Entropy:
     def obfuscation(self) -> str:
         if self._padding is None:
             self._padding = random.Random(self.obfuscation_seed)
-        return base64.urlsafe_b64encode(self._padding.randbytes(6)).decode()
+        return b2a_base64(self._padding.randbytes(6), newline=False).translate(_URLSAFE).decode()
 
 
 class EventBuilder:
