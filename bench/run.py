@@ -2,7 +2,8 @@
 
 (a) Throughput and p50/p99 latency at speed 0, non-streaming and streaming, for 1/16/64/256
     closed-loop clients; the same against a bare WSGI app on the same gunicorn + gevent server
-    replaying LLMSim's recorded bytes (bench/bare.py). The ratio is LLMSim's own cost.
+    replaying LLMSim's recorded bytes (bench/bare.py). The ratio is LLMSim's own cost when both
+    servers' CPU (printed, over the whole run of a row: ~100 % is saturated) is the limit, not the load.
     Goal, one worker, 16 clients: JSON >= 0.5x and streaming >= 1.0x bare.
 (b) Timing fidelity at speed 1: measured TTFT and inter-token gaps (p50/p95/p99) against the
     quantiles the model's profile configures, at 1, 100 and 1,000 concurrent streams.
@@ -26,6 +27,7 @@ import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import tracemalloc
 import urllib.request
@@ -86,6 +88,38 @@ def _children(pid: int) -> list[int]:
         return []
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU time a server (its master and workers) has used so far: whether it, or the load, was the limit."""
+    total = 0
+    for task in [pid, *_children(pid)]:
+        try:
+            with open(f"/proc/{task}/stat") as f:
+                fields = f.read().rpartition(")")[2].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+        except (OSError, IndexError, ValueError):
+            pass
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+class CpuWatch(threading.Thread):
+    """A server's CPU use over the measured window of a row (from `after` seconds on, for `window`)."""
+
+    def __init__(self, pid: int, after: float, window: float) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.after, self.window, self.share = pid, after, window, float("nan")
+        self.start()
+
+    def run(self) -> None:
+        time.sleep(self.after)
+        used, started = cpu_seconds(self.pid), time.perf_counter()
+        time.sleep(self.window)
+        self.share = (cpu_seconds(self.pid) - used) / (time.perf_counter() - started)
+
+    def percent(self) -> str:
+        self.join()
+        return f"{100 * self.share:.0f}%"
+
+
 def machine() -> str:
     load = os.getloadavg()
     return f"{os.cpu_count()} cores, load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1/5/15 min)"
@@ -135,15 +169,17 @@ def overhead(args: argparse.Namespace) -> str:
                 for clients in args.clients:
                     cells = ["stream" if stream else "json", str(clients)]
                     rates = []
-                    for url in (f"{llmsim.base_url}/responses", f"{bare.url}/responses"):
+                    for url, pid in ((f"{llmsim.base_url}/responses", llmsim.process.pid),
+                                     (f"{bare.url}/responses", bare.process.pid)):
                         body = {"model": args.overhead_model, "input": PROMPT, "stream": stream}
                         plan = Plan(url, body, {}, clients, warmup=1.0, window=args.overhead_window, stream=stream)
+                        busy = CpuWatch(pid, 1.0 + plan.warmup, plan.window)  # load.run starts its clock 1 s in
                         samples, _ = run(plan, processes=min(args.processes, clients))
                         done = [s for s in samples if s.end is not None and plan.warmup <= s.end]
                         good = [s.latency_ms for s in done if s.ok and s.start >= plan.warmup]
                         rates.append(sum(s.ok for s in done) / args.overhead_window)
                         cells += [f"{rates[-1]:.0f}", f"{quantile(good, 0.5):.1f}", f"{quantile(good, 0.99):.1f}",
-                                  str(sum(not s.ok for s in done))]
+                                  str(sum(not s.ok for s in done)), busy.percent()]
                     cells.append(f"{rates[0] / rates[1]:.2f}x" if rates[1] else "-")
                     rows.append(cells)
                     print("  (a)", " ".join(cells), flush=True)
@@ -152,8 +188,8 @@ def overhead(args: argparse.Namespace) -> str:
                                           rates[0] / rates[1], 1.0 if stream else 0.5))
         finally:
             bare.stop()
-    return table(["mode", "clients", "llmsim req/s", "p50 ms", "p99 ms", "errors", "bare req/s", "p50 ms",
-                  "p99 ms", "errors", "llmsim/bare"], rows) + "\n" + "\n".join(goals)
+    return table(["mode", "clients", "llmsim req/s", "p50 ms", "p99 ms", "errors", "server CPU", "bare req/s",
+                  "p50 ms", "p99 ms", "errors", "server CPU", "llmsim/bare"], rows) + "\n" + "\n".join(goals)
 
 
 def fidelity(args: argparse.Namespace, model: str, levels: list[int]) -> tuple[str, int]:
