@@ -108,6 +108,8 @@ class Pipeline:
         if request.background:
             return self._background(builder, deltas, record, request.stream)
         builder.quiet = not request.stream and admission.stream_fault is None  # nobody sees a text delta's event
+        if builder.quiet:  # so the turns are taken between deltas: a long answer makes few events
+            deltas = fair(deltas)
         events = admission.events(builder, self._events(builder, deltas, record, request.store, request.stream),
                                   dumps)
         waits = self.pacer.paces(prompt, speed) or admission.stream_fault is not None  # a fault may pause or cut
