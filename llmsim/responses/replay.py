@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from llmsim.backends.base import Delta, ReasoningDelta, TextDelta, ToolArgsDelta
-from llmsim.responses.events import Entropy, EventBuilder, SerializedEvent, dumps
+from llmsim.responses.events import Entropy, EventBuilder, SerializedEvent, dumps_event
 
 TEXT, REASONING, SUMMARY, ARGS, OTHER = "T", "R", "S", "A", "O"
 
@@ -128,4 +128,4 @@ class Replay:
                  "incomplete_details": None, "error": None}  # as new_response made it: what the builder changes
         builder = EventBuilder(start, encrypted_reasoning=self.encrypted_reasoning, obfuscate=self.obfuscate,
                                entropy=Recorded(final, self.obfuscation_seed))
-        return [(event["type"], dumps(event)) for event in builder.run(self.log.deltas())]
+        return [(event["type"], dumps_event(event)) for event in builder.run(self.log.deltas())]
