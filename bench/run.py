@@ -3,7 +3,7 @@
 (a) Throughput and p50/p99 latency at speed 0, non-streaming and streaming, for 1/16/64/256
     closed-loop clients; the same against a bare WSGI app on the same gunicorn + gevent server
     replaying LLMSim's recorded bytes (bench/bare.py). The ratio is LLMSim's own cost when both
-    servers' CPU (printed, over the whole run of a row: ~100 % is saturated) is the limit, not the load.
+    servers' CPU (printed, over the measured window: ~100 % is saturated) is the limit, not the load.
     Goal, one worker, 16 clients: JSON >= 0.5x and streaming >= 1.0x bare.
 (b) Timing fidelity at speed 1: measured TTFT and inter-token gaps (p50/p95/p99) against the
     quantiles the model's profile configures, at 1, 100 and 1,000 concurrent streams.
