@@ -26,6 +26,7 @@ import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import tracemalloc
 import urllib.request
@@ -36,7 +37,7 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
-from load import Plan, Sample, run  # noqa: E402
+from load import Plan, Sample, measure, run  # noqa: E402
 
 from llmsim.config import DEFAULT_PROFILES_DIR  # noqa: E402
 from llmsim.testing import ServerProcess, free_port  # noqa: E402
@@ -84,6 +85,35 @@ def _children(pid: int) -> list[int]:
             return [int(child) for child in f.read().split()]
     except OSError:
         return []
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process and its children so far (a server's master and workers)."""
+    total = 0.0
+    for task in [pid, *_children(pid)]:
+        try:
+            with open(f"/proc/{task}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except OSError:
+            pass
+    return total
+
+
+class CpuMeter:
+    """A process's CPU over a window that starts `after` seconds from now: a share of one core, near 100 % means
+    it is the bottleneck."""
+
+    def __init__(self, pid: int, after: float, window: float) -> None:
+        self.window = window
+        self.readings: list[float] = []
+        for delay in (after, after + window):
+            timer = threading.Timer(delay, lambda: self.readings.append(cpu_seconds(pid)))
+            timer.daemon = True
+            timer.start()
+
+    def share(self) -> float:
+        return (self.readings[1] - self.readings[0]) / self.window if len(self.readings) == 2 else float("nan")
 
 
 def machine() -> str:
@@ -173,14 +203,17 @@ def fidelity(args: argparse.Namespace, model: str, levels: list[int]) -> tuple[s
         for streams in levels:
             window = args.window if streams > 1 else args.window * 2
             plan = Plan(f"{server.base_url}/responses", body, {}, streams, warmup=args.warmup, window=window,
-                        stream=True)
-            samples, open_streams = run(plan, processes=min(args.processes, streams))
+                        stream=True, client=args.stream_client)
+            server_cpu = CpuMeter(server.process.pid, 1.0 + plan.warmup, plan.window)  # measure() starts in 1 s
+            samples, open_streams, load_cpu = measure(plan, processes=min(args.processes, streams))
             level = fidelity_rows(streams, samples, open_streams, timing, prefill_ms, plan)
+            for row in level:
+                row.insert(4, f"{server_cpu.share():.0%} / {load_cpu:.0%}")
             rows += level
             if level[1][-1] == "yes":
                 knee = max(knee, streams)
             print(f"  {model}:", streams, "streams done", flush=True)
-    return table(["streams", "open min/mean", "requests", "tokens/s", "metric", "n", "configured p50/p95/p99 ms",
+    return table(["streams", "open min/mean", "requests", "tokens/s", "CPU server/load", "metric", "n", "configured p50/p95/p99 ms",
                   "measured p50/p95/p99 ms", "error p50/p95/p99", "p50 & p99 within 10%"], rows), knee
 
 
@@ -257,6 +290,8 @@ def main() -> None:
     parser.add_argument("--knee-model", default="gpt-4o", help="the real model of part (c)")
     parser.add_argument("--knee-streams", type=lambda v: [int(x) for x in v.split(",")],
                         default=[100, 200, 300, 400], help="the stream counts part (c) tries")
+    parser.add_argument("--stream-client", choices=["raw", "aiohttp"], default="raw",
+                        help="(b)/(c)'s stream reader: raw asyncio sockets (cheap) or aiohttp, to compare them")
     parser.add_argument("--memory-responses", type=int, default=300, help="responses stored in part (d)")
     parser.add_argument("--server-cpu", type=int, default=0, help="the core the servers run on (-1: any)")
     parser.add_argument("--client-cpu", type=int, default=1, help="the core the load runs on (-1: any)")
