@@ -203,7 +203,7 @@ def fidelity(args: argparse.Namespace, model: str, levels: list[int]) -> tuple[s
         for streams in levels:
             window = args.window if streams > 1 else args.window * 2
             plan = Plan(f"{server.base_url}/responses", body, {}, streams, warmup=args.warmup, window=window,
-                        stream=True, client=args.stream_client)
+                        stream=True, client=args.stream_client, loop=args.client_loop)
             server_cpu = CpuMeter(server.process.pid, 1.0 + plan.warmup, plan.window)  # measure() starts in 1 s
             samples, open_streams, load_cpu = measure(plan, processes=min(args.processes, streams))
             level = fidelity_rows(streams, samples, open_streams, timing, prefill_ms, plan)
@@ -292,6 +292,8 @@ def main() -> None:
                         default=[100, 200, 300, 400], help="the stream counts part (c) tries")
     parser.add_argument("--stream-client", choices=["raw", "aiohttp"], default="raw",
                         help="(b)/(c)'s stream reader: raw asyncio sockets (cheap) or aiohttp, to compare them")
+    parser.add_argument("--client-loop", choices=["uvloop", "asyncio"], default="uvloop",
+                        help="(b)/(c)'s client event loop, to compare the two")
     parser.add_argument("--memory-responses", type=int, default=300, help="responses stored in part (d)")
     parser.add_argument("--server-cpu", type=int, default=0, help="the core the servers run on (-1: any)")
     parser.add_argument("--client-cpu", type=int, default=1, help="the core the load runs on (-1: any)")

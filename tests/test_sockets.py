@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 import textwrap
@@ -75,3 +76,41 @@ def test_a_paced_stream_is_whole_through_the_workers_connections() -> None:
     done = next(json.loads(frame.split("data: ", 1)[1]) for frame in frames
                 if frame.startswith("event: response.output_text.done"))
     assert len(deltas) > 5 and "".join(d["delta"] for d in deltas) == done["text"]
+
+
+def _raw_chunks(port: int, path: str, body: dict, headers: dict[str, str] | None = None) -> list[bytes]:
+    """The HTTP/1.1 chunks of a streamed answer, as the server wrote them (one write is one chunk)."""
+    payload = json.dumps(body).encode()
+    head = [f"POST {path} HTTP/1.1", "Host: 127.0.0.1", "Content-Type: application/json",
+            f"Content-Length: {len(payload)}", "Connection: close", *(f"{k}: {v}" for k, v in (headers or {}).items())]
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
+        sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode() + payload)
+        data = b""
+        while chunk := sock.recv(1 << 16):
+            data += chunk
+    head_end = data.index(b"\r\n\r\n")
+    assert b"transfer-encoding: chunked" in data[:head_end].lower(), data[:head_end]
+    rest, chunks = data[head_end + 4:], []
+    while True:
+        size_end = rest.index(b"\r\n")
+        size = int(rest[:size_end], 16)
+        if size == 0:
+            return chunks
+        chunks.append(rest[size_end + 2:size_end + 2 + size])
+        rest = rest[size_end + 2 + size + 2:]
+
+
+def test_a_chat_stream_nothing_paces_goes_out_in_few_writes(server: ServerProcess) -> None:
+    body = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}], "stream": True,
+            "max_completion_tokens": 300}
+    chunks = _raw_chunks(server.port, "/v1/chat/completions", body)
+    frames = b"".join(chunks).split(b"\n\n")
+    assert frames[-2] == b"data: [DONE]" and len(frames) > 20
+    assert len(chunks) <= 2  # every frame was ready at once: not one write per frame
+
+
+def test_a_paced_chat_stream_still_writes_each_frame_when_it_is_due(server: ServerProcess) -> None:
+    body = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}], "stream": True,
+            "max_completion_tokens": 30}
+    chunks = _raw_chunks(server.port, "/v1/chat/completions", body, {"X-LLMSim-Speed": "20"})
+    assert len(chunks) == len(b"".join(chunks).split(b"\n\n")) - 1  # one write per frame, [DONE] included
