@@ -207,13 +207,16 @@ def fidelity(args: argparse.Namespace, model: str, levels: list[int]) -> tuple[s
             server_cpu = CpuMeter(server.process.pid, 1.0 + plan.warmup, plan.window)  # measure() starts in 1 s
             samples, open_streams, load_cpu = measure(plan, processes=min(args.processes, streams))
             level = fidelity_rows(streams, samples, open_streams, timing, prefill_ms, plan)
+            per_token = server_cpu.share() / max(1.0, float(level[0][3])) * 1e6  # the server's CPU per streamed token
             for row in level:
                 row.insert(4, f"{server_cpu.share():.0%} / {load_cpu:.0%}")
+                row.insert(5, f"{per_token:.0f}")
             rows += level
             if level[1][-1] == "yes":
                 knee = max(knee, streams)
             print(f"  {model}:", streams, "streams done", flush=True)
-    return table(["streams", "open min/mean", "requests", "tokens/s", "CPU server/load", "metric", "n", "configured p50/p95/p99 ms",
+    return table(["streams", "open min/mean", "requests", "tokens/s", "CPU server/load", "server µs/token", "metric",
+                  "n", "configured p50/p95/p99 ms",
                   "measured p50/p95/p99 ms", "error p50/p95/p99", "p50 & p99 within 10%"], rows), knee
 
 
