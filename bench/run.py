@@ -128,13 +128,13 @@ def goal(label: str, value: float, target: float, unit: str = "x", higher: bool 
 
 
 class BareProcess:
-    def __init__(self, recorded: dict[str, object], workers: int) -> None:
+    def __init__(self, recorded: dict[str, object], workers: int, pace: str | None = None) -> None:
         self.port = free_port()
         self.file = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
         json.dump(recorded, self.file)
         self.file.close()
         self.process = subprocess.Popen([sys.executable, str(ROOT / "bench" / "bare.py"), str(self.port),
-                                         self.file.name, str(workers)], cwd=ROOT)
+                                         self.file.name, str(workers), *([pace] if pace else [])], cwd=ROOT)
         for _ in range(300):
             try:
                 urllib.request.urlopen(f"{self.url}/", timeout=1)
@@ -192,7 +192,6 @@ def fidelity(args: argparse.Namespace, model: str, levels: list[int]) -> tuple[s
     timing = load_catalog(dirs).get(model).timing
     assert timing is not None, f"{model} has no timing"
     flags = [arg for d in args.profiles_dir for arg in ("--profiles-dir", str(d))]
-    rows, knee = [], 0
     with ServerProcess("--speed", "1", "--workers", str(args.workers), "--store-max-entries", "0", *flags) as server:
         assert server.process is not None
         pin(server.process.pid, args.server_cpu)
@@ -200,24 +199,42 @@ def fidelity(args: argparse.Namespace, model: str, levels: list[int]) -> tuple[s
         probe = httpx.post(f"{server.base_url}/responses", json={**body, "stream": False},
                            headers={"X-LLMSim-Speed": "0"}, timeout=60).json()
         prefill_ms = 1000 * probe["usage"]["input_tokens"] / timing.prefill_tokens_per_s
-        for streams in levels:
-            window = args.window if streams > 1 else args.window * 2
-            plan = Plan(f"{server.base_url}/responses", body, {}, streams, warmup=args.warmup, window=window,
-                        stream=True, client=args.stream_client, loop=args.client_loop)
-            server_cpu = CpuMeter(server.process.pid, 1.0 + plan.warmup, plan.window)  # measure() starts in 1 s
-            samples, open_streams, load_cpu = measure(plan, processes=min(args.processes, streams))
-            level = fidelity_rows(streams, samples, open_streams, timing, prefill_ms, plan)
-            per_token = server_cpu.share() / max(1.0, float(level[0][3])) * 1e6  # the server's CPU per streamed token
-            for row in level:
-                row.insert(4, f"{server_cpu.share():.0%} / {load_cpu:.0%}")
-                row.insert(5, f"{per_token:.0f}")
-            rows += level
-            if level[1][-1] == "yes":
-                knee = max(knee, streams)
-            print(f"  {model}:", streams, "streams done", flush=True)
+        rows, knee = _levels(args, f"{server.base_url}/responses", server.process.pid, body, levels, timing,
+                             prefill_ms, "")
+        if args.knee_bare and model == args.knee_model:  # the same streams against the stack's floor
+            bare = BareProcess(record(server.base_url, model), args.workers, pace=model)
+            pin(bare.process.pid, args.server_cpu)
+            try:
+                rows += _levels(args, f"{bare.url}/responses", bare.process.pid, body, levels, timing, prefill_ms,
+                                "bare ")[0]
+            finally:
+                bare.stop()
     return table(["streams", "open min/mean", "requests", "tokens/s", "CPU server/load", "server µs/token", "metric",
                   "n", "configured p50/p95/p99 ms",
                   "measured p50/p95/p99 ms", "error p50/p95/p99", "p50 & p99 within 10%"], rows), knee
+
+
+def _levels(args: argparse.Namespace, url: str, pid: int, body: dict[str, object], levels: list[int],
+            timing: object, prefill_ms: float, label: str) -> tuple[list[list[str]], int]:
+    """Each level's rows (streams labelled with `label`), and the most streams within 10 %."""
+    rows, knee = [], 0
+    for streams in levels:
+        window = args.window if streams > 1 else args.window * 2
+        plan = Plan(url, body, {}, streams, warmup=args.warmup, window=window, stream=True, client=args.stream_client,
+                    loop=args.client_loop)
+        server_cpu = CpuMeter(pid, 1.0 + plan.warmup, plan.window)  # measure() starts its clock in 1 s
+        samples, open_streams, load_cpu = measure(plan, processes=min(args.processes, streams))
+        level = fidelity_rows(streams, samples, open_streams, timing, prefill_ms, plan)
+        per_token = server_cpu.share() / max(1.0, float(level[0][3])) * 1e6  # the server's CPU per streamed token
+        for row in level:
+            row[0] = label + row[0]
+            row.insert(4, f"{server_cpu.share():.0%} / {load_cpu:.0%}")
+            row.insert(5, f"{per_token:.0f}")
+        rows += level
+        if level[1][-1] == "yes":
+            knee = max(knee, streams)
+        print(f"  {label}{url}:", streams, "streams done", flush=True)
+    return rows, knee
 
 
 def memory(args: argparse.Namespace) -> str:
@@ -297,6 +314,8 @@ def main() -> None:
                         help="(b)/(c)'s stream reader: raw asyncio sockets (cheap) or aiohttp, to compare them")
     parser.add_argument("--client-loop", choices=["uvloop", "asyncio"], default="uvloop",
                         help="(b)/(c)'s client event loop, to compare the two")
+    parser.add_argument("--knee-bare", action="store_true",
+                        help="(c) also paces bench/bare.py's replayed frames: the stack's floor, no LLMSim work")
     parser.add_argument("--memory-responses", type=int, default=300, help="responses stored in part (d)")
     parser.add_argument("--server-cpu", type=int, default=0, help="the core the servers run on (-1: any)")
     parser.add_argument("--client-cpu", type=int, default=1, help="the core the load runs on (-1: any)")
