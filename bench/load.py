@@ -55,7 +55,6 @@ class Plan:
     window: float  # seconds measured after the warm-up
     stream: bool
     client: str = "raw"  # streams: "raw" (bench/sse_client.py) or "aiohttp" (to compare the two)
-    loop: str = "uvloop"  # the client processes' event loop: "uvloop" (cheaper per read) or "asyncio"
 
 
 async def _request(session: aiohttp.ClientSession, plan: Plan, origin: float, sample: Sample) -> None:
@@ -148,10 +147,6 @@ async def _run(plan: Plan, origin_wall: float) -> tuple[list[Sample], list[int],
 
 
 def _process(args: tuple[Plan, float]) -> tuple[list[Sample], list[int], float]:
-    if args[0].loop == "uvloop":
-        import uvloop
-
-        return uvloop.run(_run(*args))
     return asyncio.run(_run(*args))
 
 

@@ -220,8 +220,7 @@ def _levels(args: argparse.Namespace, url: str, pid: int, body: dict[str, object
     rows, knee = [], 0
     for streams in levels:
         window = args.window if streams > 1 else args.window * 2
-        plan = Plan(url, body, {}, streams, warmup=args.warmup, window=window, stream=True, client=args.stream_client,
-                    loop=args.client_loop)
+        plan = Plan(url, body, {}, streams, warmup=args.warmup, window=window, stream=True, client=args.stream_client)
         server_cpu = CpuMeter(pid, 1.0 + plan.warmup, plan.window)  # measure() starts its clock in 1 s
         samples, open_streams, load_cpu = measure(plan, processes=min(args.processes, streams))
         level = fidelity_rows(streams, samples, open_streams, timing, prefill_ms, plan)
@@ -312,8 +311,6 @@ def main() -> None:
                         default=[100, 200, 300, 400], help="the stream counts part (c) tries")
     parser.add_argument("--stream-client", choices=["raw", "aiohttp"], default="raw",
                         help="(b)/(c)'s stream reader: raw asyncio sockets (cheap) or aiohttp, to compare them")
-    parser.add_argument("--client-loop", choices=["uvloop", "asyncio"], default="uvloop",
-                        help="(b)/(c)'s client event loop, to compare the two")
     parser.add_argument("--knee-bare", action="store_true",
                         help="(c) also paces bench/bare.py's replayed frames: the stack's floor, no LLMSim work")
     parser.add_argument("--memory-responses", type=int, default=300, help="responses stored in part (d)")
