@@ -38,7 +38,7 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
-from load import Plan, Sample, run  # noqa: E402
+from load import Plan, Sample, measure, run  # noqa: E402
 
 from llmsim.config import DEFAULT_PROFILES_DIR  # noqa: E402
 from llmsim.testing import ServerProcess, free_port  # noqa: E402
@@ -89,35 +89,32 @@ def _children(pid: int) -> list[int]:
 
 
 def cpu_seconds(pid: int) -> float:
-    """CPU time a server (its master and workers) has used so far: whether it, or the load, was the limit."""
-    total = 0
+    """User + system CPU seconds of a process and its children so far (a server's master and workers)."""
+    total = 0.0
     for task in [pid, *_children(pid)]:
         try:
             with open(f"/proc/{task}/stat") as f:
-                fields = f.read().rpartition(")")[2].split()
-            total += int(fields[11]) + int(fields[12])  # utime, stime
-        except (OSError, IndexError, ValueError):
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except OSError:
             pass
-    return total / os.sysconf("SC_CLK_TCK")
+    return total
 
 
-class CpuWatch(threading.Thread):
-    """A server's CPU use over the measured window of a row (from `after` seconds on, for `window`)."""
+class CpuMeter:
+    """A process's CPU over a window that starts `after` seconds from now: a share of one core, near 100 % means
+    it is the bottleneck."""
 
     def __init__(self, pid: int, after: float, window: float) -> None:
-        super().__init__(daemon=True)
-        self.pid, self.after, self.window, self.share = pid, after, window, float("nan")
-        self.start()
+        self.window = window
+        self.readings: list[float] = []
+        for delay in (after, after + window):
+            timer = threading.Timer(delay, lambda: self.readings.append(cpu_seconds(pid)))
+            timer.daemon = True
+            timer.start()
 
-    def run(self) -> None:
-        time.sleep(self.after)
-        used, started = cpu_seconds(self.pid), time.perf_counter()
-        time.sleep(self.window)
-        self.share = (cpu_seconds(self.pid) - used) / (time.perf_counter() - started)
-
-    def percent(self) -> str:
-        self.join()
-        return f"{100 * self.share:.0f}%"
+    def share(self) -> float:
+        return (self.readings[1] - self.readings[0]) / self.window if len(self.readings) == 2 else float("nan")
 
 
 def machine() -> str:
@@ -132,13 +129,13 @@ def goal(label: str, value: float, target: float, unit: str = "x", higher: bool 
 
 
 class BareProcess:
-    def __init__(self, recorded: dict[str, object], workers: int) -> None:
+    def __init__(self, recorded: dict[str, object], workers: int, pace: str | None = None) -> None:
         self.port = free_port()
         self.file = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
         json.dump(recorded, self.file)
         self.file.close()
         self.process = subprocess.Popen([sys.executable, str(ROOT / "bench" / "bare.py"), str(self.port),
-                                         self.file.name, str(workers)], cwd=ROOT)
+                                         self.file.name, str(workers), *([pace] if pace else [])], cwd=ROOT)
         for _ in range(300):
             try:
                 urllib.request.urlopen(f"{self.url}/", timeout=1)
@@ -173,13 +170,13 @@ def overhead(args: argparse.Namespace) -> str:
                                      (f"{bare.url}/responses", bare.process.pid)):
                         body = {"model": args.overhead_model, "input": PROMPT, "stream": stream}
                         plan = Plan(url, body, {}, clients, warmup=1.0, window=args.overhead_window, stream=stream)
-                        busy = CpuWatch(pid, 1.0 + plan.warmup, plan.window)  # load.run starts its clock 1 s in
+                        busy = CpuMeter(pid, 1.0 + plan.warmup, plan.window)  # load.run starts its clock 1 s in
                         samples, _ = run(plan, processes=min(args.processes, clients))
                         done = [s for s in samples if s.end is not None and plan.warmup <= s.end]
                         good = [s.latency_ms for s in done if s.ok and s.start >= plan.warmup]
                         rates.append(sum(s.ok for s in done) / args.overhead_window)
                         cells += [f"{rates[-1]:.0f}", f"{quantile(good, 0.5):.1f}", f"{quantile(good, 0.99):.1f}",
-                                  str(sum(not s.ok for s in done)), busy.percent()]
+                                  str(sum(not s.ok for s in done)), f"{busy.share():.0%}"]
                     cells.append(f"{rates[0] / rates[1]:.2f}x" if rates[1] else "-")
                     rows.append(cells)
                     print("  (a)", " ".join(cells), flush=True)
@@ -198,7 +195,6 @@ def fidelity(args: argparse.Namespace, model: str, levels: list[int]) -> tuple[s
     timing = load_catalog(dirs).get(model).timing
     assert timing is not None, f"{model} has no timing"
     flags = [arg for d in args.profiles_dir for arg in ("--profiles-dir", str(d))]
-    rows, knee = [], 0
     with ServerProcess("--speed", "1", "--workers", str(args.workers), "--store-max-entries", "0", *flags) as server:
         assert server.process is not None
         pin(server.process.pid, args.server_cpu)
@@ -206,18 +202,41 @@ def fidelity(args: argparse.Namespace, model: str, levels: list[int]) -> tuple[s
         probe = httpx.post(f"{server.base_url}/responses", json={**body, "stream": False},
                            headers={"X-LLMSim-Speed": "0"}, timeout=60).json()
         prefill_ms = 1000 * probe["usage"]["input_tokens"] / timing.prefill_tokens_per_s
-        for streams in levels:
-            window = args.window if streams > 1 else args.window * 2
-            plan = Plan(f"{server.base_url}/responses", body, {}, streams, warmup=args.warmup, window=window,
-                        stream=True)
-            samples, open_streams = run(plan, processes=min(args.processes, streams))
-            level = fidelity_rows(streams, samples, open_streams, timing, prefill_ms, plan)
-            rows += level
-            if level[1][-1] == "yes":
-                knee = max(knee, streams)
-            print(f"  {model}:", streams, "streams done", flush=True)
-    return table(["streams", "open min/mean", "requests", "tokens/s", "metric", "n", "configured p50/p95/p99 ms",
+        rows, knee = _levels(args, f"{server.base_url}/responses", server.process.pid, body, levels, timing,
+                             prefill_ms, "")
+        if args.knee_bare and model == args.knee_model:  # the same streams against the stack's floor
+            bare = BareProcess(record(server.base_url, model), args.workers, pace=model)
+            pin(bare.process.pid, args.server_cpu)
+            try:
+                rows += _levels(args, f"{bare.url}/responses", bare.process.pid, body, levels, timing, prefill_ms,
+                                "bare ")[0]
+            finally:
+                bare.stop()
+    return table(["streams", "open min/mean", "requests", "tokens/s", "CPU server/load", "server µs/token", "metric",
+                  "n", "configured p50/p95/p99 ms",
                   "measured p50/p95/p99 ms", "error p50/p95/p99", "p50 & p99 within 10%"], rows), knee
+
+
+def _levels(args: argparse.Namespace, url: str, pid: int, body: dict[str, object], levels: list[int],
+            timing: object, prefill_ms: float, label: str) -> tuple[list[list[str]], int]:
+    """Each level's rows (streams labelled with `label`), and the most streams within 10 %."""
+    rows, knee = [], 0
+    for streams in levels:
+        window = args.window if streams > 1 else args.window * 2
+        plan = Plan(url, body, {}, streams, warmup=args.warmup, window=window, stream=True, client=args.stream_client)
+        server_cpu = CpuMeter(pid, 1.0 + plan.warmup, plan.window)  # measure() starts its clock in 1 s
+        samples, open_streams, load_cpu = measure(plan, processes=min(args.processes, streams))
+        level = fidelity_rows(streams, samples, open_streams, timing, prefill_ms, plan)
+        per_token = server_cpu.share() / max(1.0, float(level[0][3])) * 1e6  # the server's CPU per streamed token
+        for row in level:
+            row[0] = label + row[0]
+            row.insert(4, f"{server_cpu.share():.0%} / {load_cpu:.0%}")
+            row.insert(5, f"{per_token:.0f}")
+        rows += level
+        if level[1][-1] == "yes":
+            knee = max(knee, streams)
+        print(f"  {label}{url}:", streams, "streams done", flush=True)
+    return rows, knee
 
 
 def memory(args: argparse.Namespace) -> str:
@@ -293,6 +312,10 @@ def main() -> None:
     parser.add_argument("--knee-model", default="gpt-4o", help="the real model of part (c)")
     parser.add_argument("--knee-streams", type=lambda v: [int(x) for x in v.split(",")],
                         default=[100, 200, 300, 400], help="the stream counts part (c) tries")
+    parser.add_argument("--stream-client", choices=["raw", "aiohttp"], default="raw",
+                        help="(b)/(c)'s stream reader: raw asyncio sockets (cheap) or aiohttp, to compare them")
+    parser.add_argument("--knee-bare", action="store_true",
+                        help="(c) also paces bench/bare.py's replayed frames: the stack's floor, no LLMSim work")
     parser.add_argument("--memory-responses", type=int, default=300, help="responses stored in part (d)")
     parser.add_argument("--server-cpu", type=int, default=0, help="the core the servers run on (-1: any)")
     parser.add_argument("--client-cpu", type=int, default=1, help="the core the load runs on (-1: any)")

@@ -25,6 +25,7 @@ from gunicorn.http.errors import NoMoreData, ParseException
 from gunicorn.workers.base_async import AsyncWorker
 from gunicorn.workers.ggevent import GeventWorker
 
+from llmsim.api import sockets
 from llmsim.config import Settings
 from llmsim.metrics import multiprocess
 
@@ -85,6 +86,7 @@ class Worker(GeventWorker):  # type: ignore[misc]
             if self.open > self.cap and not self._shed():
                 self._refuse(client)
                 return
+            sockets.adopt(client)  # a small write is one system call, not two
             client.settimeout(self.read_timeout)  # each read of a head or body, and each write, at most this long
             self.waiting[client] = None
             AsyncWorker.handle(self, listener, client, addr)  # not GeventWorker's: it makes the socket blocking

@@ -15,12 +15,13 @@ from flask.typing import ResponseReturnValue
 from llmsim.api import relay
 from llmsim.api.chaos import gate
 from llmsim.api.http import json_body, seed_header, services, speed_header, text_mode_header
-from llmsim.api.sse import SSE_HEADERS
+from llmsim.api.sse import SSE_HEADERS, batched
 from llmsim.backends.base import Delta, Prompt
 from llmsim.chaos.faults import ConnectionDropped
 from llmsim.chat import completions as chat
 from llmsim.errors import APIError
 from llmsim.pipeline import SerializedEvent, dumps
+from llmsim.timing.fairness import fair
 
 bp = Blueprint("chat", __name__)
 log = logging.getLogger("llmsim")
@@ -48,8 +49,10 @@ def create() -> ResponseReturnValue:
     completion = chat.Completion(request, profile, prompt)
     chunks = _chunks(completion, chat.choice_prompts(prompt, request.n or 1), deltas)
     events = admission.events(ErrorChunk(), chunks, ErrorChunk.dumps)  # type: ignore[arg-type]
-    if request.stream:
-        return Response(_frames(events), mimetype="text/event-stream", headers=SSE_HEADERS)
+    if request.stream:  # nothing paces, slows or cuts it: its frames go out in as few writes as fit
+        together = not pipeline.pacer.paces(prompt, speed) and admission.stream_fault is None
+        frames = batched(_frames(fair(events))) if together else _frames(fair(events))
+        return Response(frames, mimetype="text/event-stream", headers=SSE_HEADERS)
     for kind, data in events:  # the same chunks, drained: the choices keep what they said
         if kind == "error":
             raise APIError(ErrorChunk.message(data), status=500, type="server_error")

@@ -42,6 +42,21 @@ def frames(events: Iterable[tuple[str, str]], trailer: Callable[[], str | None] 
         yield "".join(pending)
 
 
+def batched(texts: Iterable[str]) -> Iterator[str]:
+    """`texts` joined into writes of about CHUNK_CHARS: for a stream nothing waits in (Chat Completions' frames)."""
+    pending: list[str] = []
+    size = 0
+    for text in texts:
+        pending.append(text)
+        size += len(text)
+        if size >= CHUNK_CHARS:
+            yield "".join(pending)
+            pending.clear()
+            size = 0
+    if pending:
+        yield "".join(pending)
+
+
 def sse_response(events: Iterable[tuple[str, str]], trailer: Callable[[], str | None] | None = None,
                  together: bool = False) -> Response:
     return Response(frames(events, trailer, together), mimetype="text/event-stream", headers=SSE_HEADERS)

@@ -143,5 +143,7 @@ def delay_ms(delta: Delta, timing: Timing, rng: random.Random, first: bool) -> f
         return 1000.0 * max(0, delta.tokens - first) / timing.reasoning_tokens_per_s
     if isinstance(delta, (TextDelta, ToolArgsDelta, ReasoningDelta)):
         tokens = max(1, delta.tokens) - first
+        if tokens == 1:  # nearly every delta: one sample, without a generator (the same draws either way)
+            return timing.itl_ms.sample(rng)
         return sum(timing.itl_ms.sample(rng) for _ in range(tokens))
     return 0.0  # a tool call's start and the finish come with the tokens around them
