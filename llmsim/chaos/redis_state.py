@@ -24,7 +24,7 @@ from llmsim.chaos.faults import FaultConfig, RequestInfo, Rule
 from llmsim.chaos.ratelimit import Bucket, Limits, Verdict
 from llmsim.chaos.scenarios import TRANSCRIPT, Player, Reply, Scenario, StreamFault, exhausted, play
 from llmsim.chaos.state import RECENT, ChaosState, Decision, ResolveLimits
-from llmsim.store.redis_client import PREFIX
+from llmsim.store.redis_client import PREFIX, Batch
 
 CHAOS = f"{PREFIX}chaos"  # hash: gen, config, seed, flags, served, rejected
 SEEN = f"{PREFIX}chaos:seen"  # hash: rule index -> requests in its scope since the config was set
@@ -128,8 +128,9 @@ class RedisChaosState(ChaosState):
     """Fault config and schedules, fault counters, rate-limit buckets and the request log of a fleet (the same
     interface as the process's own `ChaosState`, none of its attributes)."""
 
-    def __init__(self, client: Any, config: FaultConfig, seed: int | None) -> None:
+    def __init__(self, client: Any, config: FaultConfig, seed: int | None, batch: Batch | None = None) -> None:
         self.client = client
+        self.batch = batch or Batch(client)
         self._admit = client.register_script(_ADMIT)
         self._settle = client.register_script(_SETTLE)
         self._finish = client.register_script(_FINISH)
@@ -234,7 +235,7 @@ class RedisChaosState(ChaosState):
     def finish(self, entry: dict[str, Any]) -> None:
         final = _dumps(entry)
         if self._written.pop(entry["index"], None) != final:
-            self._finish(keys=[LOG], args=[entry["index"], final])
+            self.batch.write(self._finish, [LOG], [entry["index"], final])  # with a JSON answer's stored response
 
     def counters(self) -> dict[str, Any]:
         with self.client.pipeline(transaction=True) as pipe:
