@@ -11,9 +11,10 @@
 Needs `redis-server` on PATH (Debian: apt-get install redis-server); it starts its own on a free port.
 The load runs in separate client processes on `--client-cpu`: (a)'s closed-loop clients on aiohttp
 (bench/load.py), (b)'s streams on raw sockets (bench/stream_load.py), cheap enough to leave the server
-most of the machine. (a)'s server and redis-server share `--server-cpu`; (b)'s server and redis-server
-run on any core, since four workers can only beat one with more than one core. Ratios are measured in
-one run, so a busy machine shifts both sides.
+most of the machine. (a)'s server runs on `--server-cpu` and redis-server on `--redis-cpu` (by default
+the load's: in a fleet Redis is a service of its own, not a cost on the server's cores); (b)'s server and
+redis-server run on any core, since four workers can only beat one with more than one core. Ratios are
+measured in one run, so a busy machine shifts both sides.
 """
 
 from __future__ import annotations
@@ -174,21 +175,26 @@ def main() -> None:
     parser.add_argument("--stream-processes", type=int, default=1, help="client processes of (b)")
     parser.add_argument("--server-cpu", type=int, default=0, help="the core (a)'s server and Redis run on (-1: any)")
     parser.add_argument("--client-cpu", type=int, default=1, help="the core the load runs on (-1: any)")
+    parser.add_argument("--redis-cpu", type=int, default=None,
+                        help="the core (a)'s redis-server runs on (default: the load's; -1: any)")
     parser.add_argument("--fsync", default="everysec", choices=["always", "everysec"],
                         help="Redis' appendfsync: always loses nothing acknowledged, everysec at most a second")
     args = parser.parse_args()
     pinned = (os.cpu_count() or 1) >= 2
     args.server_cpu = args.server_cpu if pinned and args.server_cpu >= 0 else None
+    args.redis_cpu = args.client_cpu if args.redis_cpu is None else args.redis_cpu
+    args.redis_cpu = args.redis_cpu if pinned and args.redis_cpu >= 0 else None
     if pinned and args.client_cpu >= 0:
         os.sched_setaffinity(0, {args.client_cpu})  # the load processes fork from this one
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 65536)), hard))
-    out = [f"{machine()} at the start; Redis: appendonly, appendfsync {args.fsync}"]
+    out = [f"{machine()} at the start; Redis: appendonly, appendfsync {args.fsync}; (a) on cores: server "
+           f"{args.server_cpu}, redis-server {args.redis_cpu}, load {args.client_cpu} (None: any)"]
     with RedisServer(fsync=args.fsync) as redis_server, tempfile.TemporaryDirectory() as directory:
         assert redis_server.process is not None
         if args.part in ("a", "all"):
-            place(redis_server.process.pid, args.server_cpu)
+            place(redis_server.process.pid, args.redis_cpu)
             out.append("(a) speed 0, JSON requests: stores x workers (goal: redis >= 0.85 of memory)\n"
                        + throughput(args, redis_server, directory))
             out.append("(a) Redis round trips per request\n" + round_trips(redis_server))

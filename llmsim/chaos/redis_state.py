@@ -27,6 +27,7 @@ from llmsim.chaos.ratelimit import Bucket, Limits, Verdict
 from llmsim.chaos.scenarios import (TRANSCRIPT, Player, Reply, Scenario, ScenarioMoved, StreamFault, exhausted,
                                     play)
 from llmsim.chaos.state import RECENT, ChaosState, Decision, ResolveLimits
+from llmsim.errors import APIError
 from llmsim.store.redis_client import PREFIX, Batch
 
 CHAOS = f"{PREFIX}chaos"  # hash: gen, config, seed, flags, served, rejected
@@ -45,6 +46,7 @@ class _Turns(threading.local):
     """Per greenlet: a request's scenario turn that RedisPlayer.direct left to RedisChaosState.admit to record."""
 
     pending: list[Any] | None = None  # the scenario's gen and the transcript entry's parts
+    request: tuple[Prompt, Any, bool]  # the request's prompt, body and stream flag, to direct it again
     moved: bool = False  # admit found a scenario loaded since: direct must play it
 
 
@@ -359,12 +361,15 @@ class RedisPlayer(Player):
             pipe.execute()
 
     def flush(self) -> None:
-        """The request's turn if its admission did not record it (it was refused before, or had none). A scenario
-        loaded meanwhile finds the request before it: it is not in that scenario's transcript."""
-        turn, _turns.pending = getattr(_turns, "pending", None), None
-        if turn is not None:
-            gen, *entry = turn
-            self._direct(keys=[SCENARIO, FIRED, TRANSCRIPT_KEY], args=[gen, 0, 0, "", *entry])
+        """The request's turn if its admission did not record it (it was refused first, or had none): taken as
+        `direct` would have, in whatever scenario the fleet now plays; the request has its answer already."""
+        if _turns.pending is None:
+            return
+        _turns.pending = None
+        try:
+            self._play(*_turns.request)
+        except APIError:  # that scenario is exhausted: the turn is recorded, the request keeps its own answer
+            pass
 
     def state(self) -> dict[str, Any]:
         self._refresh()
@@ -384,7 +389,11 @@ class RedisPlayer(Player):
             self._refresh()
         elif self.scenario is None:
             _turns.pending = [self._gen, repr(time.time()), _dumps(prompt.model), _dumps(body), TRANSCRIPT]
+            _turns.request = (prompt, body, stream)
             return play(prompt, None, stream)
+        return self._play(prompt, body, stream)
+
+    def _play(self, prompt: Prompt, body: Any, stream: bool) -> tuple[Prompt, StreamFault | None]:
         for _ in range(MAX_STALE):
             scenario = self.scenario
             rules: list[Any] = []
