@@ -265,7 +265,7 @@ class RedisChaosState(ChaosState):
         if limits.tpm is None or not extra_tokens:
             return
         bucket = BUCKETS + hashlib.sha256("\0".join(key).encode()).hexdigest()[:32]
-        self._settle(keys=[f"{bucket}:tokens"], args=[limits.tpm, extra_tokens])
+        self.batch.write(self._settle, [f"{bucket}:tokens"], [limits.tpm, extra_tokens])  # JSON: as it leaves
 
     def count(self, kind: str) -> None:
         self.client.hincrby(FAULTS, kind, 1)
