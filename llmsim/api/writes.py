@@ -1,6 +1,6 @@
-"""Writes a JSON answer holds back until it leaves: its stored response and its request log entry, sent to Redis
-together on one round trip instead of two. Nothing reads them before the answer leaves, and if they cannot be
-written the answer becomes a 503: nothing acknowledged is lost."""
+"""Writes a JSON answer holds back until it leaves: its stored response, its request log entry and its token limit's
+true-up, sent to Redis together on one round trip instead of one each. Nothing reads them before the answer leaves,
+and if they cannot be written the answer becomes a 503: nothing acknowledged is lost."""
 
 from __future__ import annotations
 

@@ -156,12 +156,12 @@ class Replay:
         kinds, lengths, joined, others, logprobs, failure, obfuscate, encrypted, seed = json.loads(text)
         log = DeltaLog()
         log._pieces = None  # sealed: it records nothing more
-        log.kinds, log.lengths, log.text, log.logprobs, log.failure = kinds, array("I", lengths), joined, logprobs, \
-            failure
+        log.kinds, log.lengths, log.text = kinds, array("I", lengths), joined
         log.others = [_decode_delta(other) for other in others]
+        log.logprobs, log.failure = logprobs, failure
         replay = cls.__new__(cls)
-        replay.log, replay.obfuscate, replay.encrypted_reasoning, replay.obfuscation_seed = \
-            log, obfuscate, encrypted, seed
+        replay.log, replay.obfuscate = log, obfuscate
+        replay.encrypted_reasoning, replay.obfuscation_seed = encrypted, seed
         return replay
 
     def events(self, final: dict[str, Any]) -> list[SerializedEvent]:
