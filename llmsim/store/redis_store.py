@@ -78,7 +78,7 @@ redis.call('ZADD', '{RESPONSES}', now, id)
 local excess = redis.call('ZCARD', '{RESPONSES}') - max
 local start = 0
 while excess > 0 do
-  local batch = redis.call('ZRANGE', '{RESPONSES}', start, start + 99)
+  local batch = redis.call('ZRANGE', '{RESPONSES}', start, start + excess + 9)
   if #batch == 0 then break end
   for _, old in ipairs(batch) do
     if excess <= 0 then break end
