@@ -176,7 +176,7 @@ def main() -> None:
     parser.add_argument("--pacing-warmup", type=float, default=5.0, help="seconds over which (b)'s streams start")
     parser.add_argument("--processes", type=int, default=2, help="client processes of (a)")
     parser.add_argument("--stream-processes", type=int, default=1, help="client processes of (b)")
-    parser.add_argument("--server-cpu", type=int, default=0, help="the core (a)'s server and Redis run on (-1: any)")
+    parser.add_argument("--server-cpu", type=int, default=0, help="the core (a)'s server runs on (-1: any)")
     parser.add_argument("--client-cpu", type=int, default=1, help="the core the load runs on (-1: any)")
     parser.add_argument("--redis-cpu", type=int, default=None,
                         help="the core (a)'s redis-server runs on (default: the load's; -1: any)")
