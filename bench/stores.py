@@ -6,16 +6,23 @@
     writes (a pipeline or a Lua script is one).
 (b) Realistic pacing (speed 1, a shipped model's profile), many open streams on the Redis store:
     SSE text deltas delivered per second and inter-token p99 at 1 and 4 workers
-    (goal: 4 workers >= 1.7x one).
+    (goal: 4 workers >= 1.7x one), with the CPU the load and redis-server took (a share of one core).
+    The streams are more than four workers can pace on 2 cores (their inter-token p50 is above the
+    profile's): with fewer, four workers deliver every delta on time and the ratio measures the load.
 
 Needs `redis-server` on PATH (Debian: apt-get install redis-server); it starts its own on a free port.
-The load runs in separate client processes (bench/load.py); ratios are measured in one run, so a busy
-machine shifts both sides.
+The load runs in separate client processes on `--client-cpu`: (a)'s closed-loop clients on aiohttp
+(bench/load.py), (b)'s streams on raw sockets (bench/stream_load.py), cheap enough to leave the server
+most of the machine. (a)'s server runs on `--server-cpu` and redis-server on `--redis-cpu` (by default
+the load's: in a fleet Redis is a service of its own, not a cost on the server's cores); (b)'s server and
+redis-server run on any core, since four workers can only beat one with more than one core. Ratios are
+measured in one run, so a busy machine shifts both sides.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import sys
 import tempfile
@@ -29,10 +36,18 @@ import redis
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
+import stream_load  # noqa: E402
 from load import Plan, run  # noqa: E402
-from run import PROMPT, quantile, table  # noqa: E402
+from run import PROMPT, _children, machine, quantile, table  # noqa: E402
 
 from llmsim.testing import RedisServer, ServerProcess  # noqa: E402
+
+
+def place(pid: int, cpu: int | None) -> None:
+    """A server (its master and workers) or redis-server on one core, or (None) on any: this process, which the
+    servers fork from, runs on the load's core."""
+    for task in [pid, *_children(pid)]:
+        os.sched_setaffinity(task, range(os.cpu_count() or 1) if cpu is None else {cpu})
 
 
 def store_url(kind: str, redis_server: RedisServer, directory: str) -> str:
@@ -59,6 +74,7 @@ def throughput(args: argparse.Namespace, redis_server: RedisServer, directory: s
             flags = ("--speed", "0", "--workers", str(workers), "--store", store_url(kind, redis_server, directory))
             with ServerProcess(*flags, startup_timeout=180) as server:
                 warm(server, body, workers)
+                place(server.process.pid, args.server_cpu)  # its workers too: they are up once warmed
                 plan = Plan(f"{server.base_url}/responses", body, {}, args.clients, warmup=1.0, window=args.window,
                             stream=False)
                 samples, _ = run(plan, processes=args.processes)
@@ -114,24 +130,37 @@ def round_trips(redis_server: RedisServer) -> str:
     return table(["request", "Redis round trips"], rows)
 
 
+def cpu_seconds(pid: int) -> float:
+    """A process's user + system CPU so far."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def pacing(args: argparse.Namespace, redis_server: RedisServer) -> str:
     rows, rates = [], {}
     body = {"model": args.paced_model, "input": PROMPT, "stream": True}
+    assert redis_server.process is not None
     for workers in (1, 4):
         redis.Redis.from_url(redis_server.url).flushall()
         with ServerProcess("--speed", "1", "--workers", str(workers), "--store", redis_server.url,
                            startup_timeout=180) as server:
             warm(server, body, workers)
+            place(server.process.pid, None)
             plan = Plan(f"{server.base_url}/responses", body, {}, args.streams, warmup=args.pacing_warmup,
                         window=args.window, stream=True)
-            samples, _ = run(plan, processes=args.processes)
+            redis_before = cpu_seconds(redis_server.process.pid)
+            samples, load_cpu = stream_load.run(plan, processes=args.stream_processes)
+            redis_cpu = (cpu_seconds(redis_server.process.pid) - redis_before) / (plan.warmup + plan.window + 1)
         begin, end = plan.warmup, plan.warmup + plan.window
         gaps = [g for s in samples for g in s.gaps_ms(begin, end)]
         rates[workers] = len(gaps) / args.window
         rows.append([str(workers), str(args.streams), f"{rates[workers]:.0f}", f"{quantile(gaps, 0.5):.1f}",
-                     f"{quantile(gaps, 0.99):.1f}", f"{rates[workers] / rates[1]:.2f}x"])
+                     f"{quantile(gaps, 0.99):.1f}", f"{load_cpu:.2f}", f"{redis_cpu:.2f}",
+                     f"{rates[workers] / rates[1]:.2f}x"])
         print("  (b)", " ".join(rows[-1]), flush=True)
-    return table(["workers", "streams", "deltas/s", "inter-token p50 ms", "p99 ms", "vs 1 worker"], rows)
+    return table(["workers", "streams", "deltas/s", "inter-token p50 ms", "p99 ms", "load CPU", "redis CPU",
+                  "vs 1 worker"], rows)
 
 
 def main() -> None:
@@ -142,24 +171,41 @@ def main() -> None:
     parser.add_argument("--model", default="gpt-4o-mini")
     parser.add_argument("--window", type=float, default=5.0, help="seconds measured per row")
     parser.add_argument("--paced-model", default="gpt-4o-mini", help="the shipped profile (b) paces")
-    parser.add_argument("--streams", type=int, default=300, help="open streams of (b)")
+    parser.add_argument("--streams", type=int, default=600,
+                        help="open streams of (b): more than four workers can pace, so it measures what they deliver")
     parser.add_argument("--pacing-warmup", type=float, default=5.0, help="seconds over which (b)'s streams start")
-    parser.add_argument("--processes", type=int, default=2, help="client processes")
+    parser.add_argument("--processes", type=int, default=2, help="client processes of (a)")
+    parser.add_argument("--stream-processes", type=int, default=1, help="client processes of (b)")
+    parser.add_argument("--server-cpu", type=int, default=0, help="the core (a)'s server runs on (-1: any)")
+    parser.add_argument("--client-cpu", type=int, default=1, help="the core the load runs on (-1: any)")
+    parser.add_argument("--redis-cpu", type=int, default=None,
+                        help="the core (a)'s redis-server runs on (default: the load's; -1: any)")
     parser.add_argument("--fsync", default="everysec", choices=["always", "everysec"],
                         help="Redis' appendfsync: always loses nothing acknowledged, everysec at most a second")
     args = parser.parse_args()
+    pinned = (os.cpu_count() or 1) >= 2
+    args.server_cpu = args.server_cpu if pinned and args.server_cpu >= 0 else None
+    args.redis_cpu = args.client_cpu if args.redis_cpu is None else args.redis_cpu
+    args.redis_cpu = args.redis_cpu if pinned and args.redis_cpu >= 0 else None
+    if pinned and args.client_cpu >= 0:
+        os.sched_setaffinity(0, {args.client_cpu})  # the load processes fork from this one
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 65536)), hard))
-    out = [f"Redis: appendonly, appendfsync {args.fsync}"]
+    out = [f"{machine()} at the start; Redis: appendonly, appendfsync {args.fsync}; (a) on cores: server "
+           f"{args.server_cpu}, redis-server {args.redis_cpu}, load {args.client_cpu} (None: any)"]
     with RedisServer(fsync=args.fsync) as redis_server, tempfile.TemporaryDirectory() as directory:
+        assert redis_server.process is not None
         if args.part in ("a", "all"):
+            place(redis_server.process.pid, args.redis_cpu)
             out.append("(a) speed 0, JSON requests: stores x workers (goal: redis >= 0.85 of memory)\n"
                        + throughput(args, redis_server, directory))
             out.append("(a) Redis round trips per request\n" + round_trips(redis_server))
         if args.part in ("b", "all"):
+            place(redis_server.process.pid, None)
             out.append(f"(b) speed 1, {args.streams} streams of {args.paced_model} on Redis "
                        "(goal: 4 workers >= 1.7x one)\n" + pacing(args, redis_server))
+    out.append(f"{machine()} at the end")
     print("\n\n".join(out))
 
 

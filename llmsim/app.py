@@ -9,7 +9,7 @@ from flask import Flask, Response, g, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from llmsim import ids
-from llmsim.api import admin, chaos, dashboard, mount
+from llmsim.api import admin, chaos, dashboard, mount, writes
 from llmsim.api import metrics as api_metrics
 from llmsim.api import scenarios as scenarios_api
 from llmsim.api.http import client_socket
@@ -21,6 +21,7 @@ from llmsim.config import Settings
 from llmsim.errors import APIError
 from llmsim.metrics.registry import Metrics
 from llmsim.pipeline import Pipeline
+from llmsim.responses.replay import Replay
 from llmsim.services import Services
 from llmsim.store import Stores, open_stores
 from llmsim.store.redis_client import unavailable_errors
@@ -39,11 +40,18 @@ class _Flask(Flask):
         return response
 
 
+def _store_unavailable(error: Exception) -> tuple[Response, int, dict[str, str]]:
+    """Redis is away: a 503 the SDKs retry; the pool reconnects by itself once it is back."""
+    log.warning("redis unavailable: %s", error)
+    body = APIError("The server is overloaded or not ready yet.", status=503, type="server_error").body()
+    return jsonify(body), 503, {"retry-after": "1"}
+
+
 def create_app(settings: Settings | None = None) -> Flask:
     settings = settings or Settings()
     backend = load_backend(settings)
     catalog = load_models(backend, settings)
-    stores = open_stores(settings.store, settings.store_max_entries, settings.store_ttl_seconds)
+    stores = open_stores(settings.store, settings.store_max_entries, settings.store_ttl_seconds, Replay.load)
     scenario = scenarios.load(settings.scenario_file) if settings.scenario_file else None
     chaos_state, player = shared_state(stores, settings, scenario)
     metrics = Metrics(shared_store=settings.store != "memory")
@@ -60,6 +68,7 @@ def create_app(settings: Settings | None = None) -> Flask:
     app.json.ensure_ascii = False
     app.extensions["llmsim"] = Services(settings, catalog, pipeline)
     mount(app)
+    writes.install(app, stores.batch, _store_unavailable)  # before chaos: its request log entry joins the held writes
     chaos.install(app, chaos_state)
     api_metrics.install(app, metrics, pipeline)
     app.register_blueprint(admin.bp)
@@ -100,12 +109,6 @@ def create_app(settings: Settings | None = None) -> Flask:
             message = error.description or error.name
         return jsonify(APIError(message, status=status).body()), status, headers
 
-    def _store_unavailable(error: Exception) -> tuple[Response, int, dict[str, str]]:
-        """Redis is away: a 503 the SDKs retry; the pool reconnects by itself once it is back."""
-        log.warning("redis unavailable: %s", error)
-        body = APIError("The server is overloaded or not ready yet.", status=503, type="server_error").body()
-        return jsonify(body), 503, {"retry-after": "1"}
-
     for unavailable in unavailable_errors() if stores.redis is not None else ():
         app.register_error_handler(unavailable, _store_unavailable)
 
@@ -126,6 +129,6 @@ def shared_state(stores: Stores, settings: Settings, scenario: scenarios.Scenari
     if stores.redis is not None:
         from llmsim.chaos.redis_state import RedisChaosState, RedisPlayer
 
-        return (RedisChaosState(stores.redis, fault_config(settings), settings.seed),
+        return (RedisChaosState(stores.redis, fault_config(settings), settings.seed, stores.batch),
                 RedisPlayer(stores.redis, scenario))
     return ChaosState(fault_config(settings), settings.seed), scenarios.Player(scenario)

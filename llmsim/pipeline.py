@@ -18,7 +18,7 @@ from llmsim import ids
 from llmsim.backends.base import Backend, Delta, Finish, Prompt, Usage
 from llmsim.backends.relay import Exchange, Relayed
 from llmsim.chaos.faults import Admission
-from llmsim.chaos.scenarios import Player
+from llmsim.chaos.scenarios import Player, ScenarioMoved
 from llmsim.errors import APIError, not_found
 from llmsim.responses import schema, toolspec, translate
 from llmsim.responses.events import TERMINAL, EventBuilder, SerializedEvent, dumps, dumps_event
@@ -119,10 +119,16 @@ class Pipeline:
               ) -> tuple[Prompt, Admission]:
         """Scenarios, then rate limits and faults: what every transport (Responses, Chat Completions) applies
         between the prompt and the backend. Raises the HTTP faults; the Admission carries a stream fault."""
-        prompt, scripted_fault = self.scenarios.direct(prompt, body, stream)
-        admission = admit(prompt, stream) if admit else Admission()
+        directed, scripted_fault = self.scenarios.direct(prompt, body, stream)
+        try:
+            admission = admit(directed, stream) if admit else Admission()
+        except ScenarioMoved:  # the fleet loaded a scenario as this request came in: it plays that one
+            directed, scripted_fault = self.scenarios.direct(prompt, body, stream)
+            admission = admit(directed, stream) if admit else Admission()
+        finally:
+            self.scenarios.flush()  # the request's turn, where its admission did not record it
         admission.stream_fault = scripted_fault or admission.stream_fault
-        return prompt, admission
+        return directed, admission
 
     def generate(self, prompt: Prompt, speed: float | None = None) -> Iterator[Delta]:
         """The backend's deltas: every transport (Responses, Chat Completions) comes through this one call."""

@@ -7,6 +7,7 @@ acknowledged is lost when it returns.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
@@ -157,6 +158,58 @@ def test_a_chain_and_a_conversation_cross_servers(fleet: Fleet,
     assert on_b.responses.delete(first.id) is None
     with pytest.raises(openai.NotFoundError):
         on_a.responses.retrieve(first.id)
+
+
+def test_a_stream_replayed_on_another_server_is_the_stream_sent_from_a_compact_record(
+        fleet: Fleet, connect: Callable[..., openai.OpenAI], redis_server: RedisServer) -> None:
+    a, b = fleet
+    stored = redis.Redis.from_url(redis_server.url)
+    bodies = [{"input": "Tell me a story.", "include": ["message.output_text.logprobs"], "top_logprobs": 2},
+              {"input": "Search the web for news.", "tools": [{"type": "web_search"}]},  # annotations, tool items
+              {"model": "o4-mini", "input": "Think, then call f.", "reasoning": {"summary": "auto"},
+               "include": ["reasoning.encrypted_content"], "tool_choice": "required",
+               "tools": [{"type": "function", "name": "f", "parameters": {"type": "object", "properties": {}}}]}]
+    for body in bodies:
+        with httpx.stream("POST", f"{a.base_url}/responses", json={"model": "gpt-4o", **body, "stream": True},
+                          timeout=60) as sent:
+            frames = [frame for frame in sent.read().decode().split("\n\n") if frame.startswith("event:")]
+        response_id = json.loads(frames[0].partition("data: ")[2])["response"]["id"]
+        replayed = httpx.get(f"{b.base_url}/responses/{response_id}", params={"stream": "true"}, timeout=60).text
+        assert [f for f in replayed.split("\n\n") if f.startswith("event:")] == frames  # byte for byte
+        tail = list(connect(b).responses.retrieve(response_id, stream=True,  # type: ignore[call-overload]
+                                                  starting_after=5))
+        assert [e.sequence_number for e in tail] == list(range(6, len(frames)))
+
+        key = f"llmsim:r:{response_id}"
+        assert not stored.exists(f"{key}:e")  # no events: the deltas' compact form, a fraction of their size
+        assert len(stored.hget(key, "replay") or b"") < sum(map(len, frames)) / 3
+
+
+def test_a_json_answer_runs_three_redis_scripts_and_every_request_is_in_the_transcript(
+        fleet: Fleet, connect: Callable[..., openai.OpenAI], redis_server: RedisServer) -> None:
+    a, _ = fleet
+    client = connect(a)
+    ask(client)
+    stats = redis.Redis.from_url(redis_server.url)
+
+    def calls() -> int:
+        return sum(int(value["calls"]) for name, value in stats.info("commandstats").items()
+                   if name in ("cmdstat_evalsha", "cmdstat_eval"))
+
+    before = calls()
+    answer = ask(client)
+    # Its admission (with its scenario turn), then its stored response and its log entry (one round trip, as the
+    # answer leaves: bench/stores.py counts round trips).
+    assert calls() - before == 3
+    assert connect(a).responses.retrieve(answer.id).output_text == answer.output_text
+
+    refused = httpx.post(f"{a.base_url}/responses", json={"model": "gpt-4o", "input": "hi"},
+                         headers={"X-LLMSim-Fault": "no-such-fault"})
+    assert refused.status_code == 400
+    transcript = httpx.get(f"{a.url}/llmsim/admin/scenarios/transcript").json()["data"]
+    assert [entry["request"]["input"] for entry in transcript[-3:]] == ["hello", "hello", "hi"]
+    assert [entry["index"] for entry in transcript[-3:]] == [len(transcript) - 3, len(transcript) - 2,
+                                                             len(transcript) - 1]
 
 
 def test_background_made_on_a_is_followed_and_cancelled_from_b(

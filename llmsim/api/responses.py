@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, jsonify, request
 from flask.typing import ResponseReturnValue
 
-from llmsim.api import relay
+from llmsim.api import relay, writes
 from llmsim.api.chaos import gate
 from llmsim.api.http import bool_arg, int_arg, json_body, owner, seed_header, services, speed_header, text_mode_header
 from llmsim.api.sse import sse_response
@@ -50,6 +50,7 @@ def create() -> ResponseReturnValue:
     if run.stream:  # the cost is known only at the end: an SSE comment after the last event
         pricing = _pricing(run.response["model"])
         return sse_response(run.events, lambda: _cost_comment(pricing, run.response), together=not run.waits)
+    writes.hold()  # its stored response waits for the request log entry: one round trip
     response = run.drain()
     if response["status"] == "failed":
         error = response["error"] or {}

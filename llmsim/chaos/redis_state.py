@@ -1,9 +1,10 @@
 """Chaos state and scenario progress in Redis: N servers x M workers keep one schedule, one set of buckets.
 
-Each request's decision is one Lua script: the request is logged, its rate-limit buckets are refilled
-and taken from (or not), and the rules in its scope count it, all at once, so `first: 3` fires three
-times fleet-wide and an RPM of 8 admits 8. The fault config and the scenario carry a generation
-number: a process keeps the parsed config until a script says the fleet's has moved on.
+Each request's decision is one Lua script: the request is logged (with its scenario turn when no scenario
+is loaded), its rate-limit buckets are refilled and taken from (or not), and the rules in its scope count
+it, all at once, so `first: 3` fires three times fleet-wide and an RPM of 8 admits 8. The fault config and
+the scenario carry a generation number: a process keeps the parsed config until a script says the fleet's
+has moved on.
 
 A server that starts with fault flags (or a scenario file) different from those the fleet last started
 with installs them; a server starting with the same flags keeps the fleet's state (admin changes,
@@ -15,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import threading
 import time
 from collections import OrderedDict
 from typing import Any
@@ -22,9 +24,11 @@ from typing import Any
 from llmsim.backends.base import Prompt
 from llmsim.chaos.faults import FaultConfig, RequestInfo, Rule
 from llmsim.chaos.ratelimit import Bucket, Limits, Verdict
-from llmsim.chaos.scenarios import TRANSCRIPT, Player, Reply, Scenario, StreamFault, exhausted, play
+from llmsim.chaos.scenarios import (TRANSCRIPT, Player, Reply, Scenario, ScenarioMoved, StreamFault, exhausted,
+                                    play)
 from llmsim.chaos.state import RECENT, ChaosState, Decision, ResolveLimits
-from llmsim.store.redis_client import PREFIX
+from llmsim.errors import APIError
+from llmsim.store.redis_client import PREFIX, Batch
 
 CHAOS = f"{PREFIX}chaos"  # hash: gen, config, seed, flags, served, rejected
 SEEN = f"{PREFIX}chaos:seen"  # hash: rule index -> requests in its scope since the config was set
@@ -36,6 +40,17 @@ FIRED = f"{PREFIX}scenario:fired"  # hash: rule index -> times fired
 TRANSCRIPT_KEY = f"{PREFIX}scenario:transcript"  # list of entries, oldest first
 WRITTEN = 10_000  # log entries remembered between admit and finish, at most
 MAX_STALE = 5  # config reloads one request may need while an admin changes it repeatedly
+
+
+class _Turns(threading.local):
+    """Per greenlet: a request's scenario turn that RedisPlayer.direct left to RedisChaosState.admit to record."""
+
+    pending: list[Any] | None = None  # the scenario's gen and the transcript entry's parts
+    request: tuple[Prompt, Any, bool]  # the request's prompt, body and stream flag, to direct it again
+    moved: bool = False  # admit found a scenario loaded since: direct must play it
+
+
+_turns = _Turns()
 
 # KEYS: state hash, the keys to clear. ARGV: '1' (only when the fleet has no state) or '0' (when its flags differ
 # too), flags, then field, value pairs. Installing starts a new generation: schedules from zero.
@@ -57,6 +72,15 @@ for i = 2, #KEYS do redis.call('DEL', KEYS[i]) end
 return 1
 """
 
+# A transcript entry, as the process's own Player writes it; the latest `keep` are kept.
+_RECORD = """
+local function record(key, turn, time, model, step, request, keep)
+  redis.call('RPUSH', key, '{"index":' .. turn .. ',"time":' .. time .. ',"model":' .. model ..
+    ',"step":' .. step .. ',"request":' .. request .. '}')
+  redis.call('LTRIM', key, -tonumber(keep), -1)
+end
+"""
+
 _BUCKET = """
 local function now_s()
   local t = redis.call('TIME')
@@ -73,11 +97,18 @@ local function save(key, cap, level, now)
 end
 """
 
-# KEYS: chaos, log, requests bucket, tokens bucket, seen. ARGV: gen, the log entry after its '{' when admitted and
-# when rate-limited, rpm or '', tpm or '', tokens, RECENT, then the indexes of the rules in scope.
-# → {'stale'} or {'ok', index, exceeded or '', requests level, tokens level, count per rule in scope...}
-_ADMIT = _BUCKET + """
+# KEYS: chaos, log, requests bucket, tokens bucket, seen[, scenario, transcript]. ARGV: gen, the log entry after its
+# '{' when admitted and when rate-limited, rpm or '', tpm or '', tokens, RECENT, then (with the scenario's keys) the
+# request's turn when no scenario is loaded: the scenario's gen, time, model JSON, request JSON, TRANSCRIPT (else
+# five ''), then the indexes of the rules in scope.
+# → {'stale'}, {'scenario'} (one was loaded: nothing done) or
+#   {'ok', index, exceeded or '', requests level, tokens level, count per rule in scope...}
+_ADMIT = _RECORD + _BUCKET + """
 if redis.call('HGET', KEYS[1], 'gen') ~= ARGV[1] then return {'stale'} end
+if #KEYS > 5 then
+  if redis.call('HGET', KEYS[6], 'gen') ~= ARGV[8] then return {'scenario'} end
+  record(KEYS[7], redis.call('HINCRBY', KEYS[6], 'requests', 1) - 1, ARGV[9], ARGV[10], 'null', ARGV[11], ARGV[12])
+end
 local n = redis.call('HINCRBY', KEYS[1], 'served', 1)
 local now = now_s()
 local tokens = tonumber(ARGV[6])
@@ -102,7 +133,7 @@ if exceeded ~= '' then
   redis.call('HINCRBY', KEYS[1], 'rejected', 1)
   return result
 end
-for i = 8, #ARGV do table.insert(result, redis.call('HINCRBY', KEYS[5], ARGV[i], 1)) end
+for i = 13, #ARGV do table.insert(result, redis.call('HINCRBY', KEYS[5], ARGV[i], 1)) end
 return result
 """
 
@@ -128,8 +159,9 @@ class RedisChaosState(ChaosState):
     """Fault config and schedules, fault counters, rate-limit buckets and the request log of a fleet (the same
     interface as the process's own `ChaosState`, none of its attributes)."""
 
-    def __init__(self, client: Any, config: FaultConfig, seed: int | None) -> None:
+    def __init__(self, client: Any, config: FaultConfig, seed: int | None, batch: Batch | None = None) -> None:
         self.client = client
+        self.batch = batch or Batch(client)
         self._admit = client.register_script(_ADMIT)
         self._settle = client.register_script(_SETTLE)
         self._finish = client.register_script(_FINISH)
@@ -160,6 +192,10 @@ class RedisChaosState(ChaosState):
     def admit(self, request: RequestInfo, entry: dict[str, Any], key: tuple[str, str], resolve: ResolveLimits,
               tokens: int, choose: bool) -> Decision:
         bucket = BUCKETS + hashlib.sha256("\0".join(key).encode()).hexdigest()[:32]
+        keys = [CHAOS, LOG, f"{bucket}:requests", f"{bucket}:tokens", SEEN]
+        turn, _turns.pending = _turns.pending, None  # the request's turn, when RedisPlayer left it to us
+        if turn is not None:
+            keys += [SCENARIO, TRANSCRIPT_KEY]
         for _ in range(MAX_STALE):
             config = self._config
             limits = resolve(config)
@@ -168,11 +204,14 @@ class RedisChaosState(ChaosState):
             # `finish` then has nothing to rewrite, which saves a round trip on most requests.
             admitted = {**entry, "status": 200} if choose and not scope else entry
             limited = {**entry, "rate_limited": True, "status": 429}
-            result = self._admit(keys=[CHAOS, LOG, f"{bucket}:requests", f"{bucket}:tokens", SEEN], args=[
+            result = self._admit(keys=keys, args=[
                 self._gen, _dumps(admitted)[1:], _dumps(limited)[1:], limits.rpm or "", limits.tpm or "", tokens,
-                RECENT, *scope])
+                RECENT, *(turn or ["", "", "", "", ""]), *scope])
             if result[0] == b"ok":
                 break
+            if result[0] == b"scenario":
+                _turns.moved = True
+                raise ScenarioMoved()
             self._refresh()
         else:
             raise RuntimeError("the fault config kept changing while a request was admitted")
@@ -226,7 +265,7 @@ class RedisChaosState(ChaosState):
         if limits.tpm is None or not extra_tokens:
             return
         bucket = BUCKETS + hashlib.sha256("\0".join(key).encode()).hexdigest()[:32]
-        self._settle(keys=[f"{bucket}:tokens"], args=[limits.tpm, extra_tokens])
+        self.batch.write(self._settle, [f"{bucket}:tokens"], [limits.tpm, extra_tokens])  # JSON: as it leaves
 
     def count(self, kind: str) -> None:
         self.client.hincrby(FAULTS, kind, 1)
@@ -234,7 +273,7 @@ class RedisChaosState(ChaosState):
     def finish(self, entry: dict[str, Any]) -> None:
         final = _dumps(entry)
         if self._written.pop(entry["index"], None) != final:
-            self._finish(keys=[LOG], args=[entry["index"], final])
+            self.batch.write(self._finish, [LOG], [entry["index"], final])  # with a JSON answer's stored response
 
     def counters(self) -> dict[str, Any]:
         with self.client.pipeline(transaction=True) as pipe:
@@ -263,7 +302,7 @@ class RedisChaosState(ChaosState):
 # KEYS: scenario, fired, transcript. ARGV: gen, rules, turns, policy ('' when none is loaded), time, model JSON,
 # request JSON, TRANSCRIPT, then per rule: times or '', '1' when its match holds (turn aside), turns ('a,b') or ''.
 # → {'stale'} or {'ok', turn, 'rules' | 'turns' | 'error' | '', index}
-_DIRECT = """
+_DIRECT = _RECORD + """
 if redis.call('HGET', KEYS[1], 'gen') ~= ARGV[1] then return {'stale'} end
 local turn = redis.call('HINCRBY', KEYS[1], 'requests', 1) - 1
 local nrules, nturns, policy = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
@@ -287,9 +326,7 @@ if kind == '' and policy ~= '' then
 end
 local step = 'null'
 if kind == 'rules' or kind == 'turns' then step = '"' .. kind .. '[' .. index .. ']"' end
-redis.call('RPUSH', KEYS[3], '{"index":' .. turn .. ',"time":' .. ARGV[5] .. ',"model":' .. ARGV[6] ..
-  ',"step":' .. step .. ',"request":' .. ARGV[7] .. '}')
-redis.call('LTRIM', KEYS[3], -tonumber(ARGV[8]), -1)
+record(KEYS[3], turn, ARGV[5], ARGV[6], step, ARGV[7], ARGV[8])
 return {'ok', turn, kind, index}
 """
 
@@ -323,6 +360,17 @@ class RedisPlayer(Player):
             pipe.hset(SCENARIO, mapping={"requests": 0, "position": 0})
             pipe.execute()
 
+    def flush(self) -> None:
+        """The request's turn if its admission did not record it (it was refused first, or had none): taken as
+        `direct` would have, in whatever scenario the fleet now plays; the request has its answer already."""
+        if _turns.pending is None:
+            return
+        _turns.pending = None
+        try:
+            self._play(*_turns.request)
+        except APIError:  # that scenario is exhausted: the turn is recorded, the request keeps its own answer
+            pass
+
     def state(self) -> dict[str, Any]:
         self._refresh()
         requests, position = self.client.hmget(SCENARIO, ["requests", "position"])
@@ -333,6 +381,19 @@ class RedisPlayer(Player):
         return [json.loads(entry) for entry in self.client.lrange(TRANSCRIPT_KEY, -limit, -1)]
 
     def direct(self, prompt: Prompt, body: Any, stream: bool) -> tuple[Prompt, StreamFault | None]:
+        """With no scenario loaded (as this process last saw), the request's turn is recorded by its admission's
+        script (one round trip less), which refuses, doing nothing, if the fleet has loaded one since: the
+        request then comes back here (ScenarioMoved) and plays it."""
+        if getattr(_turns, "moved", False):
+            _turns.moved = False
+            self._refresh()
+        elif self.scenario is None:
+            _turns.pending = [self._gen, repr(time.time()), _dumps(prompt.model), _dumps(body), TRANSCRIPT]
+            _turns.request = (prompt, body, stream)
+            return play(prompt, None, stream)
+        return self._play(prompt, body, stream)
+
+    def _play(self, prompt: Prompt, body: Any, stream: bool) -> tuple[Prompt, StreamFault | None]:
         for _ in range(MAX_STALE):
             scenario = self.scenario
             rules: list[Any] = []

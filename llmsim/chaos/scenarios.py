@@ -191,6 +191,11 @@ class Transcript:
         return len(self._entries)
 
 
+class ScenarioMoved(Exception):
+    """A request's admission found the fleet playing another scenario than the one it was directed by: it is
+    directed again (llmsim/chaos/redis_state.py)."""
+
+
 class Player:
     """Plays one scenario against incoming requests and keeps the transcript of what it saw."""
 
@@ -233,6 +238,9 @@ class Player:
             step, reply = self._pick(prompt, turn)
             self.transcript.append({"index": turn, "time": time.time(), "model": prompt.model, "step": step}, body)
         return play(prompt, reply, stream)
+
+    def flush(self) -> None:
+        """Record what `direct` left for the request's admission to record, if it did not (Redis); here, nothing."""
 
     def _pick(self, prompt: Prompt, turn: int) -> tuple[str | None, Reply | None]:
         scenario = self.scenario

@@ -9,12 +9,15 @@ completion time and encrypted reasoning (`Recorded`), gives back the same events
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from array import array
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from llmsim.backends.base import Delta, ReasoningDelta, TextDelta, ToolArgsDelta
-from llmsim.responses.events import Entropy, EventBuilder, SerializedEvent, dumps_event
+from llmsim.backends.base import (Delta, Finish, ReasoningDelta, TextAnnotation, TextDelta, ToolArgsDelta,
+                                  ToolCallStart, ToolItem, Usage)
+from llmsim.responses.events import Entropy, EventBuilder, SerializedEvent, dumps, dumps_event
 
 TEXT, REASONING, SUMMARY, ARGS, OTHER = "T", "R", "S", "A", "O"
 
@@ -111,6 +114,24 @@ class DeltaLog:
             raise BackendFailure(self.failure)
 
 
+_OTHERS: dict[str, type[Any]] = {kind.__name__: kind for kind in (ToolCallStart, ToolItem, TextAnnotation, Finish,
+                                                                   ReasoningDelta, TextDelta, ToolArgsDelta)}
+
+
+def _encode_delta(delta: Delta) -> dict[str, Any]:
+    return {"t": type(delta).__name__, **dataclasses.asdict(delta)}  # type: ignore[call-overload]
+
+
+def _decode_delta(data: dict[str, Any]) -> Delta:
+    fields = {key: value for key, value in data.items() if key != "t"}
+    kind = _OTHERS[data["t"]]
+    if kind is Finish:
+        fields["usage"] = Usage(**fields["usage"])
+    elif kind is ToolItem:
+        fields["partial_images"] = tuple(fields.get("partial_images", ()))
+    return kind(**fields)  # type: ignore[no-any-return]
+
+
 class Replay:
     """How to build a stored response's events again."""
 
@@ -121,6 +142,27 @@ class Replay:
         self.obfuscate = builder.obfuscate
         self.encrypted_reasoning = builder.encrypted_reasoning
         self.obfuscation_seed = builder.entropy.obfuscation_seed
+
+    def dump(self) -> str:
+        """The replay as one JSON value, for a store other processes read (Redis): a few hundred bytes where the
+        events would be tens of kilobytes."""
+        log = self.log
+        return dumps([log.kinds, log.lengths.tolist(), log.text, [_encode_delta(d) for d in log.others],
+                      log.logprobs, log.failure, self.obfuscate, self.encrypted_reasoning, self.obfuscation_seed])
+
+    @classmethod
+    def load(cls, text: str | bytes) -> Replay:
+        """A replay as `dump` wrote it."""
+        kinds, lengths, joined, others, logprobs, failure, obfuscate, encrypted, seed = json.loads(text)
+        log = DeltaLog()
+        log._pieces = None  # sealed: it records nothing more
+        log.kinds, log.lengths, log.text = kinds, array("I", lengths), joined
+        log.others = [_decode_delta(other) for other in others]
+        log.logprobs, log.failure = logprobs, failure
+        replay = cls.__new__(cls)
+        replay.log, replay.obfuscate = log, obfuscate
+        replay.encrypted_reasoning, replay.obfuscation_seed = encrypted, seed
+        return replay
 
     def events(self, final: dict[str, Any]) -> list[SerializedEvent]:
         """The events of the response that ended as `final`, serialized as they were sent."""

@@ -3,12 +3,14 @@ Redis (`--store redis://host:port/db`, shared by a fleet of servers)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from llmsim.store.base import (
     FINAL_STATUSES,
     ConversationStore,
+    Replayable,
     ResponseStore,
     SerializedEvent,
     StoredConversation,
@@ -32,6 +34,7 @@ class Stores:
     responses: ResponseStore
     conversations: ConversationStore
     redis: Any = None  # the Redis client, when the fleet's chaos state lives there too
+    batch: Any = None  # its Batch (llmsim/store/redis_client.py): writes sent together
 
 
 def parse_store_url(url: str) -> str | None:
@@ -62,18 +65,21 @@ def prepare_store(url: str) -> None:
         Database(path).close()
 
 
-def open_stores(url: str, max_entries: int, ttl_seconds: float) -> Stores:
-    """The stores behind `--store`; every kind applies the same entry and TTL limits."""
+def open_stores(url: str, max_entries: int, ttl_seconds: float,
+                load_replay: Callable[[bytes], Replayable] | None = None) -> Stores:
+    """The stores behind `--store`; every kind applies the same entry and TTL limits. `load_replay`: how a store
+    other processes read (Redis) gets a response's replay back from its `dump` (without it, it keeps the events)."""
     if is_redis_url(url):
         from llmsim.store.background import this_worker
-        from llmsim.store.redis_client import Heartbeat, connect
+        from llmsim.store.redis_client import Batch, Heartbeat, connect
         from llmsim.store.redis_store import RedisConversations, RedisStore
 
         client = connect(url)
         heartbeat = Heartbeat(client, this_worker())
         heartbeat.start()
-        return Stores(RedisStore(client, max_entries, ttl_seconds, heartbeat),
-                      RedisConversations(client, max_entries, ttl_seconds), client)
+        batch = Batch(client)
+        return Stores(RedisStore(client, max_entries, ttl_seconds, heartbeat, load_replay, batch),
+                      RedisConversations(client, max_entries, ttl_seconds), client, batch)
     path = parse_store_url(url)
     if path is None:
         return Stores(MemoryStore(max_entries, ttl_seconds), MemoryConversations(max_entries, ttl_seconds))

@@ -52,6 +52,10 @@ class Replayable(Protocol):
 
     def events(self, final: dict[str, Any]) -> list[SerializedEvent]: ...
 
+    def dump(self) -> str:
+        """One JSON value, for a store other processes read (Redis)."""
+        ...
+
 
 class ResponseStore(Protocol):
     """Responses by id, bounded by entry count and age.

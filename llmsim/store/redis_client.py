@@ -35,6 +35,54 @@ def connect(url: str) -> Any:
                                 health_check_interval=30)
 
 
+class Batch:
+    """Script calls sent together on one round trip: what a request holds back until its answer leaves (a JSON
+    answer's stored response and its request log entry), and what it sends with its next call.
+
+    Per greenlet (gevent patches `threading.local`): one request's held writes never wait on another's.
+    """
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self._local = threading.local()
+
+    def hold(self) -> None:
+        """From now until `release`, `write`s wait (nothing may read them before the answer leaves)."""
+        self._local.held = []
+
+    def write(self, script: Any, keys: list[Any], args: list[Any]) -> None:
+        """Run `script` now, or at `release` while held."""
+        held = getattr(self._local, "held", None)
+        if held is None:
+            script(keys=keys, args=args)
+        else:
+            held.append((script, keys, args))
+
+    def release(self) -> None:
+        """Send what was held, in order, on one round trip; raises as a call would (the answer must not leave)."""
+        held, self._local.held = getattr(self._local, "held", None), None
+        if held:
+            self.send(held)
+
+    def send(self, calls: list[tuple[Any, list[Any], list[Any]]]) -> list[Any]:
+        """The replies of several script calls, pipelined (no MULTI: each script is atomic by itself)."""
+        if len(calls) == 1:
+            script, keys, args = calls[0]
+            return [script(keys=keys, args=args)]
+        import redis
+
+        with self.client.pipeline(transaction=False) as pipe:
+            for script, keys, args in calls:
+                pipe.evalsha(script.sha, len(keys), *keys, *args)
+            replies = pipe.execute(raise_on_error=False)
+        for i, (reply, (script, keys, args)) in enumerate(zip(replies, calls)):
+            if isinstance(reply, redis.exceptions.NoScriptError):  # Redis restarted: it ran nothing of this call
+                replies[i] = script(keys=keys, args=args)
+            elif isinstance(reply, Exception):
+                raise reply
+        return list(replies)
+
+
 def unavailable_errors() -> tuple[type[BaseException], ...]:
     """The exceptions that mean Redis cannot be reached now (answered with a 503, retried later)."""
     import redis

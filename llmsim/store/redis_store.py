@@ -1,8 +1,10 @@
 """Redis stores: responses and conversations shared by every worker of every server of a fleet.
 
-A response is a hash (each dataclass field as JSON, plus `status`, `stopping` and the ids of its items),
-its events a list (an event's index is its sequence number) and a one-entry stream that wakes
-followers on every change. Redis' own expiry applies `--store-ttl`; a sorted set by age applies
+A response is a hash (each dataclass field as JSON, plus `status`, `stopping` and the ids of its items).
+A finished one keeps its stream as a `replay` field: the deltas' compact form, a few hundred bytes, from
+which any process builds the events again. A background one, as it runs, keeps its events in a list (an
+event's index is its sequence number) and a one-entry stream that wakes followers on every change. A JSON
+answer's hash is written with its request log entry (llmsim/api/writes.py). Redis' own expiry applies `--store-ttl`; a sorted set by age applies
 `--store-max-entries`, evicting the oldest finished responses only. Every change that must not
 interleave with another is one Lua script or one WATCH/MULTI transaction.
 """
@@ -10,13 +12,14 @@ interleave with another is one Lua script or one WATCH/MULTI transaction.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import fields
 from typing import Any
 
 import redis
 
-from llmsim.store.base import FINAL_STATUSES, SerializedEvent, StoredConversation, StoredResponse
-from llmsim.store.redis_client import PREFIX, Heartbeat
+from llmsim.store.base import FINAL_STATUSES, Replayable, SerializedEvent, StoredConversation, StoredResponse
+from llmsim.store.redis_client import PREFIX, Batch, Heartbeat
 
 RESPONSES = f"{PREFIX}responses"  # sorted set: response id by when it was stored (ms)
 CONVERSATIONS = f"{PREFIX}conversations"
@@ -75,7 +78,7 @@ redis.call('ZADD', '{RESPONSES}', now, id)
 local excess = redis.call('ZCARD', '{RESPONSES}') - max
 local start = 0
 while excess > 0 do
-  local batch = redis.call('ZRANGE', '{RESPONSES}', start, start + 99)
+  local batch = redis.call('ZRANGE', '{RESPONSES}', start, start + excess + 9)
   if #batch == 0 then break end
   for _, old in ipairs(batch) do
     if excess <= 0 then break end
@@ -111,12 +114,15 @@ if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl); redis.call('PEXPIRE', KEYS[
 return 1
 """
 
-# KEYS: hash, events. ARGV: after. → false, or {status, events...}
+# KEYS: hash, events. ARGV: after. → false, {status, '', events...}, or {status, replay, response} for a response
+# whose events are built again from its replay.
 _TAIL = """
-local status = redis.call('HGET', KEYS[1], 'status')
-if not status then return false end
+local state = redis.call('HMGET', KEYS[1], 'status', 'replay', 'response')
+if not state[1] then return false end
+if state[2] then return state end
 local events = redis.call('LRANGE', KEYS[2], tonumber(ARGV[1]) + 1, -1)
-table.insert(events, 1, status)
+table.insert(events, 1, '')
+table.insert(events, 1, state[1])
 return events
 """
 
@@ -133,9 +139,11 @@ return redis.call('ZCARD', KEYS[1])
 """
 
 
-# A response's fields as JSON, each in its own hash field (fields added later come along); its events go to a
-# list of their own, and `replay` (this process's way to rebuild them) is materialized into that list.
+# A response's fields as JSON, each in its own hash field (fields added later come along). A finished response's
+# `replay` is one more field, in its compact form (`Replayable.dump`); the events of one without (a background
+# response, as it runs) go to a list of their own.
 _RECORD_FIELDS = [f.name for f in fields(StoredResponse) if f.name not in ("events", "replay")]
+LoadReplay = Callable[[bytes], Replayable]
 
 
 def _dumps(data: Any) -> str:
@@ -158,13 +166,17 @@ def _item_ids(items: list[dict[str, Any]]) -> str:
 
 
 class RedisStore:
-    """Responses and their stream events in Redis."""
+    """Responses and their stream events in Redis. `load_replay` reads a replay back from its `dump`; without it
+    a response's events are stored as they are."""
 
     shared = True  # by a fleet: metrics count it when scraped, not after every request
 
     def __init__(self, client: Any, max_entries: int = 1024, ttl_seconds: float = 3600.0,
-                 heartbeat: Heartbeat | None = None) -> None:
+                 heartbeat: Heartbeat | None = None, load_replay: LoadReplay | None = None,
+                 batch: Batch | None = None) -> None:
         self.client = client
+        self.load_replay = load_replay
+        self.batch = batch or Batch(client)
         self.max_entries = max_entries
         self.ttl_ms = int(ttl_seconds * 1000) if ttl_seconds > 0 else 0
         self.heartbeat = heartbeat
@@ -186,21 +198,31 @@ class RedisStore:
         for name in _RECORD_FIELDS:
             values += [name, _dumps(getattr(record, name))]
         values += ["status", record.status]
+        events = ""
+        if record.replay is not None and self.load_replay is not None:
+            values += ["replay", record.replay.dump()]
+        else:
+            events = _joined(record.stream_events())
         items = _item_ids([*record.input_items, *record.response.get("output", [])])
-        self._put(keys=self._keys(record.id),
-                  args=[record.id, self.ttl_ms, self.max_entries, items, len(values) // 2, *values,
-                        _joined(record.stream_events())])  # as text: any process may replay them
+        keys = self._keys(record.id)
+        args = [record.id, self.ttl_ms, self.max_entries, items, len(values) // 2, *values, events]
+        if record.status in FINAL_STATUSES:  # may wait for the answer (a held batch): no worker appends to it
+            self.batch.write(self._put, keys, args)
+        else:
+            self._put(keys=keys, args=args)
 
     def get(self, response_id: str) -> StoredResponse | None:
         key, events_key, _ = self._keys(response_id)
         names = _RECORD_FIELDS
         with self.client.pipeline(transaction=True) as pipe:
-            pipe.hmget(key, names)
+            pipe.hmget(key, [*names, "replay"])
             pipe.lrange(events_key, 0, -1)
-            values, events = pipe.execute()
+            (*values, replay), events = pipe.execute()
         if values[0] is None:
             return None
         data = {name: json.loads(value) for name, value in zip(names, values) if value is not None}
+        if replay is not None and self.load_replay is not None:
+            return StoredResponse(**data, replay=self.load_replay(replay))
         return StoredResponse(**data, events=[_event(e) for e in events])
 
     def delete(self, response_id: str) -> bool:
@@ -222,7 +244,10 @@ class RedisStore:
         state = self._tail(keys=self._keys(response_id)[:2], args=[min(after, MAX_INDEX)])
         if state is None:
             return None
-        return state[0].decode(), [_event(e) for e in state[1:]]
+        status, replay = state[0].decode(), state[1]
+        if replay and self.load_replay is not None:
+            return status, self.load_replay(replay).events(json.loads(state[2]))[max(after + 1, 0):]
+        return status, [_event(e) for e in state[2:]]
 
     def wait(self, response_id: str, after: int, status: str, timeout: float) -> None:
         """Block (no polling) until the response has events past `after` or a status other than `status`,
