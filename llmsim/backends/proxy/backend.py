@@ -1,7 +1,9 @@
 """Forwards Responses and Chat Completions requests to an upstream and streams its events back as they come.
 
-Nothing is buffered: each SSE event is handed on the moment it is parsed, with its time since the request,
-which is also what a cassette records. The upstream key is read from an environment variable once and only
+Nothing is buffered. Unless recording, a stream is handed on as the upstream's bytes, each read as it
+arrives: parsing every event here would cost more than the rest of the proxy (the pipeline finds the few
+events it needs in the bytes). Recording parses each event, with its time since the request, for the
+cassette. The upstream key is read from an environment variable once and only
 ever put in the Authorization header of upstream requests; the cassette writer removes it from anything it
 writes.
 """
@@ -26,6 +28,9 @@ from llmsim.errors import APIError
 
 CONNECT_TIMEOUT = 10.0
 READ_TIMEOUT = 600.0  # the longest an upstream may stay silent mid-answer
+# identity: a stream's bytes are forwarded as they come, so they must come uncompressed
+STREAM_HEADERS = {"Accept": "text/event-stream", "Accept-Encoding": "identity"}
+JSON_HEADERS = {"Accept": "application/json"}
 
 
 class ProxyBackend:
@@ -56,7 +61,7 @@ class ProxyBackend:
         order, started = time.time_ns(), time.monotonic()
         request = self.client.build_request(
             "POST", f"{self.upstream}/{exchange.endpoint}", json=exchange.body,
-            headers={**self._auth, "Accept": "text/event-stream" if exchange.stream else "application/json"})
+            headers={**self._auth, **(STREAM_HEADERS if exchange.stream else JSON_HEADERS)})
         try:
             response = self.client.send(request, stream=True)
         except httpx.HTTPError as exc:
@@ -65,6 +70,8 @@ class ProxyBackend:
         headers = kept_headers(response.headers)
         tape = Cassette(exchange.endpoint, exchange.body, response.status_code, headers, order=order)
         if response.status_code < 400 and response.headers.get("content-type", "").startswith("text/event-stream"):
+            if self.writer is None:
+                return Reply(response.status_code, headers, chunks=self._chunks(response))
             return Reply(response.status_code, headers, events=self._events(response, started, tape))
         try:
             body = json.loads(response.read())
@@ -80,6 +87,16 @@ class ProxyBackend:
         if response.status_code >= 400:
             raise upstream_error(response.status_code, body, headers)
         return Reply(response.status_code, headers, body=body)
+
+    @staticmethod
+    def _chunks(response: httpx.Response) -> Iterator[bytes]:
+        """The stream's bytes, each read as it arrives (a read takes what the socket holds, up to 64 KiB)."""
+        try:
+            yield from response.iter_bytes()  # decoded, should an upstream compress regardless
+        except httpx.HTTPError:
+            raise ConnectionDropped() from None  # the upstream cut the stream: so does this one
+        finally:
+            response.close()  # a client gone mid-stream stops the upstream too
 
     def _events(self, response: httpx.Response, started: float, tape: Cassette) -> Iterator[TimedEvent]:
         """Each event as it is parsed; the cassette is written once the upstream has said everything."""
