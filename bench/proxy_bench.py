@@ -6,14 +6,22 @@ proxy in front of it, at 1 and 100 concurrent streams.
 - Throughput: the upstream at speed 0, streamed tokens per second (closed-loop clients) through the proxy
   against direct. Goal: under 5 % lost.
 
-Direct and proxied runs alternate in one process, against the same upstream. On a machine with fewer cores
-than the processes involved (upstream, proxy, clients) the proxy's CPU competes with the upstream's, so the
-throughput figure says more about the machine than about the proxy: run it on a quiet one.
+Pinning (so the figure is the proxy's cost, not the machine's): the upstreams run alone on `--server-cpu`;
+the proxies and the load generator share `--client-cpu`. The direct runs keep the same pinning (upstream on
+one core, generator on the other), so the only difference between a direct and a proxied row is the proxy,
+and the proxy takes its CPU from the generator's core, never from the upstream's. At speed 0 the upstream
+is CPU-bound on its core: a proxy that costs little per byte leaves its throughput as it was, one that
+costs much starves the generator beside it or adds latency. The generator only counts event boundaries
+in the bytes it reads (bench/load.py), one process, so it needs little of the core it shares.
+
+Direct and proxied runs alternate in one process, against the same upstream; compare the ratios of one run
+and note the load average (printed): on a busy machine the figures are the machine's as much as LLMSim's.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -21,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 from load import Plan, run  # noqa: E402
-from run import quantile, table  # noqa: E402
+from run import machine, pin, quantile, table  # noqa: E402
 
 from llmsim.testing import ServerProcess  # noqa: E402
 
@@ -49,14 +57,27 @@ def main() -> None:
     parser.add_argument("--window", type=float, default=10.0, help="seconds measured per row")
     parser.add_argument("--warmup", type=float, default=3.0, help="seconds over which the clients start")
     parser.add_argument("--workers", type=int, default=1, help="gunicorn workers of each server")
-    parser.add_argument("--processes", type=int, default=2, help="client processes")
+    parser.add_argument("--processes", type=int, default=1, help="client processes")
+    parser.add_argument("--server-cpu", type=int, default=0, help="the upstreams' core (-1: any)")
+    parser.add_argument("--client-cpu", type=int, default=1, help="the proxies' and the load's core (-1: any)")
     args = parser.parse_args()
+    two = (os.cpu_count() or 1) >= 2
+    upstream_cpu = args.server_cpu if args.server_cpu >= 0 and two else None
+    client_cpu = args.client_cpu if args.client_cpu >= 0 and two else None
+    if client_cpu is not None:
+        os.sched_setaffinity(0, {client_cpu})  # the proxies and the load processes start from this one
+    print(f"machine at the start: {machine()}")
+    print(f"pinning: upstreams on core {upstream_cpu if upstream_cpu is not None else 'any'}, proxies and load "
+          f"generator ({args.processes} process) on core {client_cpu if client_cpu is not None else 'any'}")
     workers = ("--workers", str(args.workers))
     rows = []
     with ServerProcess("--speed", "1", "--seed", "1", *workers) as paced, \
             ServerProcess("--speed", "0", *workers) as fast, \
             ServerProcess("--backend", "proxy", "--upstream", paced.base_url, *workers) as paced_proxy, \
             ServerProcess("--backend", "proxy", "--upstream", fast.base_url, *workers) as fast_proxy:
+        for upstream in (paced, fast):
+            assert upstream.process is not None
+            pin(upstream.process.pid, upstream_cpu)
         for clients in args.clients:
             ttft_direct, _, failed_a = measure(paced.base_url, clients, args)
             ttft_proxy, _, failed_b = measure(paced_proxy.base_url, clients, args)
@@ -70,6 +91,7 @@ def main() -> None:
             print("  ", " ".join(rows[-1]), flush=True)
     print(table(["streams", "TTFT p50 direct ms", "via proxy ms", "added ms", f"< {GOAL_TTFT_MS:.0f} ms",
                  "tokens/s direct", "via proxy", "lost", f"< {GOAL_LOSS:.0%}", "failed"], rows))
+    print(f"machine at the end: {machine()}")
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from llmsim.backends.relay import Exchange, Relayed
 from llmsim.chaos.faults import Admission
 from llmsim.chaos.scenarios import Player, ScenarioMoved
 from llmsim.errors import APIError, not_found
-from llmsim.responses import schema, toolspec, translate
+from llmsim.responses import rawsse, schema, toolspec, translate
 from llmsim.responses.events import TERMINAL, EventBuilder, SerializedEvent, dumps, dumps_event
 from llmsim.responses.relayed import RelayedStream
 from llmsim.responses.replay import DeltaLog, Replay
@@ -147,25 +147,34 @@ class Pipeline:
         """A conversation if `owner` may see it, like `stored`."""
         conversation = self.conversations.get(conversation_id)
         return conversation if conversation is not None and conversation.owner == owner else None
-    def relay(self, exchange: Exchange, admission: Admission, speed: float | None = None, owner: str = ""
-              ) -> Relayed | None:
+    def relay(self, exchange: Exchange, admission: Admission, speed: float | None = None, owner: str = "",
+              raw: bool = False) -> Relayed | None:
         """Proxy and replay answer a whole request with their own events and ids; around them the same
         recorded timing, stream faults, rate-limit settling and store apply. None: the backend left it to
-        `create` (replay's miss with `--on-miss sim`)."""
+        `create` (replay's miss with `--on-miss sim`). `raw`: the transport can send a live stream's bytes as
+        they are, which it gets unless a stream fault needs the events one by one."""
         reply = self.backend.relay(exchange)  # type: ignore[attr-defined]
         if reply is None:
             return None
         speed = self.pacer.speed if speed is None else speed
         watch = RelayedStream(exchange.endpoint)
         store = exchange.endpoint == "responses" and exchange.body.get("store") is not False
-        if reply.events is None:
+        if reply.events is None and reply.chunks is None:
             recorded.wait(reply.wait, speed)
             watch.observe_body(reply.body)
             self._settle_relayed(watch, admission, store, [], owner)
             if admission.stream_fault is not None:
                 admission.stream_fault.answer_body()
             return Relayed(reply.status, reply.headers, body=reply.body)
-        events = recorded.play(reply.events, speed) if reply.timed else ((k, d) for _, k, d in reply.events)
+        if reply.chunks is not None and raw and admission.stream_fault is None:
+            chunks = self._watch_raw(reply.chunks, watch, admission, store, owner)
+            return Relayed(reply.status, reply.headers, chunks=admission.chunks(chunks, watch.chat))
+        if reply.chunks is not None:
+            events: Iterator[SerializedEvent] = rawsse.events(reply.chunks)
+        elif reply.timed:
+            events = recorded.play(reply.events, speed)  # type: ignore[arg-type]
+        else:
+            events = ((k, d) for _, k, d in reply.events)  # type: ignore[union-attr]
         watched = self._watch_relayed(events, watch, admission, store, owner)
         faulted = admission.events(watch, watched, watch.dumps)  # type: ignore[arg-type]  # the builder's stand-in
         return Relayed(reply.status, reply.headers, events=faulted)
@@ -188,13 +197,37 @@ class Pipeline:
         if watch.chat:
             self._settle_relayed(watch, admission, False, kept, owner)
 
+    def _watch_raw(self, chunks: Iterator[bytes], watch: RelayedStream, admission: Admission, store: bool,
+                   owner: str) -> Iterator[bytes]:
+        """The bytes as they come; the final event, found in them, settles and stores before it is sent."""
+        kept = bytearray()
+        settled = False
+        try:
+            for chunk in chunks:
+                kept += chunk
+                if not settled and watch.observe_raw(kept):
+                    settled = True
+                    self._settle_relayed(watch, admission, store, [], owner, raw=bytes(kept))
+                yield chunk
+        finally:
+            close = getattr(chunks, "close", None)
+            if close is not None:
+                close()
+        if not settled and (watch.chat or watch.observe_all(kept)):  # chat: its usage came last, if at all
+            self._settle_relayed(watch, admission, store and not watch.chat, [], owner, raw=bytes(kept))
+
     def _settle_relayed(self, watch: RelayedStream, admission: Admission, store: bool,
-                        events: list[SerializedEvent], owner: str) -> None:
+                        events: list[SerializedEvent], owner: str, raw: bytes | None = None) -> None:
+        """Rate limits settled with the answer's usage; the response stored with its events (or its raw bytes,
+        cut into events only if it is ever replayed)."""
         finish = watch.finish()
         if finish is not None and admission.on_finish is not None:
             admission.on_finish(finish)
+        if finish is not None and admission.meter is not None:  # the metrics count the answer's own usage
+            admission.meter.usage.append(finish)
         if store and watch.response is not None and watch.response.get("id"):
-            self.store.put(StoredResponse(watch.response, [], [], events, owner=owner))
+            replay = rawsse.RawEvents(raw) if raw is not None else None
+            self.store.put(StoredResponse(watch.response, [], [], events, owner=owner, replay=replay))
 
     def history(self, previous_response_id: str | None, conversation_id: str | None,
                 recent: StoredResponse | None = None, owner: str = "") -> list[dict[str, Any]]:

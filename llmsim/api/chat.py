@@ -32,7 +32,7 @@ CHUNK = "chat.completion.chunk"
 def create() -> ResponseReturnValue:
     pipeline = services().pipeline
     body = json_body()
-    answer = relay.answer("chat/completions", body, speed_header())
+    answer = relay.answer("chat/completions", body, speed_header(), raw=True)
     if answer.relayed is not None:
         return relay.http_response(answer.relayed, named_events=False)
     request = chat.parse(body)

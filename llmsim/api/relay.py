@@ -29,15 +29,17 @@ class Answer:
     admit: Callable[[Prompt, bool], Admission] | None = None  # else: the admission already made, for `create`
 
 
-def answer(endpoint: str, body: Any, speed: float | None, pipeline: Pipeline | None = None) -> Answer:
-    """The relaying backend's answer to `body`; an empty Answer when the backend generates."""
+def answer(endpoint: str, body: Any, speed: float | None, pipeline: Pipeline | None = None,
+           raw: bool = False) -> Answer:
+    """The relaying backend's answer to `body`; an empty Answer when the backend generates. `raw`: the caller
+    sends a live stream's bytes as they come (HTTP), not event by event (WebSocket)."""
     pipeline = pipeline or services().pipeline
     if not hasattr(pipeline.backend, "relay"):
         return Answer()
     if not isinstance(body, dict):
         raise APIError("Invalid request body: expected a JSON object.", code="invalid_type")
     admission = admit(endpoint, body)
-    relayed = pipeline.relay(Exchange(endpoint, body), admission, speed, owner())
+    relayed = pipeline.relay(Exchange(endpoint, body), admission, speed, owner(), raw=raw)
     return Answer(relayed, None if relayed is not None else lambda _prompt, _stream: admission)
 
 
@@ -61,7 +63,11 @@ def admit(endpoint: str, body: dict[str, Any]) -> Admission:
 
 
 def http_response(relayed: Relayed, named_events: bool = True) -> Response | tuple[Response, int, dict[str, str]]:
-    """JSON, or SSE with `event:` lines where the upstream sent them (Responses; Chat Completions sends none)."""
+    """JSON, the upstream's SSE bytes as they are, or SSE with `event:` lines where the upstream sent them
+    (Responses; Chat Completions sends none)."""
+    if relayed.chunks is not None:
+        return Response(relayed.chunks, status=relayed.status, mimetype="text/event-stream",
+                        headers={**SSE_HEADERS, **relayed.headers})
     if relayed.events is None:
         return jsonify(relayed.body), relayed.status, relayed.headers
     return Response(frames(relayed.events, named_events), status=relayed.status, mimetype="text/event-stream",

@@ -41,7 +41,7 @@ def _stored(response_id: str) -> StoredResponse:
 @bp.post("/responses")
 def create() -> ResponseReturnValue:
     body = json_body()
-    answer = relay.answer("responses", body, speed_header())
+    answer = relay.answer("responses", body, speed_header(), raw=True)
     if answer.relayed is not None:
         return relay.http_response(answer.relayed)
     run = services().pipeline.create(body, seed=seed_header(), speed=speed_header(),

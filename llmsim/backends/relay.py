@@ -42,6 +42,7 @@ class Reply:
     events: Iterator[TimedEvent] | None = None
     timed: bool = False
     wait: float = 0.0
+    chunks: Iterator[bytes] | None = None  # instead of `events`: a live stream's SSE bytes, as they come
 
 
 class Relay(Protocol):
@@ -61,6 +62,7 @@ class Relayed:
     headers: dict[str, str]
     body: Any = None
     events: Iterator[tuple[str, str]] | None = None  # (SSE event name or "", data)
+    chunks: Iterator[bytes] | None = None  # instead of `events`: SSE bytes to send as they are
 
 
 def upstream_error(status: int, body: Any, headers: dict[str, str]) -> APIError:

@@ -405,3 +405,8 @@ class Admission:
                dumps: Callable[[Any], str]) -> Iterator[SerializedEvent]:
         events = self.stream_fault.events(builder, events, dumps) if self.stream_fault else events
         return self.meter.events(events) if self.meter else events  # last: what leaves the server is timed
+
+    def chunks(self, chunks: Iterator[bytes], chat: bool) -> Iterator[bytes]:
+        """A relayed stream sent as its bytes (no stream fault: nothing needs its events one by one), timed."""
+        assert self.stream_fault is None, "a stream fault needs the events"
+        return self.meter.chunks(chunks, chat) if self.meter else chunks

@@ -103,6 +103,39 @@ class Meter:
             running.dec()
             self.close(first, last, gaps)
 
+    def chunks(self, chunks: Iterator[bytes], chat: bool) -> Iterator[bytes]:
+        """A relayed stream forwarded as SSE bytes: its token events counted in each chunk, not cut out of it;
+        the tokens of one chunk left the server together (no gap between them)."""
+        self.at_edge = True
+        roles = Tally(CHAT_ROLE) if chat else None
+        return self._timed_chunks(chunks, Tally(CHAT_TOKEN if chat else DELTA_EVENT), roles)
+
+    def _timed_chunks(self, chunks: Iterator[bytes], tally: Tally, roles: Tally | None) -> Iterator[bytes]:
+        running = self.metrics.running.labels(self.model)
+        running.inc()
+        first: float | None = None
+        last = 0.0
+        gaps = Gaps()
+        try:
+            for chunk in chunks:
+                tokens = tally.count(chunk) - (roles.count(chunk) if roles is not None else 0)
+                if tokens > 0:
+                    now = time.perf_counter()
+                    if first is None:
+                        first = now
+                        if self.entry is not None:
+                            self.entry["ttft_ms"] = round((now - self.started) * 1000, 1)
+                    else:
+                        gaps.add(now - last)
+                    gaps.values.extend([0.0] * (tokens - 1))
+                    last = now
+                if self.response_id is None and roles is None and b'"response.created"' in chunk:
+                    self.response_id = _response_id(chunk.decode("utf-8", "replace"))
+                yield chunk
+        finally:
+            running.dec()
+            self.close(first, last, gaps)
+
     def close(self, first: float | None, last: float, gaps: Gaps | None = None) -> None:
         """Everything about the request, once: latencies, finish reason, tokens, cost, the log entry."""
         if self.closed:
@@ -144,6 +177,23 @@ class Meter:
             return self.prompt_tokens, self.streamed_tokens, 0, 0
         return (max(f.usage.input_tokens for f in self.usage), sum(f.usage.output_tokens for f in self.usage),
                 sum(f.usage.reasoning_tokens for f in self.usage), max(f.usage.cached_tokens for f in self.usage))
+
+
+DELTA_EVENT = b".delta\ndata:"  # the end of a Responses `*.delta` event's name line
+CHAT_TOKEN, CHAT_ROLE = b'"finish_reason":null', b'"role":"'  # a chat chunk still going; the first says its role
+
+
+class Tally:
+    """Events counted in a stream's bytes by a mark they carry, a mark cut in two by a read counted once: the
+    bytes before a chunk that could start one are looked at with it."""
+
+    def __init__(self, mark: bytes) -> None:
+        self.mark, self.keep, self.tail = mark, len(mark) - 1, b""
+
+    def count(self, chunk: bytes) -> int:
+        data = self.tail + chunk if self.tail else chunk
+        self.tail = data[-self.keep:]
+        return data.count(self.mark)
 
 
 class Gaps:

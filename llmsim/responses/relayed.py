@@ -1,7 +1,8 @@
 """Following a relayed stream (proxy, replay) without rebuilding it: what an injected fault needs to end it
 the way the event builder would, what the store keeps, and the usage that settles rate limits.
 
-Only lifecycle events (and chunks that carry usage) are parsed; every other event passes as text.
+Only lifecycle events (and chunks that carry usage) are parsed; every other event passes as text. A stream
+forwarded as raw bytes is searched for its final event (or usage) instead of cut into events.
 """
 
 from __future__ import annotations
@@ -13,10 +14,15 @@ from typing import Any
 
 from llmsim.backends.base import Finish, Usage
 from llmsim.responses.events import dumps
+from llmsim.responses.rawsse import events as split_events
+from llmsim.responses.rawsse import frame_at, parse
 
 LIFECYCLE = frozenset({"response.created", "response.queued", "response.in_progress", "response.completed",
                        "response.incomplete", "response.failed"})
 FINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
+FINAL_MARKS = tuple(kind.encode() for kind in sorted(FINAL))  # in a final event's bytes (and maybe in text)
+USAGE_MARK = b'"usage":{'  # in a chat chunk that carries usage
+LONGEST_MARK = max(len(mark) for mark in (*FINAL_MARKS, USAGE_MARK))
 
 
 class RelayedStream:
@@ -27,6 +33,7 @@ class RelayedStream:
         self.response: dict[str, Any] | None = None  # the latest Response snapshot
         self.usage: dict[str, Any] | None = None
         self.last = ""  # the last event's data, for its sequence_number
+        self.scanned = 0  # raw bytes: where the next look for a mark starts
 
     def observe(self, kind: str, data: str) -> bool:
         """Takes note of one event; True when it carried the final response."""
@@ -40,6 +47,28 @@ class RelayedStream:
             self.usage = (self.response or {}).get("usage") or self.usage
             return kind in FINAL
         return False
+
+    def observe_raw(self, buffer: bytes | bytearray) -> bool:
+        """Looks for the final event (Chat Completions: the usage) in the stream's bytes so far, from where the
+        last look ended; True when the final response was seen. A mark inside text is parsed and passed over."""
+        start = self.scanned
+        self.scanned = max(start, len(buffer) - LONGEST_MARK)  # a mark cut by a read is found next time
+        for mark in (USAGE_MARK,) if self.chat else FINAL_MARKS:
+            position = buffer.find(mark, start)
+            while position >= 0:
+                frame = frame_at(buffer, position)
+                if frame is None:  # its end has not arrived: look again from here
+                    self.scanned = min(self.scanned, position)
+                    break
+                event = parse(frame)
+                if event is not None and self.observe(*event):
+                    return True
+                position = buffer.find(mark, position + len(mark))
+        return False
+
+    def observe_all(self, buffer: bytes | bytearray) -> bool:
+        """Every event of a stream whose marks were not found (an upstream with other line ends, say)."""
+        return any([self.observe(kind, data) for kind, data in split_events([bytes(buffer)])])
 
     def observe_body(self, body: Any) -> None:
         """A JSON answer: a Response or a chat completion."""

@@ -1,21 +1,25 @@
 """Forwards Responses and Chat Completions requests to an upstream and streams its events back as they come.
 
-Nothing is buffered: each SSE event is handed on the moment it is parsed, with its time since the request,
-which is also what a cassette records. The upstream key is read from an environment variable once and only
-ever put in the Authorization header of upstream requests; the cassette writer removes it from anything it
-writes.
+Nothing is buffered. Unless recording, a stream is handed on as the upstream's bytes, each chunk as it
+arrives: parsing every event here would cost more than the rest of the proxy (the pipeline finds the few
+events it needs in the bytes). Recording cuts each event out, with its time since the request, for the
+cassette. The upstream key is read from an environment variable once and only ever put in the Authorization
+header of upstream requests; the cassette writer removes it from anything it writes.
+
+The upstream connections are urllib3's pool: taking and returning a connection costs the same however many
+are open (httpx's pool walks and polls every connection on each request, which at 100 streams cost the
+proxy more than all the rest of its work).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import socket
 import time
 from collections.abc import Callable, Iterator
 
-import httpx
-from httpx_sse import EventSource
+import urllib3
+from urllib3.exceptions import HTTPError
 
 from llmsim.backends.base import Delta, Prompt
 from llmsim.backends.cassette import Cassette, Writer, kept_headers
@@ -23,9 +27,15 @@ from llmsim.backends.relay import Exchange, Reply, TimedEvent, upstream_error
 from llmsim.chaos.faults import ConnectionDropped
 from llmsim.config import Settings
 from llmsim.errors import APIError
+from llmsim.responses import rawsse
 
 CONNECT_TIMEOUT = 10.0
 READ_TIMEOUT = 600.0  # the longest an upstream may stay silent mid-answer
+IDLE_CONNECTIONS = 1024  # kept open for reuse; more may be open at once (a busy moment's extra ones are closed)
+READ_SIZE = 64 * 1024  # an upstream that does not send chunked: what one read takes, at most
+# identity: a stream's bytes are forwarded as they come, so they should come uncompressed
+STREAM_HEADERS = {"Accept": "text/event-stream", "Accept-Encoding": "identity", "Content-Type": "application/json"}
+JSON_HEADERS = {"Accept": "application/json", "Content-Type": "application/json"}
 
 
 class ProxyBackend:
@@ -37,12 +47,10 @@ class ProxyBackend:
         self._auth = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.writer = writer
         self.on_record = on_record  # replay's `--on-miss proxy` adds what was recorded to its library
-        # TCP_NODELAY: a request's headers and body go out as two writes, and Nagle would hold the body back
-        # until the upstream's delayed ACK (tens of ms on a busy keep-alive connection).
-        transport = httpx.HTTPTransport(socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
-                                        limits=httpx.Limits(max_connections=None, max_keepalive_connections=256))
-        self.client = httpx.Client(transport=transport,
-                                   timeout=httpx.Timeout(READ_TIMEOUT, connect=CONNECT_TIMEOUT))
+        # urllib3 sets TCP_NODELAY: a request's headers and body go out as two writes, and Nagle would hold
+        # the body back until the upstream's delayed ACK (tens of ms on a busy keep-alive connection).
+        self.pool = urllib3.PoolManager(maxsize=IDLE_CONNECTIONS, block=False, retries=False,
+                                        timeout=urllib3.Timeout(connect=CONNECT_TIMEOUT, read=READ_TIMEOUT))
 
     @classmethod
     def from_settings(cls, settings: Settings, **options: object) -> ProxyBackend:
@@ -54,44 +62,63 @@ class ProxyBackend:
 
     def relay(self, exchange: Exchange) -> Reply:
         order, started = time.time_ns(), time.monotonic()
-        request = self.client.build_request(
-            "POST", f"{self.upstream}/{exchange.endpoint}", json=exchange.body,
-            headers={**self._auth, "Accept": "text/event-stream" if exchange.stream else "application/json"})
         try:
-            response = self.client.send(request, stream=True)
-        except httpx.HTTPError as exc:
+            response = self.pool.request(
+                "POST", f"{self.upstream}/{exchange.endpoint}", body=json.dumps(exchange.body).encode(),
+                headers={**self._auth, **(STREAM_HEADERS if exchange.stream else JSON_HEADERS)},
+                preload_content=False)
+        except (HTTPError, OSError) as exc:
             raise APIError(f"The upstream {self.upstream} could not be reached ({type(exc).__name__}).",
                            status=502, type="server_error", code="upstream_unreachable") from None
         headers = kept_headers(response.headers)
-        tape = Cassette(exchange.endpoint, exchange.body, response.status_code, headers, order=order)
-        if response.status_code < 400 and response.headers.get("content-type", "").startswith("text/event-stream"):
-            return Reply(response.status_code, headers, events=self._events(response, started, tape))
+        tape = Cassette(exchange.endpoint, exchange.body, response.status, headers, order=order)
+        if response.status < 400 and response.headers.get("content-type", "").startswith("text/event-stream"):
+            if self.writer is None:
+                return Reply(response.status, headers, chunks=self._chunks(response))
+            return Reply(response.status, headers, events=self._events(response, started, tape))
         try:
             body = json.loads(response.read())
-        except (ValueError, httpx.HTTPError):
+        except (ValueError, HTTPError, OSError):
             body = None
         finally:
-            response.close()
+            response.release_conn()
         if body is None:
-            raise APIError(f"The upstream answered {response.status_code} with a body that is not JSON.",
+            raise APIError(f"The upstream answered {response.status} with a body that is not JSON.",
                            status=502, type="server_error", code="bad_upstream_response")
         tape.body, tape.elapsed = body, time.monotonic() - started
         self._record(tape)
-        if response.status_code >= 400:
-            raise upstream_error(response.status_code, body, headers)
-        return Reply(response.status_code, headers, body=body)
+        if response.status >= 400:
+            raise upstream_error(response.status, body, headers)
+        return Reply(response.status, headers, body=body)
 
-    def _events(self, response: httpx.Response, started: float, tape: Cassette) -> Iterator[TimedEvent]:
-        """Each event as it is parsed; the cassette is written once the upstream has said everything."""
+    @staticmethod
+    def _chunks(response: urllib3.BaseHTTPResponse) -> Iterator[bytes]:
+        """The stream's bytes as the upstream sent them: one chunk of its chunked encoding at a time, decoded
+        should it compress regardless."""
+        done = False
         try:
-            for sse in EventSource(response).iter_sse():
-                event = time.monotonic() - started, "" if sse.event == "message" else sse.event, sse.data
+            if response.chunked:
+                yield from response.read_chunked(decode_content=True)
+            else:
+                yield from iter(lambda: response.read1(READ_SIZE), b"")
+            done = True
+        except (HTTPError, OSError):
+            raise ConnectionDropped() from None  # the upstream cut the stream: so does this one
+        finally:
+            if not done:
+                response.close()  # a client gone mid-stream stops the upstream too
+            response.release_conn()
+
+    def _events(self, response: urllib3.BaseHTTPResponse, started: float, tape: Cassette) -> Iterator[TimedEvent]:
+        """Each event as it is cut out; the cassette is written once the upstream has said everything."""
+        chunks = self._chunks(response)
+        try:
+            for kind, data in rawsse.events(chunks):
+                event = time.monotonic() - started, kind, data
                 tape.events.append(event)
                 yield event
-        except httpx.HTTPError:
-            raise ConnectionDropped() from None  # the upstream cut the stream: so does this one, unrecorded
         finally:
-            response.close()  # a client gone mid-stream stops the upstream too
+            chunks.close()  # a client gone mid-stream stops the upstream too
         self._record(tape)
 
     def _record(self, tape: Cassette) -> None:
