@@ -18,32 +18,20 @@ def frames(events: Iterable[tuple[str, str]], trailer: Callable[[], str | None] 
            together: bool = False) -> Iterator[str]:
     """`trailer`: a comment after the last event (clients ignore `:` lines), for what is known only at the end.
     `together`: nothing waits between the events, so they are sent in as few writes as fit."""
-    if not together:
-        for kind, data in events:
-            yield f"event: {kind}\ndata: {data}\n\n"
-        comment = trailer() if trailer else None
-        if comment:
-            yield f": {comment}\n\n"
-        return
-    pending: list[str] = []
-    size = 0
+    texts = _frames(events, trailer)
+    return batched(texts) if together else texts
+
+
+def _frames(events: Iterable[tuple[str, str]], trailer: Callable[[], str | None] | None) -> Iterator[str]:
     for kind, data in events:
-        frame = f"event: {kind}\ndata: {data}\n\n"
-        pending.append(frame)
-        size += len(frame)
-        if size >= CHUNK_CHARS:
-            yield "".join(pending)
-            pending.clear()
-            size = 0
+        yield f"event: {kind}\ndata: {data}\n\n"
     comment = trailer() if trailer else None
     if comment:
-        pending.append(f": {comment}\n\n")
-    if pending:
-        yield "".join(pending)
+        yield f": {comment}\n\n"
 
 
 def batched(texts: Iterable[str]) -> Iterator[str]:
-    """`texts` joined into writes of about CHUNK_CHARS: for a stream nothing waits in (Chat Completions' frames)."""
+    """`texts` joined into writes of about CHUNK_CHARS: for a stream nothing waits in."""
     pending: list[str] = []
     size = 0
     for text in texts:
