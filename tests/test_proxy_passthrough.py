@@ -116,3 +116,15 @@ def test_the_final_event_is_found_however_the_reads_cut_it() -> None:
                 seen_at = len(buffer)
         assert seen_at == len(stream) and watch.response == final["response"], size  # not in the text, not early
         assert tokens == 1 and watch.finish().usage.output_tokens == 2  # type: ignore[union-attr]
+
+
+def test_a_forwarded_stream_is_stored_on_redis_and_replays_whole(upstream: ServerProcess) -> None:
+    from llmsim.testing import RedisServer
+
+    with RedisServer() as redis, ServerProcess("--backend", "proxy", "--upstream", upstream.base_url,
+                                               "--store", redis.url) as server:
+        sent = httpx.post(f"{server.base_url}/responses", json=BODY, timeout=30)
+        assert sent.status_code == 200
+        response_id = first_data(sent.text)["response"]["id"]
+        stored = httpx.get(f"{server.base_url}/responses/{response_id}", params={"stream": "true"}).text
+    assert stored == sent.text.rsplit("\n: ", 1)[0] + "\n"  # the bytes kept raw, cut into events on replay

@@ -64,3 +64,7 @@ class RawEvents:
 
     def events(self, final: dict[str, Any]) -> list[SerializedEvent]:
         return list(events([self.raw]))
+
+    def dump(self) -> None:
+        """No compact form: a store other processes read keeps the events."""
+        return None

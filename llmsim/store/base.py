@@ -52,8 +52,8 @@ class Replayable(Protocol):
 
     def events(self, final: dict[str, Any]) -> list[SerializedEvent]: ...
 
-    def dump(self) -> str:
-        """One JSON value, for a store other processes read (Redis)."""
+    def dump(self) -> str | None:
+        """One JSON value, for a store other processes read (Redis); None: no compact form, it keeps the events."""
         ...
 
 

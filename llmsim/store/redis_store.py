@@ -199,8 +199,9 @@ class RedisStore:
             values += [name, _dumps(getattr(record, name))]
         values += ["status", record.status]
         events = ""
-        if record.replay is not None and self.load_replay is not None:
-            values += ["replay", record.replay.dump()]
+        dumped = record.replay.dump() if record.replay is not None and self.load_replay is not None else None
+        if dumped is not None:
+            values += ["replay", dumped]
         else:
             events = _joined(record.stream_events())
         items = _item_ids([*record.input_items, *record.response.get("output", [])])
