@@ -255,7 +255,7 @@ class EventBuilder:
         if self.quiet:
             return None
         event = {"type": TEXT_DELTA, "sequence_number": self.sequence, "item_id": item["id"],
-                 "output_index": len(self.response["output"]) - 1, "content_index": 0, "delta": delta.text,
+                 "output_index": self._index, "content_index": 0, "delta": delta.text,
                  "logprobs": event_logprobs(delta.logprobs) if delta.logprobs else []}
         self.sequence += 1
         if self.obfuscate:
