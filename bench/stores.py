@@ -22,13 +22,20 @@ measured in one run, so a busy machine shifts both sides.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import os
 import resource
+import shutil
+import statistics
+import subprocess
 import sys
 import tempfile
+import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import NamedTuple
 
 import httpx
 import redis
@@ -38,7 +45,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 import stream_load  # noqa: E402
 from load import Plan, run  # noqa: E402
-from run import PROMPT, _children, machine, quantile, table  # noqa: E402
+from run import PROMPT, _children, cpu_seconds, machine, quantile, table  # noqa: E402
 
 from llmsim.testing import RedisServer, ServerProcess  # noqa: E402
 
@@ -66,26 +73,108 @@ def warm(server: ServerProcess, body: dict[str, object], workers: int) -> None:
                                            headers={"X-LLMSim-Speed": "0"}, timeout=120), range(16 * workers)))
 
 
+class Row(NamedTuple):
+    """One measured window of (a): the load's figures, and where the CPU went in it."""
+
+    rate: float  # answered (2xx) requests/s
+    p50: float  # latency, ms
+    p99: float
+    errors: int
+    server_cpu: float  # the server's master and workers, a share of one core: ~1.0 when it is the bottleneck
+    load_core: float  # how busy the load's core was (the generator and, by default, redis-server): a share
+    redis_cpu: float  # redis-server's share of one core
+
+
+_WRK_SCRIPT = """
+wrk.method = "POST"
+wrk.body = [==[{body}]==]
+wrk.headers["Content-Type"] = "application/json"
+function done(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format("RESULT %d %d %f %f %d\\n", summary.requests - e.status, summary.duration,
+    latency:percentile(50), latency:percentile(99), e.connect + e.read + e.write + e.status + e.timeout))
+end
+"""
+
+
+def wrk(url: str, body: dict[str, object], clients: int, window: float, directory: str) -> tuple[float, ...]:
+    """requests/s, p50 and p99 ms, errors: one `wrk` thread, `clients` connections, each POSTing `body`."""
+    script = Path(directory, "post.lua")
+    script.write_text(_WRK_SCRIPT.format(body=json.dumps(body)))
+    out = subprocess.run(["wrk", "-t1", f"-c{clients}", f"-d{window:g}s", "--timeout", "10s", "-s", str(script), url],
+                         capture_output=True, text=True, check=True).stdout
+    done, micros, p50, p99, errors = out.rpartition("RESULT ")[2].split()
+    return int(done) / (int(micros) / 1e6), float(p50) / 1000, float(p99) / 1000, int(errors)
+
+
+def aiohttp_load(url: str, body: dict[str, object], clients: int, window: float, processes: int) -> tuple[float, ...]:
+    """The same figures from bench/load.py's closed-loop aiohttp clients (when `wrk` is missing): they take about
+    twice wrk's CPU per request, so the load's core may limit before the server's does (see the load column)."""
+    plan = Plan(url, body, {}, clients, warmup=0.0, window=window, stream=False)
+    samples, _ = run(plan, processes=processes)
+    done = [s for s in samples if s.end is not None]
+    good = [s.latency_ms for s in done if s.ok]
+    return len(good) / window, quantile(good, 0.5), quantile(good, 0.99), sum(not s.ok for s in done)
+
+
+def core_busy(cpu: int | None) -> tuple[float, float]:
+    """A core's busy and total jiffies so far (/proc/stat); None: all cores."""
+    name = "cpu" if cpu is None else f"cpu{cpu}"
+    with open("/proc/stat") as stat:
+        for line in stat:
+            if line.split(maxsplit=1)[0] == name:
+                ticks = [int(v) for v in line.split()[1:9]]
+                return sum(ticks) - ticks[3] - ticks[4], sum(ticks)
+    raise ValueError(name)
+
+
+def window(server: ServerProcess, redis_pid: int, body: dict[str, object], args: argparse.Namespace,
+           directory: str) -> Row:
+    """One measured window against `server`, with the CPU its processes, redis-server and the load's core took."""
+    assert server.process is not None
+    url = f"{server.base_url}/responses"
+    before = time.perf_counter(), cpu_seconds(server.process.pid), cpu_seconds(redis_pid), core_busy(args.client_cpu)
+    if shutil.which("wrk") and not args.aiohttp:
+        rate, p50, p99, errors = wrk(url, body, args.clients, args.window, directory)
+    else:
+        rate, p50, p99, errors = aiohttp_load(url, body, args.clients, args.window, args.processes)
+    elapsed = time.perf_counter() - before[0]
+    busy, total = core_busy(args.client_cpu)
+    return Row(rate, p50, p99, errors, (cpu_seconds(server.process.pid) - before[1]) / elapsed,
+               (busy - before[3][0]) / max(1, total - before[3][1]), (cpu_seconds(redis_pid) - before[2]) / elapsed)
+
+
 def throughput(args: argparse.Namespace, redis_server: RedisServer, directory: str) -> str:
-    rows, rates = [], {}
+    """Each worker count's servers (one per store) run side by side on the server's core, all warmed; the
+    windows go round them `--repeats` times, in alternating order, and each figure is the median of its store's
+    windows; the ratio is the median of the ratios of windows taken next to each other."""
+    assert redis_server.process is not None
+    rows = []
     body = {"model": args.model, "input": PROMPT}
     for workers in args.workers:
-        for kind in ("memory", "sqlite", "redis"):
-            flags = ("--speed", "0", "--workers", str(workers), "--store", store_url(kind, redis_server, directory))
-            with ServerProcess(*flags, startup_timeout=180) as server:
-                warm(server, body, workers)
-                place(server.process.pid, args.server_cpu)  # its workers too: they are up once warmed
-                plan = Plan(f"{server.base_url}/responses", body, {}, args.clients, warmup=1.0, window=args.window,
-                            stream=False)
-                samples, _ = run(plan, processes=args.processes)
-            done = [s for s in samples if s.end is not None and plan.warmup <= s.end]
-            good = [s.latency_ms for s in done if s.ok and s.start >= plan.warmup]
-            rates[kind, workers] = sum(s.ok for s in done) / args.window
-            rows.append([kind, str(workers), f"{rates[kind, workers]:.0f}", f"{quantile(good, 0.5):.1f}",
-                         f"{quantile(good, 0.99):.1f}", str(sum(not s.ok for s in done)),
-                         f"{rates[kind, workers] / rates['memory', workers]:.2f}"])
-            print("  (a)", " ".join(rows[-1]), flush=True)
-    return table(["store", "workers", "req/s", "p50 ms", "p99 ms", "errors", "vs memory"], rows)
+        with contextlib.ExitStack() as stack:
+            servers: dict[str, ServerProcess] = {}
+            for kind in args.stores:
+                flags = ("--speed", "0", "--workers", str(workers), "--store", store_url(kind, redis_server, directory))
+                servers[kind] = stack.enter_context(ServerProcess(*flags, startup_timeout=180))
+                warm(servers[kind], body, workers)
+                place(servers[kind].process.pid, args.server_cpu)  # type: ignore[union-attr]
+            runs: dict[str, list[Row]] = {kind: [] for kind in servers}
+            for repeat in range(args.repeats):
+                for kind in servers if repeat % 2 == 0 else reversed(servers):
+                    runs[kind].append(window(servers[kind], redis_server.process.pid, body, args, directory))
+                    row = runs[kind][-1]
+                    print(f"  (a) {workers} {kind}: {row.rate:.0f} req/s, server {row.server_cpu:.2f}, "
+                          f"load core {row.load_core:.2f}, redis {row.redis_cpu:.2f}", flush=True)
+        for kind, measured in runs.items():
+            ratio = statistics.median(r.rate / m.rate for r, m in zip(measured, runs["memory"]))
+            middle = lambda field: statistics.median(getattr(r, field) for r in measured)  # noqa: E731
+            rows.append([kind, str(workers), f"{middle('rate'):.0f}", f"{min(r.rate for r in measured):.0f}-"
+                         f"{max(r.rate for r in measured):.0f}", f"{middle('p50'):.1f}", f"{middle('p99'):.1f}",
+                         str(sum(r.errors for r in measured)), f"{middle('server_cpu'):.2f}",
+                         f"{middle('load_core'):.2f}", f"{middle('redis_cpu'):.2f}", f"{ratio:.2f}"])
+    return table(["store", "workers", "req/s", "range", "p50 ms", "p99 ms", "errors", "server CPU", "load core",
+                  "redis CPU", "vs memory"], rows)
 
 
 def round_trips(redis_server: RedisServer) -> str:
@@ -130,13 +219,6 @@ def round_trips(redis_server: RedisServer) -> str:
     return table(["request", "Redis round trips"], rows)
 
 
-def cpu_seconds(pid: int) -> float:
-    """A process's user + system CPU so far."""
-    with open(f"/proc/{pid}/stat") as stat:
-        fields = stat.read().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def pacing(args: argparse.Namespace, redis_server: RedisServer) -> str:
     rows, rates = [], {}
     body = {"model": args.paced_model, "input": PROMPT, "stream": True}
@@ -148,13 +230,13 @@ def pacing(args: argparse.Namespace, redis_server: RedisServer) -> str:
             warm(server, body, workers)
             place(server.process.pid, None)
             plan = Plan(f"{server.base_url}/responses", body, {}, args.streams, warmup=args.pacing_warmup,
-                        window=args.window, stream=True)
+                        window=args.pacing_window, stream=True)
             redis_before = cpu_seconds(redis_server.process.pid)
             samples, load_cpu = stream_load.run(plan, processes=args.stream_processes)
             redis_cpu = (cpu_seconds(redis_server.process.pid) - redis_before) / (plan.warmup + plan.window + 1)
         begin, end = plan.warmup, plan.warmup + plan.window
         gaps = [g for s in samples for g in s.gaps_ms(begin, end)]
-        rates[workers] = len(gaps) / args.window
+        rates[workers] = len(gaps) / args.pacing_window
         rows.append([str(workers), str(args.streams), f"{rates[workers]:.0f}", f"{quantile(gaps, 0.5):.1f}",
                      f"{quantile(gaps, 0.99):.1f}", f"{load_cpu:.2f}", f"{redis_cpu:.2f}",
                      f"{rates[workers] / rates[1]:.2f}x"])
@@ -167,9 +249,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--part", choices=["a", "b", "all"], default="all")
     parser.add_argument("--workers", type=lambda v: [int(x) for x in v.split(",")], default=[1, 2, 4])
-    parser.add_argument("--clients", type=int, default=32, help="closed-loop clients of (a)")
+    parser.add_argument("--stores", type=lambda v: v.split(","), default=["memory", "redis", "sqlite"],
+                        help="(a)'s stores, memory first")
+    parser.add_argument("--clients", type=int, default=32, help="closed-loop clients (connections) of (a)")
+    parser.add_argument("--repeats", type=int, default=5, help="windows per store and worker count in (a)")
+    parser.add_argument("--aiohttp", action="store_true", help="(a)'s load from bench/load.py even with wrk")
     parser.add_argument("--model", default="gpt-4o-mini")
-    parser.add_argument("--window", type=float, default=5.0, help="seconds measured per row")
+    parser.add_argument("--window", type=float, default=3.0, help="seconds measured per window")
+    parser.add_argument("--pacing-window", type=float, default=5.0, help="seconds measured per row of (b)")
     parser.add_argument("--paced-model", default="gpt-4o-mini", help="the shipped profile (b) paces")
     parser.add_argument("--streams", type=int, default=600,
                         help="open streams of (b): more than four workers can pace, so it measures what they deliver")

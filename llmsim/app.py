@@ -130,5 +130,5 @@ def shared_state(stores: Stores, settings: Settings, scenario: scenarios.Scenari
         from llmsim.chaos.redis_state import RedisChaosState, RedisPlayer
 
         return (RedisChaosState(stores.redis, fault_config(settings), settings.seed, stores.batch),
-                RedisPlayer(stores.redis, scenario))
+                RedisPlayer(stores.redis, scenario, stores.batch.scripts))
     return ChaosState(fault_config(settings), settings.seed), scenarios.Player(scenario)

@@ -22,6 +22,8 @@ import redis
 from stateful import PACED, slow_profiles, until, wait_final
 
 from llmsim.store import StoredConversation, StoredResponse, open_stores
+from llmsim.store.redis_client import Scripts
+from llmsim.store.redis_client import connect as redis_connect
 from llmsim.testing import RedisServer, ServerProcess, free_port
 
 Fleet = tuple[ServerProcess, ServerProcess]
@@ -340,6 +342,24 @@ def test_redis_lost_mid_load_gives_503s_then_recovers_losing_nothing(
                               "param": None, "code": None} for error in errors)
     for i, response in enumerate(acknowledged):  # every response a client got is still there, on either server
         assert clients[i % 2].responses.retrieve(response.id).output_text == response.output_text
+
+
+def test_scripts_survive_a_script_flush_an_error_reply_and_a_lost_connection(redis_url: str) -> None:
+    client = redis_connect(redis_url)
+    scripts = Scripts(client)
+    add = scripts.register("return redis.call('INCRBY', KEYS[1], ARGV[1])")
+    fail = scripts.register("return redis.error_reply('boom')")
+    assert scripts.run([(add, ["n"], [2]), (add, ["n"], [3])]) == [2, 5]  # one round trip
+    client.script_flush()  # as after a restart: EVALSHA finds nothing, the call runs once from its text
+    assert add(keys=["n"], args=[1]) == 6
+    with pytest.raises(redis.exceptions.ResponseError, match="boom"):
+        scripts.run([(fail, [], []), (add, ["n"], [1])])
+    assert client.get("n") == b"7"  # the call after the error ran, and its reply was read: the connection is in step
+    assert add(keys=["n"], args=[0]) == 7 and len(scripts._idle) == 1
+    client.client_kill("%s:%d" % scripts._idle[0]._sock.getsockname())  # Redis drops it, as when it restarts
+    with pytest.raises(redis.exceptions.ConnectionError):
+        add(keys=["n"], args=[1])
+    assert scripts._idle == [] and add(keys=["n"], args=[1]) == 8  # a new connection; the lost call never ran
 
 
 def test_store_limits_expiry_and_unfinished_responses(redis_url: str) -> None:

@@ -28,7 +28,7 @@ from llmsim.chaos.scenarios import (TRANSCRIPT, Player, Reply, Scenario, Scenari
                                     play)
 from llmsim.chaos.state import RECENT, ChaosState, Decision, ResolveLimits
 from llmsim.errors import APIError
-from llmsim.store.redis_client import PREFIX, Batch
+from llmsim.store.redis_client import PREFIX, Batch, Scripts
 
 CHAOS = f"{PREFIX}chaos"  # hash: gen, config, seed, flags, served, rejected
 SEEN = f"{PREFIX}chaos:seen"  # hash: rule index -> requests in its scope since the config was set
@@ -161,12 +161,12 @@ class RedisChaosState(ChaosState):
 
     def __init__(self, client: Any, config: FaultConfig, seed: int | None, batch: Batch | None = None) -> None:
         self.client = client
-        self.batch = batch or Batch(client)
-        self._admit = client.register_script(_ADMIT)
-        self._settle = client.register_script(_SETTLE)
-        self._finish = client.register_script(_FINISH)
-        self._replace = client.register_script(_REPLACE)
-        self._publish = client.register_script(_PUBLISH_FLAGS)
+        self.batch = batch or Batch(Scripts(client))
+        self._admit = self.batch.scripts.register(_ADMIT)
+        self._settle = self.batch.scripts.register(_SETTLE)
+        self._finish = self.batch.scripts.register(_FINISH)
+        self._replace = self.batch.scripts.register(_REPLACE)
+        self._publish = self.batch.scripts.register(_PUBLISH_FLAGS)
         self._written: OrderedDict[int, str] = OrderedDict()  # log entries as admit wrote them, until `finish`
         config_json = config.model_dump_json(exclude_none=True)
         self._flags = [_dumps({"config": config_json, "seed": seed}), "config", config_json, "seed", _dumps(seed)]
@@ -334,11 +334,12 @@ return {'ok', turn, kind, index}
 class RedisPlayer(Player):
     """A scenario played fleet-wide: one position, one set of rule counts, one transcript."""
 
-    def __init__(self, client: Any, scenario: Scenario | None = None) -> None:
+    def __init__(self, client: Any, scenario: Scenario | None = None, scripts: Scripts | None = None) -> None:
         self.client = client
-        self._direct = client.register_script(_DIRECT)
-        self._replace = client.register_script(_REPLACE)
-        self._publish = client.register_script(_PUBLISH_FLAGS)
+        scripts = scripts or Scripts(client)
+        self._direct = scripts.register(_DIRECT)
+        self._replace = scripts.register(_REPLACE)
+        self._publish = scripts.register(_PUBLISH_FLAGS)
         text = "" if scenario is None else scenario.model_dump_json()
         self._flags = [text, "scenario", text, "requests", 0, "position", 0]
         self._refresh(starting=True)

@@ -71,15 +71,15 @@ def open_stores(url: str, max_entries: int, ttl_seconds: float,
     other processes read (Redis) gets a response's replay back from its `dump` (without it, it keeps the events)."""
     if is_redis_url(url):
         from llmsim.store.background import this_worker
-        from llmsim.store.redis_client import Batch, Heartbeat, connect
+        from llmsim.store.redis_client import Batch, Heartbeat, Scripts, connect
         from llmsim.store.redis_store import RedisConversations, RedisStore
 
         client = connect(url)
         heartbeat = Heartbeat(client, this_worker())
         heartbeat.start()
-        batch = Batch(client)
+        batch = Batch(Scripts(client))
         return Stores(RedisStore(client, max_entries, ttl_seconds, heartbeat, load_replay, batch),
-                      RedisConversations(client, max_entries, ttl_seconds), client, batch)
+                      RedisConversations(client, max_entries, ttl_seconds, batch.scripts), client, batch)
     path = parse_store_url(url)
     if path is None:
         return Stores(MemoryStore(max_entries, ttl_seconds), MemoryConversations(max_entries, ttl_seconds))

@@ -7,9 +7,11 @@ and the pool reconnects by itself when Redis is back. Every key starts with `llm
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any
 
 log = logging.getLogger("llmsim")
@@ -35,6 +37,74 @@ def connect(url: str) -> Any:
                                 health_check_interval=30)
 
 
+class Script:
+    """A Lua script run by `Scripts` (called like redis-py's: `script(keys=[...], args=[...])`)."""
+
+    def __init__(self, scripts: "Scripts", text: str) -> None:
+        self.scripts = scripts
+        self.text = text
+        self.sha = hashlib.sha1(text.encode()).hexdigest()
+
+    def __call__(self, keys: Sequence[Any] = (), args: Sequence[Any] = ()) -> Any:
+        return self.scripts.run([(self, keys, args)])[0]
+
+
+Call = tuple[Script, Sequence[Any], Sequence[Any]]
+
+
+class Scripts:
+    """The scripts' round trips, on the hot path of every request: commands packed by hiredis and sent on
+    redis-py's own connections (which apply the URL's TLS, password and database), without the client's
+    layers per command (its retry wrapper, the pool's poll for pending data, its observability hooks), which
+    cost more CPU than the round trip itself. A connection goes back to this pool only once every reply it
+    was sent is read; one that failed is closed with every idle one (Redis restarted: they are all dead)."""
+
+    def __init__(self, client: Any) -> None:
+        import hiredis  # with redis, in the `[redis]` extra
+
+        self.pool = client.connection_pool
+        self._pack = hiredis.pack_command
+        self._idle: list[Any] = []
+
+    def register(self, text: str) -> Script:
+        return Script(self, text)
+
+    def run(self, calls: Sequence[Call]) -> list[Any]:
+        """The replies of `calls`, pipelined (no MULTI: each script is atomic by itself); raises the first error
+        reply once all are read."""
+        from redis.exceptions import NoScriptError, ResponseError
+
+        replies = self._send([(b"EVALSHA", script.sha, len(keys), *keys, *args) for script, keys, args in calls])
+        for i, reply in enumerate(replies):
+            if isinstance(reply, NoScriptError):  # Redis restarted or was flushed: it ran nothing of this call
+                script, keys, args = calls[i]
+                replies[i] = self._send([(b"EVAL", script.text, len(keys), *keys, *args)])[0]
+        for reply in replies:
+            if isinstance(reply, ResponseError):
+                raise reply
+        return replies
+
+    def _send(self, commands: list[tuple[Any, ...]]) -> list[Any]:
+        from redis.exceptions import ResponseError
+
+        connection = self._idle.pop() if self._idle else self.pool.connection_class(**self.pool.connection_kwargs)
+        try:
+            connection.send_packed_command([b"".join(map(self._pack, commands))], check_health=False)
+            replies: list[Any] = []
+            for _ in commands:
+                try:
+                    replies.append(connection.read_response())
+                except ResponseError as error:  # an error reply: the connection is still in step
+                    replies.append(error)
+        except BaseException:
+            connection.disconnect()
+            while self._idle:
+                self._idle.pop().disconnect()
+            raise
+        self._idle.append(connection)
+        return replies
+
+
 class Batch:
     """Script calls sent together on one round trip: what a request holds back until its answer leaves (a JSON
     answer's stored response and its request log entry), and what it sends with its next call.
@@ -42,15 +112,15 @@ class Batch:
     Per greenlet (gevent patches `threading.local`): one request's held writes never wait on another's.
     """
 
-    def __init__(self, client: Any) -> None:
-        self.client = client
+    def __init__(self, scripts: Scripts) -> None:
+        self.scripts = scripts
         self._local = threading.local()
 
     def hold(self) -> None:
         """From now until `release`, `write`s wait (nothing may read them before the answer leaves)."""
         self._local.held = []
 
-    def write(self, script: Any, keys: list[Any], args: list[Any]) -> None:
+    def write(self, script: Script, keys: list[Any], args: list[Any]) -> None:
         """Run `script` now, or at `release` while held."""
         held = getattr(self._local, "held", None)
         if held is None:
@@ -62,25 +132,7 @@ class Batch:
         """Send what was held, in order, on one round trip; raises as a call would (the answer must not leave)."""
         held, self._local.held = getattr(self._local, "held", None), None
         if held:
-            self.send(held)
-
-    def send(self, calls: list[tuple[Any, list[Any], list[Any]]]) -> list[Any]:
-        """The replies of several script calls, pipelined (no MULTI: each script is atomic by itself)."""
-        if len(calls) == 1:
-            script, keys, args = calls[0]
-            return [script(keys=keys, args=args)]
-        import redis
-
-        with self.client.pipeline(transaction=False) as pipe:
-            for script, keys, args in calls:
-                pipe.evalsha(script.sha, len(keys), *keys, *args)
-            replies = pipe.execute(raise_on_error=False)
-        for i, (reply, (script, keys, args)) in enumerate(zip(replies, calls)):
-            if isinstance(reply, redis.exceptions.NoScriptError):  # Redis restarted: it ran nothing of this call
-                replies[i] = script(keys=keys, args=args)
-            elif isinstance(reply, Exception):
-                raise reply
-        return list(replies)
+            self.scripts.run(held)
 
 
 def unavailable_errors() -> tuple[type[BaseException], ...]:

@@ -19,7 +19,7 @@ from typing import Any
 import redis
 
 from llmsim.store.base import FINAL_STATUSES, Replayable, SerializedEvent, StoredConversation, StoredResponse
-from llmsim.store.redis_client import PREFIX, Batch, Heartbeat
+from llmsim.store.redis_client import PREFIX, Batch, Heartbeat, Scripts
 
 RESPONSES = f"{PREFIX}responses"  # sorted set: response id by when it was stored (ms)
 CONVERSATIONS = f"{PREFIX}conversations"
@@ -176,15 +176,15 @@ class RedisStore:
                  batch: Batch | None = None) -> None:
         self.client = client
         self.load_replay = load_replay
-        self.batch = batch or Batch(client)
+        self.batch = batch or Batch(Scripts(client))
         self.max_entries = max_entries
         self.ttl_ms = int(ttl_seconds * 1000) if ttl_seconds > 0 else 0
         self.heartbeat = heartbeat
-        self._put = client.register_script(_PUT)
-        self._append = client.register_script(_APPEND)
-        self._tail = client.register_script(_TAIL)
-        self._delete = client.register_script(_DELETE)
-        self._len = client.register_script(_LEN)
+        self._put = self.batch.scripts.register(_PUT)
+        self._append = self.batch.scripts.register(_APPEND)
+        self._tail = self.batch.scripts.register(_TAIL)
+        self._delete = self.batch.scripts.register(_DELETE)
+        self._len = self.batch.scripts.register(_LEN)
 
     @staticmethod
     def _keys(response_id: str) -> list[str]:
@@ -340,13 +340,15 @@ return 1
 class RedisConversations:
     """Conversations (a hash of their fields) and their items (a list, in order) in Redis."""
 
-    def __init__(self, client: Any, max_entries: int = 1024, ttl_seconds: float = 3600.0) -> None:
+    def __init__(self, client: Any, max_entries: int = 1024, ttl_seconds: float = 3600.0,
+                 scripts: Scripts | None = None) -> None:
         self.client = client
         self.max_entries = max_entries
         self.ttl_ms = int(ttl_seconds * 1000) if ttl_seconds > 0 else 0
-        self._create = client.register_script(_CREATE)
-        self._touch = client.register_script(_TOUCH)
-        self._len = client.register_script(_LEN)
+        scripts = scripts or Scripts(client)
+        self._create = scripts.register(_CREATE)
+        self._touch = scripts.register(_TOUCH)
+        self._len = scripts.register(_LEN)
 
     @staticmethod
     def _keys(conversation_id: str) -> list[str]:
