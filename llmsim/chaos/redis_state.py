@@ -13,6 +13,7 @@ schedules), so a rolling restart changes nothing.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import random
@@ -155,6 +156,12 @@ def _dumps(data: Any) -> str:
     return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
 
 
+@functools.lru_cache(maxsize=4096)
+def _bucket(key: tuple[str, str]) -> str:
+    """The rate-limit buckets' key prefix of an (API key, model) pair; the API key is not written in clear."""
+    return BUCKETS + hashlib.sha256("\0".join(key).encode()).hexdigest()[:32]
+
+
 class RedisChaosState(ChaosState):
     """Fault config and schedules, fault counters, rate-limit buckets and the request log of a fleet (the same
     interface as the process's own `ChaosState`, none of its attributes)."""
@@ -167,7 +174,7 @@ class RedisChaosState(ChaosState):
         self._finish = self.batch.scripts.register(_FINISH)
         self._replace = self.batch.scripts.register(_REPLACE)
         self._publish = self.batch.scripts.register(_PUBLISH_FLAGS)
-        self._written: OrderedDict[int, str] = OrderedDict()  # log entries as admit wrote them, until `finish`
+        self._written: OrderedDict[int, dict[str, Any]] = OrderedDict()  # log entries as admit wrote them, until `finish`
         config_json = config.model_dump_json(exclude_none=True)
         self._flags = [_dumps({"config": config_json, "seed": seed}), "config", config_json, "seed", _dumps(seed)]
         self._refresh(starting=True)
@@ -191,7 +198,7 @@ class RedisChaosState(ChaosState):
 
     def admit(self, request: RequestInfo, entry: dict[str, Any], key: tuple[str, str], resolve: ResolveLimits,
               tokens: int, choose: bool) -> Decision:
-        bucket = BUCKETS + hashlib.sha256("\0".join(key).encode()).hexdigest()[:32]
+        bucket = _bucket(key)
         keys = [CHAOS, LOG, f"{bucket}:requests", f"{bucket}:tokens", SEEN]
         turn, _turns.pending = _turns.pending, None  # the request's turn, when RedisPlayer left it to us
         if turn is not None:
@@ -216,7 +223,7 @@ class RedisChaosState(ChaosState):
         else:
             raise RuntimeError("the fault config kept changing while a request was admitted")
         index = int(result[1])
-        self._written[index] = _dumps({"index": index, **(limited if result[2] else admitted)})
+        self._written[index] = {"index": index, **(limited if result[2] else admitted)}
         while len(self._written) > WRITTEN:
             self._written.popitem(last=False)
         decision = Decision({"index": index, **entry}, limits)
@@ -264,16 +271,15 @@ class RedisChaosState(ChaosState):
     def settle(self, key: tuple[str, str], limits: Limits, extra_tokens: int) -> None:
         if limits.tpm is None or not extra_tokens:
             return
-        bucket = BUCKETS + hashlib.sha256("\0".join(key).encode()).hexdigest()[:32]
+        bucket = _bucket(key)
         self.batch.write(self._settle, [f"{bucket}:tokens"], [limits.tpm, extra_tokens])  # JSON: as it leaves
 
     def count(self, kind: str) -> None:
         self.client.hincrby(FAULTS, kind, 1)
 
     def finish(self, entry: dict[str, Any]) -> None:
-        final = _dumps(entry)
-        if self._written.pop(entry["index"], None) != final:
-            self.batch.write(self._finish, [LOG], [entry["index"], final])  # with a JSON answer's stored response
+        if self._written.pop(entry["index"], None) != entry:  # with a JSON answer's stored response
+            self.batch.write(self._finish, [LOG], [entry["index"], _dumps(entry)])
 
     def counters(self) -> dict[str, Any]:
         with self.client.pipeline(transaction=True) as pipe:

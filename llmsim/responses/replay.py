@@ -119,7 +119,18 @@ _OTHERS: dict[str, type[Any]] = {kind.__name__: kind for kind in (ToolCallStart,
 
 
 def _encode_delta(delta: Delta) -> dict[str, Any]:
-    return {"t": type(delta).__name__, **dataclasses.asdict(delta)}  # type: ignore[call-overload]
+    return {"t": type(delta).__name__, **_plain(delta)}
+
+
+def _plain(value: Any) -> Any:
+    """`dataclasses.asdict` without its deep copies: the result is only serialized."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
 
 
 def _decode_delta(data: dict[str, Any]) -> Delta:

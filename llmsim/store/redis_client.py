@@ -7,8 +7,10 @@ and the pool reconnects by itself when Redis is back. Every key starts with `llm
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
+import socket
 import threading
 import time
 from collections.abc import Sequence
@@ -53,18 +55,23 @@ Call = tuple[Script, Sequence[Any], Sequence[Any]]
 
 
 class Scripts:
-    """The scripts' round trips, on the hot path of every request: commands packed by hiredis and sent on
-    redis-py's own connections (which apply the URL's TLS, password and database), without the client's
-    layers per command (its retry wrapper, the pool's poll for pending data, its observability hooks), which
-    cost more CPU than the round trip itself. A connection goes back to this pool only once every reply it
-    was sent is read; one that failed is closed with every idle one (Redis restarted: they are all dead)."""
+    """The scripts' round trips, on the hot path of every request: commands packed by hiredis, written to the
+    socket of a redis-py connection (its handshake applies the URL's TLS, password and database) and read by a
+    hiredis reader of our own, without redis-py's layers per command (its retry wrapper, the pool's poll for
+    pending data, its parser's and observability hooks), which cost more CPU than the round trip itself.
+
+    A connection goes back to this pool only once every reply it was sent is read; one that failed is closed
+    with every idle one (Redis restarted: they are all dead)."""
 
     def __init__(self, client: Any) -> None:
         import hiredis  # with redis, in the `[redis]` extra
+        from redis import exceptions
 
         self.pool = client.connection_pool
         self._pack = hiredis.pack_command
-        self._idle: list[Any] = []
+        self._reader = functools.partial(hiredis.Reader, replyError=exceptions.ResponseError)
+        self._errors = exceptions
+        self._idle: list[tuple[Any, Any]] = []  # (redis-py connection, hiredis reader)
 
     def register(self, text: str) -> Script:
         return Script(self, text)
@@ -72,36 +79,46 @@ class Scripts:
     def run(self, calls: Sequence[Call]) -> list[Any]:
         """The replies of `calls`, pipelined (no MULTI: each script is atomic by itself); raises the first error
         reply once all are read."""
-        from redis.exceptions import NoScriptError, ResponseError
-
         replies = self._send([(b"EVALSHA", script.sha, len(keys), *keys, *args) for script, keys, args in calls])
         for i, reply in enumerate(replies):
-            if isinstance(reply, NoScriptError):  # Redis restarted or was flushed: it ran nothing of this call
-                script, keys, args = calls[i]
+            if isinstance(reply, self._errors.ResponseError) and str(reply).startswith("NOSCRIPT"):
+                script, keys, args = calls[i]  # Redis restarted or was flushed: it ran nothing of this call
                 replies[i] = self._send([(b"EVAL", script.text, len(keys), *keys, *args)])[0]
         for reply in replies:
-            if isinstance(reply, ResponseError):
+            if isinstance(reply, self._errors.ResponseError):
                 raise reply
         return replies
 
     def _send(self, commands: list[tuple[Any, ...]]) -> list[Any]:
-        from redis.exceptions import ResponseError
-
-        connection = self._idle.pop() if self._idle else self.pool.connection_class(**self.pool.connection_kwargs)
+        connection = None
         try:
-            connection.send_packed_command([b"".join(map(self._pack, commands))], check_health=False)
+            if self._idle:
+                connection, reader = self._idle.pop()
+            else:
+                connection, reader = self.pool.connection_class(**self.pool.connection_kwargs), self._reader()
+                connection.connect()
+            sock = connection._sock
+            sock.sendall(b"".join(map(self._pack, commands)))
             replies: list[Any] = []
-            for _ in commands:
-                try:
-                    replies.append(connection.read_response())
-                except ResponseError as error:  # an error reply: the connection is still in step
-                    replies.append(error)
-        except BaseException:
-            connection.disconnect()
-            while self._idle:
-                self._idle.pop().disconnect()
+            while len(replies) < len(commands):
+                reply = reader.gets()
+                if reply is False:
+                    data = sock.recv(65536)
+                    if not data:
+                        raise self._errors.ConnectionError("Redis closed the connection")
+                    reader.feed(data)
+                else:
+                    replies.append(reply)
+        except BaseException as error:
+            for dead, _ in [(connection, None), *self._idle] if connection is not None else self._idle:
+                dead.disconnect()
+            self._idle.clear()
+            if isinstance(error, socket.timeout):
+                raise self._errors.TimeoutError("Timeout talking to Redis") from error
+            if isinstance(error, OSError):
+                raise self._errors.ConnectionError(f"Error talking to Redis: {error}") from error
             raise
-        self._idle.append(connection)
+        self._idle.append((connection, reader))
         return replies
 
 
