@@ -45,7 +45,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 import stream_load  # noqa: E402
 from load import Plan, run  # noqa: E402
-from run import PROMPT, _children, cpu_seconds, machine, quantile, table  # noqa: E402
+from run import PROMPT, CpuMeter, _children, cpu_seconds, machine, quantile, table  # noqa: E402
 
 from llmsim.testing import RedisServer, ServerProcess  # noqa: E402
 
@@ -232,16 +232,17 @@ def pacing(args: argparse.Namespace, redis_server: RedisServer) -> str:
             plan = Plan(f"{server.base_url}/responses", body, {}, args.streams, warmup=args.pacing_warmup,
                         window=args.pacing_window, stream=True)
             redis_before = cpu_seconds(redis_server.process.pid)
+            server_cpu = CpuMeter(server.process.pid, 1.0 + plan.warmup, plan.window)  # the load starts in 1 s
             samples, load_cpu = stream_load.run(plan, processes=args.stream_processes)
             redis_cpu = (cpu_seconds(redis_server.process.pid) - redis_before) / (plan.warmup + plan.window + 1)
         begin, end = plan.warmup, plan.warmup + plan.window
         gaps = [g for s in samples for g in s.gaps_ms(begin, end)]
         rates[workers] = len(gaps) / args.pacing_window
         rows.append([str(workers), str(args.streams), f"{rates[workers]:.0f}", f"{quantile(gaps, 0.5):.1f}",
-                     f"{quantile(gaps, 0.99):.1f}", f"{load_cpu:.2f}", f"{redis_cpu:.2f}",
+                     f"{quantile(gaps, 0.99):.1f}", f"{server_cpu.share():.2f}", f"{load_cpu:.2f}", f"{redis_cpu:.2f}",
                      f"{rates[workers] / rates[1]:.2f}x"])
         print("  (b)", " ".join(rows[-1]), flush=True)
-    return table(["workers", "streams", "deltas/s", "inter-token p50 ms", "p99 ms", "load CPU", "redis CPU",
+    return table(["workers", "streams", "deltas/s", "inter-token p50 ms", "p99 ms", "server CPU", "load CPU", "redis CPU",
                   "vs 1 worker"], rows)
 
 
