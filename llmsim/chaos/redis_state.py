@@ -29,7 +29,7 @@ from llmsim.chaos.scenarios import (TRANSCRIPT, Player, Reply, Scenario, Scenari
                                     play)
 from llmsim.chaos.state import RECENT, ChaosState, Decision, ResolveLimits
 from llmsim.errors import APIError
-from llmsim.store.redis_client import PREFIX, Batch, Scripts
+from llmsim.store.redis_client import PREFIX, Batch, Scripts, dumps
 
 CHAOS = f"{PREFIX}chaos"  # hash: gen, config, seed, flags, served, rejected
 SEEN = f"{PREFIX}chaos:seen"  # hash: rule index -> requests in its scope since the config was set
@@ -152,8 +152,6 @@ return 1
 """
 
 
-def _dumps(data: Any) -> str:
-    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -176,7 +174,7 @@ class RedisChaosState(ChaosState):
         self._publish = self.batch.scripts.register(_PUBLISH_FLAGS)
         self._written: OrderedDict[int, dict[str, Any]] = OrderedDict()  # log entries as admit wrote them, until `finish`
         config_json = config.model_dump_json(exclude_none=True)
-        self._flags = [_dumps({"config": config_json, "seed": seed}), "config", config_json, "seed", _dumps(seed)]
+        self._flags = [dumps({"config": config_json, "seed": seed}), "config", config_json, "seed", dumps(seed)]
         self._refresh(starting=True)
 
     def _refresh(self, starting: bool = False) -> None:
@@ -212,7 +210,7 @@ class RedisChaosState(ChaosState):
             admitted = {**entry, "status": 200} if choose and not scope else entry
             limited = {**entry, "rate_limited": True, "status": 429}
             result = self._admit(keys=keys, args=[
-                self._gen, _dumps(admitted)[1:], _dumps(limited)[1:], limits.rpm or "", limits.tpm or "", tokens,
+                self._gen, dumps(admitted)[1:], dumps(limited)[1:], limits.rpm or "", limits.tpm or "", tokens,
                 RECENT, *(turn or ["", "", "", "", ""]), *scope])
             if result[0] == b"ok":
                 break
@@ -279,7 +277,7 @@ class RedisChaosState(ChaosState):
 
     def finish(self, entry: dict[str, Any]) -> None:
         if self._written.pop(entry["index"], None) != entry:  # with a JSON answer's stored response
-            self.batch.write(self._finish, [LOG], [entry["index"], _dumps(entry)])
+            self.batch.write(self._finish, [LOG], [entry["index"], dumps(entry)])
 
     def counters(self) -> dict[str, Any]:
         with self.client.pipeline(transaction=True) as pipe:
@@ -395,7 +393,7 @@ class RedisPlayer(Player):
             _turns.moved = False
             self._refresh()
         elif self.scenario is None:
-            _turns.pending = [self._gen, repr(time.time()), _dumps(prompt.model), _dumps(body), TRANSCRIPT]
+            _turns.pending = [self._gen, repr(time.time()), dumps(prompt.model), dumps(body), TRANSCRIPT]
             _turns.request = (prompt, body, stream)
             return play(prompt, None, stream)
         return self._play(prompt, body, stream)
@@ -410,7 +408,7 @@ class RedisPlayer(Player):
                           ",".join(map(str, turns)) or "-1" if turns is not None else ""]
             result = self._direct(keys=[SCENARIO, FIRED, TRANSCRIPT_KEY], args=[
                 self._gen, len(scenario.rules) if scenario else 0, len(scenario.turns) if scenario else 0,
-                scenario.on_exhausted if scenario else "", repr(time.time()), _dumps(prompt.model), _dumps(body),
+                scenario.on_exhausted if scenario else "", repr(time.time()), dumps(prompt.model), dumps(body),
                 TRANSCRIPT, *rules])
             if result[0] == b"ok":
                 break

@@ -123,14 +123,20 @@ def _encode_delta(delta: Delta) -> dict[str, Any]:
 
 
 def _plain(value: Any) -> Any:
-    """`dataclasses.asdict` without its deep copies: the result is only serialized."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    return value
+    """`dataclasses.asdict` without its deep copies (the result is only serialized), field names looked up once."""
+    names = _FIELDS.get(type(value))
+    if names is None:
+        if isinstance(value, (list, tuple)):
+            return [_plain(v) for v in value]
+        if isinstance(value, dict):
+            return {k: _plain(v) for k, v in value.items()}
+        if not dataclasses.is_dataclass(value) or isinstance(value, type):
+            return value
+        names = _FIELDS[type(value)] = tuple(f.name for f in dataclasses.fields(value))
+    return {name: _plain(getattr(value, name)) for name in names}
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 def _decode_delta(data: dict[str, Any]) -> Delta:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import logging
 import socket
 import threading
@@ -21,6 +22,10 @@ PREFIX = "llmsim:"
 SCHEMES = ("redis://", "rediss://")
 HEARTBEAT_SECONDS = 2.0  # how often a worker says it is alive
 HEARTBEAT_TTL_SECONDS = 10  # a worker silent this long is taken for dead: its background responses fail
+
+
+# Compact JSON, UTF-8 as is, for what goes to Redis; one encoder (json.dumps with options builds one per call).
+dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
 def is_redis_url(url: str) -> bool:

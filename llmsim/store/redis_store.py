@@ -19,7 +19,7 @@ from typing import Any
 import redis
 
 from llmsim.store.base import FINAL_STATUSES, Replayable, SerializedEvent, StoredConversation, StoredResponse
-from llmsim.store.redis_client import PREFIX, Batch, Heartbeat, Scripts
+from llmsim.store.redis_client import PREFIX, Batch, Heartbeat, Scripts, dumps
 
 RESPONSES = f"{PREFIX}responses"  # sorted set: response id by when it was stored (ms)
 CONVERSATIONS = f"{PREFIX}conversations"
@@ -146,8 +146,6 @@ _RECORD_FIELDS = [f.name for f in fields(StoredResponse) if f.name not in ("even
 LoadReplay = Callable[[bytes], Replayable]
 
 
-def _dumps(data: Any) -> str:
-    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
 
 
 def _event(raw: bytes) -> SerializedEvent:
@@ -196,7 +194,7 @@ class RedisStore:
             return
         values: list[str] = []
         for name in _RECORD_FIELDS:
-            values += [name, _dumps(getattr(record, name))]
+            values += [name, dumps(getattr(record, name))]
         values += ["status", record.status]
         events = ""
         dumped = record.replay.dump() if record.replay is not None and self.load_replay is not None else None
@@ -234,7 +232,7 @@ class RedisStore:
 
     def append(self, response_id: str, events: list[SerializedEvent], response: dict[str, Any] | None = None,
                *, force: bool = False) -> bool:
-        snapshot = "" if response is None else _dumps(response)
+        snapshot = "" if response is None else dumps(response)
         status = "" if response is None else str(response.get("status"))
         items = "" if response is None or status not in FINAL_STATUSES else _item_ids(response.get("output", []))
         return bool(self._append(keys=self._keys(response_id),
@@ -273,7 +271,7 @@ class RedisStore:
                     pipe.multi()
                     if status == b"queued":
                         cancelled = {**json.loads(response), "status": "cancelled"}
-                        pipe.hset(key, mapping={"status": "cancelled", "response": _dumps(cancelled)})
+                        pipe.hset(key, mapping={"status": "cancelled", "response": dumps(cancelled)})
                         pipe.xadd(wake, {"n": 0, "s": "cancelled"}, maxlen=1)
                     elif status is not None and status.decode() not in FINAL_STATUSES:
                         pipe.hset(key, "stopping", "1")
@@ -360,10 +358,10 @@ class RedisConversations:
             return
         values: list[str] = []
         for f in fields(conversation):
-            values += [f.name, _dumps(getattr(conversation, f.name))]
+            values += [f.name, dumps(getattr(conversation, f.name))]
         self._create(keys=self._keys(conversation.id),
                      args=[self.ttl_ms, self.max_entries, conversation.id, len(values) // 2, *values,
-                           "\x1e".join(_dumps(item) for item in items)])
+                           "\x1e".join(dumps(item) for item in items)])
 
     def get(self, conversation_id: str) -> StoredConversation | None:
         data = self.client.hgetall(self._keys(conversation_id)[0])
@@ -373,7 +371,7 @@ class RedisConversations:
 
     def set_metadata(self, conversation_id: str, metadata: dict[str, str]) -> StoredConversation | None:
         touched = self._touch(keys=self._keys(conversation_id),
-                              args=[self.ttl_ms, conversation_id, "metadata", _dumps(metadata)])
+                              args=[self.ttl_ms, conversation_id, "metadata", dumps(metadata)])
         return self.get(conversation_id) if touched else None
 
     def delete(self, conversation_id: str) -> bool:
@@ -385,7 +383,7 @@ class RedisConversations:
 
     def add_items(self, conversation_id: str, items: list[dict[str, Any]]) -> bool:
         return bool(self._touch(keys=self._keys(conversation_id),
-                                args=[self.ttl_ms, conversation_id, "", "", "\x1e".join(map(_dumps, items))]))
+                                args=[self.ttl_ms, conversation_id, "", "", "\x1e".join(map(dumps, items))]))
 
     def items(self, conversation_id: str) -> list[dict[str, Any]] | None:
         key, items_key = self._keys(conversation_id)
