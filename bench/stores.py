@@ -6,17 +6,25 @@
     writes (a pipeline or a Lua script is one).
 (b) Realistic pacing (speed 1, a shipped model's profile), many open streams on the Redis store:
     SSE text deltas delivered per second and inter-token p99 at 1 and 4 workers
-    (goal: 4 workers >= 1.7x one), with the CPU the load and redis-server took (a share of one core).
-    The streams are more than four workers can pace on 2 cores (their inter-token p50 is above the
+    (goal: 4 workers >= 1.7x one), with the CPU the servers, the load and redis-server took (a share of one
+    core). The streams are more than four workers can pace on 2 cores (their inter-token p50 is above the
     profile's): with fewer, four workers deliver every delta on time and the ratio measures the load.
 
+Why (a) measures the way it does: the figure is the server's CPU per request, so the server's core must be
+the bottleneck in every window, and each row prints where the CPU went (the server's processes, the load's
+core, redis-server: a server near 1.0 and a load core with room left means the server limits). The load is
+`wrk` (one thread, `--clients` connections, a Lua script POSTing the body): it takes ~5 % of a core where
+bench/load.py's aiohttp clients (the fallback when wrk is missing, or with `--aiohttp`) take about half of one.
+This machine's speed drifts by +-20 % within minutes (other work, the host), and a server of several workers
+on one core swings by as much from window to window, so a worker count's servers (one per store) run side by
+side, all warmed, and short windows go round them `--repeats` times in alternating order; a figure is the
+median of its store's windows and the ratio the median of the ratios of windows taken next to each other.
+
 Needs `redis-server` on PATH (Debian: apt-get install redis-server); it starts its own on a free port.
-The load runs in separate client processes on `--client-cpu`: (a)'s closed-loop clients on aiohttp
-(bench/load.py), (b)'s streams on raw sockets (bench/stream_load.py), cheap enough to leave the server
-most of the machine. (a)'s server runs on `--server-cpu` and redis-server on `--redis-cpu` (by default
-the load's: in a fleet Redis is a service of its own, not a cost on the server's cores); (b)'s server and
-redis-server run on any core, since four workers can only beat one with more than one core. Ratios are
-measured in one run, so a busy machine shifts both sides.
+(a)'s server runs on `--server-cpu`, the load on `--client-cpu` and redis-server on `--redis-cpu` (by
+default the load's: in a fleet Redis is a service of its own, not a cost on the server's cores). (b)'s
+servers and redis-server run on any core, since four workers can only beat one with more than one; its
+streams are read on raw sockets (bench/stream_load.py), cheap enough to leave the servers most of the machine.
 """
 
 from __future__ import annotations
