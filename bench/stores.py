@@ -116,8 +116,8 @@ def wrk(url: str, body: dict[str, object], clients: int, window: float, director
 
 
 def aiohttp_load(url: str, body: dict[str, object], clients: int, window: float, processes: int) -> tuple[float, ...]:
-    """The same figures from bench/load.py's closed-loop aiohttp clients (when `wrk` is missing): they take about
-    twice wrk's CPU per request, so the load's core may limit before the server's does (see the load column)."""
+    """The same figures from bench/load.py's closed-loop aiohttp clients (when `wrk` is missing): they take many
+    times wrk's CPU per request, so the load's core may limit before the server's does (see the load column)."""
     plan = Plan(url, body, {}, clients, warmup=0.0, window=window, stream=False)
     samples, _ = run(plan, processes=processes)
     done = [s for s in samples if s.end is not None]
@@ -186,8 +186,11 @@ def throughput(args: argparse.Namespace, redis_server: RedisServer, directory: s
 
 
 def round_trips(redis_server: RedisServer) -> str:
-    """Redis round trips per request, by kind, through the app in this process."""
+    """Redis round trips per request, by kind, through the app in this process: the client's commands and
+    pipelines, and the scripts' own sends (llmsim/store/redis_client.py `Scripts`)."""
     from redis.connection import Connection
+
+    from llmsim.store.redis_client import Scripts
 
     from llmsim.app import create_app
     from llmsim.config import Settings
@@ -202,6 +205,12 @@ def round_trips(redis_server: RedisServer) -> str:
         sent["n"] += 1
         original(self, command, check_health)
 
+    original_send = Scripts._send
+
+    def counting_scripts(self: Scripts, commands: list[tuple[object, ...]]) -> list[object]:
+        sent["n"] += 1
+        return original_send(self, commands)
+
     requests = {
         "create (json)": lambda: client.post("/v1/responses", json={"model": "gpt-4o", "input": PROMPT}),
         "create (stream)": lambda: client.post("/v1/responses", json={"model": "gpt-4o", "input": PROMPT,
@@ -213,6 +222,7 @@ def round_trips(redis_server: RedisServer) -> str:
     first = client.post("/v1/responses", json={"model": "gpt-4o", "input": PROMPT}).get_json()["id"]
     rows = []
     Connection.send_packed_command = counting  # type: ignore[method-assign]
+    Scripts._send = counting_scripts  # type: ignore[method-assign]
     try:
         for name, call in requests.items():
             if "limits" in name:
@@ -224,6 +234,7 @@ def round_trips(redis_server: RedisServer) -> str:
             rows.append([name, f"{sent['n'] / 20:.1f}"])
     finally:
         Connection.send_packed_command = original  # type: ignore[method-assign]
+        Scripts._send = original_send  # type: ignore[method-assign]
     return table(["request", "Redis round trips"], rows)
 
 
@@ -250,8 +261,8 @@ def pacing(args: argparse.Namespace, redis_server: RedisServer) -> str:
                      f"{quantile(gaps, 0.99):.1f}", f"{server_cpu.share():.2f}", f"{load_cpu:.2f}", f"{redis_cpu:.2f}",
                      f"{rates[workers] / rates[1]:.2f}x"])
         print("  (b)", " ".join(rows[-1]), flush=True)
-    return table(["workers", "streams", "deltas/s", "inter-token p50 ms", "p99 ms", "server CPU", "load CPU", "redis CPU",
-                  "vs 1 worker"], rows)
+    return table(["workers", "streams", "deltas/s", "inter-token p50 ms", "p99 ms", "server CPU", "load CPU",
+                  "redis CPU", "vs 1 worker"], rows)
 
 
 def main() -> None:

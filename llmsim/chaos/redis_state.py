@@ -152,8 +152,6 @@ return 1
 """
 
 
-
-
 @functools.lru_cache(maxsize=4096)
 def _bucket(key: tuple[str, str]) -> str:
     """The rate-limit buckets' key prefix of an (API key, model) pair; the API key is not written in clear."""
@@ -172,7 +170,7 @@ class RedisChaosState(ChaosState):
         self._finish = self.batch.scripts.register(_FINISH)
         self._replace = self.batch.scripts.register(_REPLACE)
         self._publish = self.batch.scripts.register(_PUBLISH_FLAGS)
-        self._written: OrderedDict[int, dict[str, Any]] = OrderedDict()  # log entries as admit wrote them, until `finish`
+        self._written: OrderedDict[int, dict[str, Any]] = OrderedDict()  # entries as admit wrote them
         config_json = config.model_dump_json(exclude_none=True)
         self._flags = [dumps({"config": config_json, "seed": seed}), "config", config_json, "seed", dumps(seed)]
         self._refresh(starting=True)

@@ -47,7 +47,7 @@ def connect(url: str) -> Any:
 class Script:
     """A Lua script run by `Scripts` (called like redis-py's: `script(keys=[...], args=[...])`)."""
 
-    def __init__(self, scripts: "Scripts", text: str) -> None:
+    def __init__(self, scripts: Scripts, text: str) -> None:
         self.scripts = scripts
         self.text = text
         self.sha = hashlib.sha1(text.encode()).hexdigest()
@@ -65,8 +65,8 @@ class Scripts:
     hiredis reader of our own, without redis-py's layers per command (its retry wrapper, the pool's poll for
     pending data, its parser's and observability hooks), which cost more CPU than the round trip itself.
 
-    A connection goes back to this pool only once every reply it was sent is read; one that failed is closed
-    with every idle one (Redis restarted: they are all dead)."""
+    A connection goes back to this pool only once every reply it was sent is read; when one fails, every idle
+    one is closed too (Redis restarted: they are all dead) and the next call connects again."""
 
     def __init__(self, client: Any) -> None:
         import hiredis  # with redis, in the `[redis]` extra
@@ -115,13 +115,14 @@ class Scripts:
                 else:
                     replies.append(reply)
         except BaseException as error:
-            for dead, _ in [(connection, None), *self._idle] if connection is not None else self._idle:
-                dead.disconnect()
-            self._idle.clear()
-            if isinstance(error, socket.timeout):
-                raise self._errors.TimeoutError("Timeout talking to Redis") from error
+            if connection is not None:  # replies may be left unread on it: it cannot be used again
+                connection.disconnect()
+            if isinstance(error, (OSError, self._errors.ConnectionError)):  # Redis went away: the idle ones too
+                while self._idle:
+                    self._idle.pop()[0].disconnect()
             if isinstance(error, OSError):
-                raise self._errors.ConnectionError(f"Error talking to Redis: {error}") from error
+                kind = self._errors.TimeoutError if isinstance(error, socket.timeout) else self._errors.ConnectionError
+                raise kind(f"Error talking to Redis: {error}") from error
             raise
         self._idle.append((connection, reader))
         return replies

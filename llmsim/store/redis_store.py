@@ -146,8 +146,6 @@ _RECORD_FIELDS = [f.name for f in fields(StoredResponse) if f.name not in ("even
 LoadReplay = Callable[[bytes], Replayable]
 
 
-
-
 def _event(raw: bytes) -> SerializedEvent:
     kind, _, data = raw.decode().partition("\n")
     return kind, data
