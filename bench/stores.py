@@ -39,6 +39,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -138,18 +139,24 @@ def core_busy(cpu: int | None) -> tuple[float, float]:
 
 def window(server: ServerProcess, redis_pid: int, body: dict[str, object], args: argparse.Namespace,
            directory: str) -> Row:
-    """One measured window against `server`, with the CPU its processes, redis-server and the load's core took."""
+    """One measured window against `server`, with the CPU its processes, redis-server and the load's core took
+    in it (read when the load starts and when it ends)."""
     assert server.process is not None
-    url = f"{server.base_url}/responses"
-    before = time.perf_counter(), cpu_seconds(server.process.pid), cpu_seconds(redis_pid), core_busy(args.client_cpu)
-    if shutil.which("wrk") and not args.aiohttp:
+    pid, url, use_wrk = server.process.pid, f"{server.base_url}/responses", shutil.which("wrk") and not args.aiohttp
+    marks: list[tuple[float, ...]] = []
+    for delay in (0.0, args.window) if use_wrk else (1.0, 1.0 + args.window):  # load.py starts after 1 s
+        timer = threading.Timer(delay, lambda: marks.append(
+            (time.perf_counter(), cpu_seconds(pid), cpu_seconds(redis_pid), *core_busy(args.client_cpu))))
+        timer.daemon = True
+        timer.start()
+    if use_wrk:
         rate, p50, p99, errors = wrk(url, body, args.clients, args.window, directory)
     else:
         rate, p50, p99, errors = aiohttp_load(url, body, args.clients, args.window, args.processes)
-    elapsed = time.perf_counter() - before[0]
-    busy, total = core_busy(args.client_cpu)
-    return Row(rate, p50, p99, errors, (cpu_seconds(server.process.pid) - before[1]) / elapsed,
-               (busy - before[3][0]) / max(1, total - before[3][1]), (cpu_seconds(redis_pid) - before[2]) / elapsed)
+    time.sleep(0.05)  # the last reading
+    (t0, server0, redis0, busy0, total0), (t1, server1, redis1, busy1, total1) = marks
+    return Row(rate, p50, p99, errors, (server1 - server0) / (t1 - t0), (busy1 - busy0) / max(1, total1 - total0),
+               (redis1 - redis0) / (t1 - t0))
 
 
 def throughput(args: argparse.Namespace, redis_server: RedisServer, directory: str) -> str:
