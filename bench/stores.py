@@ -24,7 +24,8 @@ Needs `redis-server` on PATH (Debian: apt-get install redis-server); it starts i
 (a)'s server runs on `--server-cpu`, the load on `--client-cpu` and redis-server on `--redis-cpu` (by
 default the load's: in a fleet Redis is a service of its own, not a cost on the server's cores). (b)'s
 servers and redis-server run on any core, since four workers can only beat one with more than one; its
-streams are read on raw sockets (bench/stream_load.py), cheap enough to leave the servers most of the machine.
+streams are kept open by `wrk` and a sample of them is timed on raw sockets (bench/stream_load.py), which
+leaves the servers most of the machine; `pacing` says how the windows alternate.
 """
 
 from __future__ import annotations
@@ -245,31 +246,107 @@ def round_trips(redis_server: RedisServer) -> str:
     return table(["request", "Redis round trips"], rows)
 
 
-def pacing(args: argparse.Namespace, redis_server: RedisServer) -> str:
-    rows, rates = [], {}
-    body = {"model": args.paced_model, "input": PROMPT, "stream": True}
+_WRK_STREAMS = """
+wrk.method = "POST"
+wrk.body = [==[{body}]==]
+wrk.headers["Content-Type"] = "application/json"
+local started = 0
+function delay()  -- the first request of each connection spread over the warm-up, then none
+  started = started + 1
+  if started <= {streams} then return math.floor(started * {warmup_ms} / {streams}) end
+  return 0
+end
+"""
+
+
+def generated(url: str) -> float:
+    """The output tokens the server has counted so far (every worker: prometheus-client's multiprocess files)."""
+    text = httpx.get(f"{url}/metrics", timeout=30).text
+    return sum(float(line.rpartition(" ")[2]) for line in text.splitlines()
+               if line.startswith("vllm:generation_tokens_total{"))
+
+
+def wrk_streams(server: ServerProcess, body: dict[str, object], args: argparse.Namespace,
+                directory: str) -> tuple[float, float, float, float, list[float]]:
+    """`--streams` open streams: `--probe-streams` of them read by bench/stream_load.py, which times every delta,
+    the rest kept open by one `wrk` thread, which reads them in C for a few percent of a core (bench/stream_load.py
+    costs ~15 us of Python per delta, a quarter of a core at this rate). Every stream is served alike, so the
+    probe's deltas/s times streams/probe is what all of them got. Returns that, the server's own count of tokens
+    of the responses that ended in the window (a check: equal in a steady state), the load's CPU (wrk and the
+    probe), the server's CPU and the probe's inter-token gaps."""
+    assert server.process is not None
+    script = Path(directory, "streams.lua")
+    others = args.streams - args.probe_streams
+    script.write_text(_WRK_STREAMS.format(body=json.dumps(body), streams=others,
+                                          warmup_ms=int(args.pacing_warmup * 1000)))
+    seconds = 1.0 + args.pacing_warmup + args.pacing_window + 1.0
+    load = subprocess.Popen(["wrk", "-t1", f"-c{others}", f"-d{seconds:g}s", "--timeout", "120s", "-s",
+                             str(script), f"{server.base_url}/responses"], stdout=subprocess.DEVNULL)
+    marks: list[tuple[float, ...]] = []
+    for delay in (1.0 + args.pacing_warmup, 1.0 + args.pacing_warmup + args.pacing_window):
+        timer = threading.Timer(delay, lambda: marks.append(
+            (time.perf_counter(), generated(server.url), cpu_seconds(load.pid), cpu_seconds(server.process.pid))))
+        timer.daemon = True
+        timer.start()
+    plan = Plan(f"{server.base_url}/responses", body, {}, args.probe_streams, warmup=args.pacing_warmup,
+                window=args.pacing_window, stream=True)
+    samples, probe_cpu = stream_load.run(plan)  # starts in 1 s, as wrk's connections do
+    load.wait()
+    (t0, tokens0, wrk0, server0), (t1, tokens1, wrk1, server1) = marks
+    begin, end = plan.warmup, plan.warmup + plan.window
+    gaps = [g for s in samples for g in s.gaps_ms(begin, end)]
+    deltas = len(gaps) / plan.window * args.streams / args.probe_streams
+    return (deltas, (tokens1 - tokens0) / (t1 - t0), (wrk1 - wrk0) / (t1 - t0) + probe_cpu,
+            (server1 - server0) / (t1 - t0), gaps)
+
+
+def python_streams(server: ServerProcess, body: dict[str, object], args: argparse.Namespace,
+                   _directory: str) -> tuple[float, float, float, float, list[float]]:
+    """wrk_streams' figures with every stream read by bench/stream_load.py (when `wrk` is missing)."""
+    assert server.process is not None
+    plan = Plan(f"{server.base_url}/responses", body, {}, args.streams, warmup=args.pacing_warmup,
+                window=args.pacing_window, stream=True)
+    meter = CpuMeter(server.process.pid, 1.0 + plan.warmup, plan.window)  # the load starts in 1 s
+    samples, load_cpu = stream_load.run(plan, processes=args.stream_processes)
+    gaps = [g for s in samples for g in s.gaps_ms(plan.warmup, plan.warmup + plan.window)]
+    return len(gaps) / plan.window, float("nan"), load_cpu, meter.share(), gaps
+
+
+def pacing(args: argparse.Namespace, redis_server: RedisServer, directory: str) -> str:
+    """One server of one and one of four workers side by side on Redis, both warmed; windows alternate between
+    them `--pacing-repeats` times, a figure is the median of its windows and the ratio the median of the ratios
+    of windows taken next to each other (the machine drifts as much as the ratio's margin between runs)."""
     assert redis_server.process is not None
-    for workers in (1, 4):
-        redis.Redis.from_url(redis_server.url).flushall()
-        with ServerProcess("--speed", "1", "--workers", str(workers), "--store", redis_server.url,
-                           startup_timeout=180) as server:
-            warm(server, body, workers)
-            place(server.process.pid, None)
-            plan = Plan(f"{server.base_url}/responses", body, {}, args.streams, warmup=args.pacing_warmup,
-                        window=args.pacing_window, stream=True)
-            redis_before = cpu_seconds(redis_server.process.pid)
-            server_cpu = CpuMeter(server.process.pid, 1.0 + plan.warmup, plan.window)  # the load starts in 1 s
-            samples, load_cpu = stream_load.run(plan, processes=args.stream_processes)
-            redis_cpu = (cpu_seconds(redis_server.process.pid) - redis_before) / (plan.warmup + plan.window + 1)
-        begin, end = plan.warmup, plan.warmup + plan.window
-        gaps = [g for s in samples for g in s.gaps_ms(begin, end)]
-        rates[workers] = len(gaps) / args.pacing_window
-        rows.append([str(workers), str(args.streams), f"{rates[workers]:.0f}", f"{quantile(gaps, 0.5):.1f}",
-                     f"{quantile(gaps, 0.99):.1f}", f"{server_cpu.share():.2f}", f"{load_cpu:.2f}", f"{redis_cpu:.2f}",
-                     f"{rates[workers] / rates[1]:.2f}x"])
-        print("  (b)", " ".join(rows[-1]), flush=True)
-    return table(["workers", "streams", "deltas/s", "inter-token p50 ms", "p99 ms", "server CPU", "load CPU",
-                  "redis CPU", "vs 1 worker"], rows)
+    body = {"model": args.paced_model, "input": PROMPT, "stream": True}
+    measure = wrk_streams if shutil.which("wrk") and not args.aiohttp else python_streams
+    redis.Redis.from_url(redis_server.url).flushall()
+    runs: dict[int, list[tuple[float, ...]]] = {1: [], 4: []}
+    gaps: dict[int, list[float]] = {1: [], 4: []}
+    with contextlib.ExitStack() as stack:
+        servers = {}
+        for workers in runs:
+            servers[workers] = stack.enter_context(ServerProcess(
+                "--speed", "1", "--workers", str(workers), "--store", redis_server.url, startup_timeout=180))
+            warm(servers[workers], body, workers)
+            place(servers[workers].process.pid, None)  # type: ignore[union-attr]
+        for repeat in range(args.pacing_repeats):
+            for workers in runs if repeat % 2 == 0 else reversed(runs):
+                redis_before, started = cpu_seconds(redis_server.process.pid), time.perf_counter()
+                deltas, ended, load_cpu, server_cpu, window_gaps = measure(servers[workers], body, args, directory)
+                redis_cpu = (cpu_seconds(redis_server.process.pid) - redis_before) / (time.perf_counter() - started)
+                runs[workers].append((deltas, ended, server_cpu, load_cpu, redis_cpu))
+                gaps[workers] += window_gaps
+                print(f"  (b) {workers} workers: {deltas:.0f} deltas/s, {ended:.0f} tokens/s ended, server "
+                      f"{server_cpu:.2f}, load {load_cpu:.2f}, redis {redis_cpu:.2f}", flush=True)
+    rows = []
+    for workers, measured in runs.items():
+        ratio = statistics.median(w[0] / one[0] for w, one in zip(measured, runs[1]))
+        middle = [statistics.median(w[i] for w in measured) for i in range(5)]
+        rows.append([str(workers), str(args.streams), f"{middle[0]:.0f}", f"{min(w[0] for w in measured):.0f}-"
+                     f"{max(w[0] for w in measured):.0f}", f"{middle[1]:.0f}", f"{quantile(gaps[workers], 0.5):.1f}",
+                     f"{quantile(gaps[workers], 0.99):.1f}", *(f"{v:.2f}" for v in middle[2:]), f"{ratio:.2f}x"])
+    return table(["workers", "streams", "deltas/s", "range", "tokens/s ended", "inter-token p50 ms", "p99 ms",
+                  "server CPU", "load CPU", "redis CPU", "vs 1 worker"], rows)
 
 
 def main() -> None:
@@ -289,7 +366,10 @@ def main() -> None:
                         help="open streams of (b): more than four workers can pace, so it measures what they deliver")
     parser.add_argument("--pacing-warmup", type=float, default=5.0, help="seconds over which (b)'s streams start")
     parser.add_argument("--processes", type=int, default=2, help="client processes of (a)")
-    parser.add_argument("--stream-processes", type=int, default=1, help="client processes of (b)")
+    parser.add_argument("--stream-processes", type=int, default=1, help="client processes of (b) without wrk")
+    parser.add_argument("--pacing-repeats", type=int, default=3, help="windows per worker count in (b)")
+    parser.add_argument("--probe-streams", type=int, default=60,
+                        help="streams of (b) read in Python beside wrk's, for the inter-token gaps")
     parser.add_argument("--server-cpu", type=int, default=0, help="the core (a)'s server runs on (-1: any)")
     parser.add_argument("--client-cpu", type=int, default=1, help="the core the load runs on (-1: any)")
     parser.add_argument("--redis-cpu", type=int, default=None,
@@ -318,7 +398,7 @@ def main() -> None:
         if args.part in ("b", "all"):
             place(redis_server.process.pid, None)
             out.append(f"(b) speed 1, {args.streams} streams of {args.paced_model} on Redis "
-                       "(goal: 4 workers >= 1.7x one)\n" + pacing(args, redis_server))
+                       "(goal: 4 workers >= 1.7x one)\n" + pacing(args, redis_server, directory))
     out.append(f"{machine()} at the end")
     print("\n\n".join(out))
 
