@@ -28,6 +28,7 @@ from llmsim.backends.base import (
     ReasoningDelta,
     TextAnnotation,
     TextDelta,
+    TextRun,
     ToolArgsDelta,
     ToolCallStart,
     ToolItem,
@@ -57,6 +58,7 @@ HOSTED = {
 }
 HOSTED_RESULTS = ("results", "outputs", "result", "output")  # null until the call completes
 STATUSED = {"web_search_call", "file_search_call", "code_interpreter_call", "image_generation_call", "mcp_call"}
+NO_LOGPROBS: list[dict[str, Any]] = []  # a TextRun's chunks have none: read, never changed
 STREAM_CHUNK = 24  # characters per delta of a built-in item's streamed field
 _URLSAFE = bytes.maketrans(b"+/", b"-_")  # base64.urlsafe_b64encode's alphabet, without its two calls per delta
 
@@ -114,9 +116,24 @@ class EventBuilder:
         try:
             for delta in deltas:
                 item = self.item
-                if type(delta) is TextDelta and item is not None and item["type"] == "message":
-                    event = self._more_text(item, delta)  # most deltas: no generator per delta
-                    if event is not None:
+                kind = type(delta)
+                if kind is TextRun:  # a run's chunks in one loop here, not each through every layer
+                    chunks = delta.chunks  # type: ignore[union-attr]
+                    if not chunks:
+                        continue
+                    if item is None or item["type"] != "message":
+                        yield from self._text(TextDelta(*chunks[0]))  # opens the message
+                        item, chunks = self.item, chunks[1:]
+                    if self.quiet:  # nobody sees the chunks: the text grows once
+                        item["content"][0]["text"] += "".join([text for text, _ in chunks])  # type: ignore[index]
+                        continue
+                    more = self._more_text
+                    for text, _ in chunks:
+                        yield more(item, text, NO_LOGPROBS)  # type: ignore[arg-type,misc]
+                    continue
+                if kind is TextDelta and item is not None and item["type"] == "message":
+                    event = self._more_text(item, delta.text, delta.logprobs)  # type: ignore[union-attr]
+                    if event is not None:  # most deltas: no generator per delta
                         yield event
                     continue
                 yield from self.feed(delta)
@@ -134,6 +151,9 @@ class EventBuilder:
             yield from self._reasoning(delta)
         elif isinstance(delta, TextDelta):
             yield from self._text(delta)
+        elif isinstance(delta, TextRun):
+            for text, tokens in delta.chunks:
+                yield from self._text(TextDelta(text, tokens))
         elif isinstance(delta, ToolCallStart):
             yield from self._close()
             yield from self._open_call(delta)
@@ -242,21 +262,21 @@ class EventBuilder:
             item["content"].append(part)
             yield self._event("response.content_part.added", item_id=item["id"], output_index=self._index,
                               content_index=0, part=dict(part, annotations=[], logprobs=[]))
-        event = self._more_text(item, delta)
+        event = self._more_text(item, delta.text, delta.logprobs)
         if event is not None:
             yield event
 
-    def _more_text(self, item: dict[str, Any], delta: TextDelta) -> Event | None:
-        """The open message's text grows by `delta`: its event, or None when the builder is quiet."""
+    def _more_text(self, item: dict[str, Any], text: str, logprobs: list[dict[str, Any]]) -> Event | None:
+        """The open message's text grows by `text`: its event, or None when the builder is quiet."""
         part = item["content"][0]
-        part["text"] += delta.text
-        if delta.logprobs:
-            part["logprobs"].extend(delta.logprobs)
+        part["text"] += text
+        if logprobs:
+            part["logprobs"].extend(logprobs)
         if self.quiet:
             return None
         event = {"type": TEXT_DELTA, "sequence_number": self.sequence, "item_id": item["id"],
-                 "output_index": self._index, "content_index": 0, "delta": delta.text,
-                 "logprobs": event_logprobs(delta.logprobs) if delta.logprobs else []}
+                 "output_index": self._index, "content_index": 0, "delta": text,
+                 "logprobs": event_logprobs(logprobs) if logprobs else []}
         self.sequence += 1
         if self.obfuscate:
             event["obfuscation"] = self.entropy.obfuscation()

@@ -15,11 +15,12 @@ from array import array
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from llmsim.backends.base import (Delta, Finish, ReasoningDelta, TextAnnotation, TextDelta, ToolArgsDelta,
+from llmsim.backends.base import (Delta, Finish, ReasoningDelta, TextAnnotation, TextDelta, TextRun, ToolArgsDelta,
                                   ToolCallStart, ToolItem, Usage)
 from llmsim.responses.events import Entropy, EventBuilder, SerializedEvent, dumps, dumps_event
 
 TEXT, REASONING, SUMMARY, ARGS, OTHER = "T", "R", "S", "A", "O"
+NO_LOGPROBS: list[dict[str, Any]] = []  # a TextRun's pieces: read, never changed
 
 
 class Recorded(Entropy):
@@ -67,6 +68,8 @@ class DeltaLog:
                 kind = type(delta)
                 if kind is TextDelta:
                     pieces.append((TEXT, delta.text, delta.logprobs))  # type: ignore[union-attr]
+                elif kind is TextRun:
+                    pieces += [(TEXT, text, NO_LOGPROBS) for text, _ in delta.chunks]  # type: ignore[union-attr]
                 elif kind is ToolArgsDelta:
                     pieces.append((ARGS, delta.text, []))  # type: ignore[union-attr]
                 elif kind is ReasoningDelta and delta.text and not delta.summary:  # type: ignore[union-attr]

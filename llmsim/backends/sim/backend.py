@@ -23,6 +23,7 @@ from llmsim.backends.base import (
     ReasoningDelta,
     TextAnnotation,
     TextDelta,
+    TextRun,
     ToolArgsDelta,
     ToolCallStart,
     ToolItem,
@@ -97,7 +98,10 @@ class SimBackend:
                 answer = says[id(step)]
                 visible = answer if left is None else answer.truncated(max(0, left - spent))
                 truncated = truncated or visible.tokens < answer.tokens
-                yield from self._stream_text(visible, rng, prompt)
+                if prompt.logprobs:
+                    yield from self._stream_text(visible, rng, prompt)
+                elif visible.chunks:
+                    yield TextRun(tuple(visible.chunks), visible.tokens)
                 written = visible.text
                 for note in step.annotations:
                     if note.get("end_index", note.get("index", 0)) <= len(written):
