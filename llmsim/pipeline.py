@@ -264,7 +264,11 @@ class Pipeline:
                 stream: bool) -> Iterator[SerializedEvent]:
         """The serialized events (only the types when not streaming: nobody reads the data)."""
         log = DeltaLog()
+        builder.render = stream
         for event in builder.run(log.recording(deltas)):
+            if type(event) is tuple:  # a text delta the builder serialized itself
+                yield event
+                continue
             kind = event["type"]
             if kind in TERMINAL:  # settled before the client can see the end: nothing completed is lost
                 self._add_turn(record.input_items, builder.response)

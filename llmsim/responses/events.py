@@ -92,11 +92,15 @@ class EventBuilder:
     """Feeds deltas into `response` (a Response dict) and yields the events a client sees."""
 
     def __init__(self, response: dict[str, Any], *, encrypted_reasoning: bool = False,
-                 obfuscate: bool = False, entropy: Entropy | None = None, quiet: bool = False) -> None:
+                 obfuscate: bool = False, entropy: Entropy | None = None, quiet: bool = False,
+                 render: bool = False) -> None:
         self.response = response
         self.encrypted_reasoning = encrypted_reasoning
         self.obfuscate = obfuscate
         self.quiet = quiet  # nobody reads the text deltas' events (a JSON answer): the response grows, no event
+        # The events are sent as they come: a TextRun's deltas come already serialized (a SerializedEvent, not an
+        # Event), the other events as dicts for `dumps_event`.
+        self.render = render
         self.entropy = entropy or Entropy()
         self.sequence = 0
         self.item: dict[str, Any] | None = None
@@ -104,7 +108,7 @@ class EventBuilder:
 
     # --- public -------------------------------------------------------------------------------
 
-    def run(self, deltas: Iterable[Delta]) -> Iterator[Event]:
+    def run(self, deltas: Iterable[Delta]) -> Iterator[Event | SerializedEvent]:
         """All events of one response: created, in_progress, items, then exactly one terminal event.
 
         A queued builder (see `queue`) has sent `response.created` already and starts at in_progress.
@@ -126,10 +130,12 @@ class EventBuilder:
                         item, chunks = self.item, chunks[1:]
                     if self.quiet:  # nobody sees the chunks: the text grows once
                         item["content"][0]["text"] += "".join([text for text, _ in chunks])  # type: ignore[index]
-                        continue
-                    more = self._more_text
-                    for text, _ in chunks:
-                        yield more(item, text, NO_LOGPROBS)  # type: ignore[arg-type,misc]
+                    elif self.render:
+                        yield from self._rendered_text(item, chunks)  # type: ignore[arg-type,misc]
+                    else:
+                        more = self._more_text
+                        for text, _ in chunks:
+                            yield more(item, text, NO_LOGPROBS)  # type: ignore[arg-type,misc]
                     continue
                 if kind is TextDelta and item is not None and item["type"] == "message":
                     event = self._more_text(item, delta.text, delta.logprobs)  # type: ignore[union-attr]
@@ -265,6 +271,20 @@ class EventBuilder:
         event = self._more_text(item, delta.text, delta.logprobs)
         if event is not None:
             yield event
+
+    def _rendered_text(self, item: dict[str, Any], chunks: tuple[tuple[str, int], ...]) -> Iterator[SerializedEvent]:
+        """A run's text deltas, serialized as `dumps_event` writes them, without a dict each: what is the same
+        for all of them (the item, its index) is written once."""
+        part = item["content"][0]
+        head = f'{{"type":"{TEXT_DELTA}","sequence_number":'
+        middle = f',"item_id":{_string(item["id"])},"output_index":{self._index:d},"content_index":0,"delta":'
+        obfuscation = self.entropy.obfuscation if self.obfuscate else None
+        for text, _ in chunks:
+            part["text"] += text
+            sequence = self.sequence
+            self.sequence = sequence + 1
+            tail = f',"logprobs":[],"obfuscation":{_string(obfuscation())}}}' if obfuscation else ',"logprobs":[]}'
+            yield TEXT_DELTA, f"{head}{sequence:d}{middle}{_string(text)}{tail}"
 
     def _more_text(self, item: dict[str, Any], text: str, logprobs: list[dict[str, Any]]) -> Event | None:
         """The open message's text grows by `text`: its event, or None when the builder is quiet."""
