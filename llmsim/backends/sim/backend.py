@@ -41,6 +41,7 @@ SUMMARY_SHARE = {"concise": 0.05, "auto": 0.10, "detailed": 0.15}
 LENGTH_RANGE = {"low": (12, 60), "medium": (30, 160), "high": (90, 400)}
 JSON_OBJECT = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
 REASONING_CHUNK = 16  # hidden reasoning tokens per delta: fine enough for pacing, cheap to emit
+RUN_CHUNKS = 256  # text deltas per TextRun: a long answer still comes in pieces the worker takes turns between
 
 
 
@@ -100,8 +101,8 @@ class SimBackend:
                 truncated = truncated or visible.tokens < answer.tokens
                 if prompt.logprobs:
                     yield from self._stream_text(visible, rng, prompt)
-                elif visible.chunks:
-                    yield TextRun(tuple(visible.chunks), visible.tokens)
+                else:
+                    yield from _runs(visible.chunks)
                 written = visible.text
                 for note in step.annotations:
                     if note.get("end_index", note.get("index", 0)) <= len(written):
@@ -168,6 +169,12 @@ class SimBackend:
                 logprobs = [{"token": piece, "logprob": logprob, "bytes": list(piece.encode()),
                              "top_logprobs": alternatives}]
             yield TextDelta(text=piece, tokens=count, logprobs=logprobs)
+
+
+def _runs(chunks: list[tuple[str, int]]) -> Iterator[TextRun]:
+    for start in range(0, len(chunks), RUN_CHUNKS):
+        run = tuple(chunks[start:start + RUN_CHUNKS])
+        yield TextRun(run, sum(tokens for _, tokens in run))
 
 
 _ALTERNATIVES = [" the", " a", " and", " of", " to", " in", " is", " that", " it", " for", " as", " with",
