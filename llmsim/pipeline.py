@@ -264,7 +264,7 @@ class Pipeline:
                 stream: bool) -> Iterator[SerializedEvent]:
         """The serialized events (only the types when not streaming: nobody reads the data)."""
         log = DeltaLog()
-        builder.render = stream
+        builder.render = stream  # this loop takes the text deltas the builder serializes itself
         for event in builder.run(log.recording(deltas)):
             if type(event) is tuple:  # a text delta the builder serialized itself
                 yield event

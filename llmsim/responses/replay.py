@@ -17,10 +17,9 @@ from typing import Any
 
 from llmsim.backends.base import (Delta, Finish, ReasoningDelta, TextAnnotation, TextDelta, TextRun, ToolArgsDelta,
                                   ToolCallStart, ToolItem, Usage)
-from llmsim.responses.events import Entropy, EventBuilder, SerializedEvent, dumps, dumps_event
+from llmsim.responses.events import NO_LOGPROBS, Entropy, EventBuilder, SerializedEvent, dumps, dumps_event
 
 TEXT, REASONING, SUMMARY, ARGS, OTHER = "T", "R", "S", "A", "O"
-NO_LOGPROBS: list[dict[str, Any]] = []  # a TextRun's pieces: read, never changed
 
 
 class Recorded(Entropy):
