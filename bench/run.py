@@ -171,12 +171,13 @@ def overhead(args: argparse.Namespace) -> str:
                         body = {"model": args.overhead_model, "input": PROMPT, "stream": stream}
                         plan = Plan(url, body, {}, clients, warmup=1.0, window=args.overhead_window, stream=stream)
                         busy = CpuMeter(pid, 1.0 + plan.warmup, plan.window)  # load.run starts its clock 1 s in
+                        load = CpuMeter(os.getpid(), 1.0 + plan.warmup, plan.window)  # the client processes
                         samples, _ = run(plan, processes=min(args.processes, clients))
                         done = [s for s in samples if s.end is not None and plan.warmup <= s.end]
                         good = [s.latency_ms for s in done if s.ok and s.start >= plan.warmup]
                         rates.append(sum(s.ok for s in done) / args.overhead_window)
                         cells += [f"{rates[-1]:.0f}", f"{quantile(good, 0.5):.1f}", f"{quantile(good, 0.99):.1f}",
-                                  str(sum(not s.ok for s in done)), f"{busy.share():.0%}"]
+                                  str(sum(not s.ok for s in done)), f"{busy.share():.0%} / {load.share():.0%}"]
                     cells.append(f"{rates[0] / rates[1]:.2f}x" if rates[1] else "-")
                     rows.append(cells)
                     print("  (a)", " ".join(cells), flush=True)
@@ -185,8 +186,8 @@ def overhead(args: argparse.Namespace) -> str:
                                           rates[0] / rates[1], 1.0 if stream else 0.5))
         finally:
             bare.stop()
-    return table(["mode", "clients", "llmsim req/s", "p50 ms", "p99 ms", "errors", "server CPU", "bare req/s",
-                  "p50 ms", "p99 ms", "errors", "server CPU", "llmsim/bare"], rows) + "\n" + "\n".join(goals)
+    return table(["mode", "clients", "llmsim req/s", "p50 ms", "p99 ms", "errors", "CPU server/load", "bare req/s",
+                  "p50 ms", "p99 ms", "errors", "CPU server/load", "llmsim/bare"], rows) + "\n" + "\n".join(goals)
 
 
 def fidelity(args: argparse.Namespace, model: str, levels: list[int]) -> tuple[str, int]:
@@ -237,6 +238,25 @@ def _levels(args: argparse.Namespace, url: str, pid: int, body: dict[str, object
             knee = max(knee, streams)
         print(f"  {label}{url}:", streams, "streams done", flush=True)
     return rows, knee
+
+
+def in_process(args: argparse.Namespace) -> str:
+    """CPU per request through the WSGI app in this process (no sockets, no gunicorn): the app's own cost. The
+    seeds cycle, so each run makes the same answers."""
+    from llmsim.app import create_app
+    from llmsim.config import Settings
+
+    client = create_app(Settings(speed=0, store_max_entries=1000)).test_client()
+    lines = []
+    for stream in (False, True):
+        body = {"model": args.overhead_model, "input": PROMPT, "stream": stream}
+        for rounds in (100, args.in_process_requests):  # the first round warms the caches up
+            started = time.process_time()
+            for i in range(rounds):
+                client.post("/v1/responses", json=body, headers={"X-LLMSim-Seed": str(i % 64)}).get_data()
+            spent = (time.process_time() - started) / rounds
+        lines.append(f"  in process: {'stream' if stream else 'JSON'} {spent * 1000:.2f} ms CPU per request")
+    return "\n".join(lines)
 
 
 def memory(args: argparse.Namespace) -> str:
@@ -316,6 +336,8 @@ def main() -> None:
                         help="(b)/(c)'s stream reader: raw asyncio sockets (cheap) or aiohttp, to compare them")
     parser.add_argument("--knee-bare", action="store_true",
                         help="(c) also paces bench/bare.py's replayed frames: the stack's floor, no LLMSim work")
+    parser.add_argument("--in-process-requests", type=int, default=2000, help="requests per mode of (a)'s in-process "
+                        "figure")
     parser.add_argument("--memory-responses", type=int, default=300, help="responses stored in part (d)")
     parser.add_argument("--server-cpu", type=int, default=0, help="the core the servers run on (-1: any)")
     parser.add_argument("--client-cpu", type=int, default=1, help="the core the load runs on (-1: any)")
@@ -328,7 +350,8 @@ def main() -> None:
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 65536)), hard))
     out = [f"machine at the start: {machine()}"]
     if args.part in ("a", "all"):
-        out.append("(a) speed 0: LLMSim against a bare endpoint on the same gunicorn+gevent server\n" + overhead(args))
+        out.append("(a) speed 0: LLMSim against a bare endpoint on the same gunicorn+gevent server\n" + overhead(args)
+                   + "\n" + in_process(args))
     if args.part in ("b", "all"):
         text, _ = fidelity(args, args.model, args.streams)
         out.append(f"(b) speed 1: timing fidelity of {args.model} (configured = the profile's quantiles; TTFT adds "

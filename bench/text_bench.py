@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from llmsim.backends.base import Prompt, TextDelta, Turn  # noqa: E402
+from llmsim.backends.base import Prompt, TextDelta, TextRun, Turn  # noqa: E402
 from llmsim.backends.sim.backend import SimBackend  # noqa: E402
 from llmsim.config import DEFAULT_PROFILES_DIR  # noqa: E402
 from llmsim.timing.profiles import load_catalog  # noqa: E402
@@ -42,7 +42,7 @@ def measure(mode: str, verbosity: str, rounds: int) -> tuple[float, float]:
     for _ in range(rounds):
         start = time.perf_counter()
         for prompt in prompts:
-            produced.append(sum(d.tokens for d in backend.generate(prompt) if isinstance(d, TextDelta)))
+            produced.append(sum(d.tokens for d in backend.generate(prompt) if isinstance(d, (TextDelta, TextRun))))
         timings.append((time.perf_counter() - start) / len(prompts) * 1e6)
     return statistics.median(timings), statistics.fmean(produced)
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from llmsim import ids
-from llmsim.backends.base import Backend, Delta, Finish, Prompt, Usage
+from llmsim.backends.base import Backend, Delta, Finish, Prompt, Usage, expand
 from llmsim.backends.relay import Exchange, Relayed
 from llmsim.chaos.faults import Admission
 from llmsim.chaos.scenarios import Player, ScenarioMoved
@@ -103,7 +103,7 @@ class Pipeline:
                                           request.stream_options.include_obfuscation is not False),
         )
         record = StoredResponse(response, items, history, owner=owner)
-        deltas = admission.deltas(self.generate(prompt, speed) if generate else
+        deltas = admission.deltas(self.generate(prompt, speed, runs=True) if generate else
                                   iter([Finish("stop", Usage(prompt.input_tokens, 0))]))
         if request.background:
             return self._background(builder, deltas, record, request.stream)
@@ -130,9 +130,11 @@ class Pipeline:
         admission.stream_fault = scripted_fault or admission.stream_fault
         return directed, admission
 
-    def generate(self, prompt: Prompt, speed: float | None = None) -> Iterator[Delta]:
-        """The backend's deltas: every transport (Responses, Chat Completions) comes through this one call."""
-        return self.pacer.pace(self.backend.generate(prompt), prompt, speed)  # speed: None = the server's
+    def generate(self, prompt: Prompt, speed: float | None = None, runs: bool = False) -> Iterator[Delta]:
+        """The backend's deltas: every transport (Responses, Chat Completions) comes through this one call.
+        `runs`: the caller takes TextRuns (the event builder does); else each comes as its TextDeltas."""
+        deltas = self.pacer.pace(self.backend.generate(prompt), prompt, speed)  # speed: None = the server's
+        return deltas if runs else expand(deltas)
 
     def item_finder(self, owner: str) -> Callable[[str], dict[str, Any] | None]:
         """`item_reference` (and items sent back by id) resolve among the stored responses of the caller's scope."""
@@ -262,7 +264,11 @@ class Pipeline:
                 stream: bool) -> Iterator[SerializedEvent]:
         """The serialized events (only the types when not streaming: nobody reads the data)."""
         log = DeltaLog()
+        builder.render = stream  # this loop takes the text deltas the builder serializes itself
         for event in builder.run(log.recording(deltas)):
+            if type(event) is tuple:  # a text delta the builder serialized itself
+                yield event
+                continue
             kind = event["type"]
             if kind in TERMINAL:  # settled before the client can see the end: nothing completed is lost
                 self._add_turn(record.input_items, builder.response)

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from llmsim.backends.base import Finish, TextDelta, Usage
+from llmsim.backends.base import Finish, TextDelta, TextRun, Usage, expand
 from llmsim.responses.events import Entropy, EventBuilder, dumps, dumps_event
 
 TRICKY = ["Hi", ' "quoted"', "back\\slash", "tab\tnew\nline", "ctrl\x01\x1f", "déjà vu ✓", " 🙂", "</script>", ""]
@@ -46,6 +46,32 @@ def test_a_delta_with_logprobs_or_other_keys_is_still_exact() -> None:
     assert dumps_event(event) == json.dumps(event, separators=(",", ":"), ensure_ascii=False)
     extra = {**event, "logprobs": [], "stream_id": "s"}
     assert dumps_event(extra) == json.dumps(extra, separators=(",", ":"), ensure_ascii=False)
+
+
+def sent(deltas: list[Any], **options: bool) -> tuple[list[tuple[str, str]], dict[str, Any]]:
+    """The serialized events as the pipeline sends a stream: the builder's own, else through dumps_event."""
+    builder = EventBuilder(start(), entropy=Fixed(7), **options)
+    out = [event if isinstance(event, tuple) else (event["type"], dumps_event(event))
+           for event in builder.run(iter([*deltas, Finish("stop", Usage(3, 9))]))]
+    return out, builder.response
+
+
+@pytest.mark.parametrize("obfuscate", [False, True])
+@pytest.mark.parametrize("split", [0, 1, 4])
+def test_a_text_run_is_sent_as_its_text_deltas_would_be(obfuscate: bool, split: int) -> None:
+    """Rendered by the builder, without a dict per delta: the bytes, sequence numbers and response of the deltas
+    one by one. `split`: that many deltas come alone first (the message is open when the runs come)."""
+    chunks = tuple((text, 1) for text in TRICKY)
+    runs = [*(TextDelta(text) for text, _ in chunks[:split]), TextRun(chunks[split:5], 5 - split),
+            TextRun((), 0), TextRun(chunks[5:], len(chunks) - 5)]
+    one_by_one, response = sent(list(expand(iter(runs))), obfuscate=obfuscate)
+    rendered, rendered_response = sent(runs, obfuscate=obfuscate, render=True)
+    assert rendered == one_by_one and rendered_response == response
+    assert sum(kind == "response.output_text.delta" for kind, _ in rendered) == len(TRICKY)
+    assert [json.loads(data)["sequence_number"] for _, data in rendered] == list(range(len(rendered)))
+    quiet, quiet_response = sent(runs, obfuscate=obfuscate, quiet=True, render=True)
+    assert quiet_response == response
+    assert [kind for kind, _ in quiet] == [kind for kind, _ in one_by_one if kind != "response.output_text.delta"]
 
 
 def test_a_quiet_builder_makes_the_same_response_without_text_events() -> None:

@@ -9,7 +9,7 @@ import httpx
 
 from llmsim.pytest_plugin import LLMSim
 
-LONG = "word " * 30_000  # ~30,000 tokens: a long answer at speed 0 still takes the worker a while
+LONG = "word " * 400_000  # a long answer at speed 0 still takes the worker a while (~0.3 s, most of it tokenizing)
 
 
 def test_a_long_answer_does_not_hold_up_a_short_one(llmsim: LLMSim) -> None:

@@ -11,7 +11,7 @@ import httpx
 import openai
 import pytest
 
-from llmsim.backends.base import (Delta, Finish, ReasoningDelta, TextAnnotation, TextDelta, ToolArgsDelta,
+from llmsim.backends.base import (Delta, Finish, ReasoningDelta, TextAnnotation, TextDelta, TextRun, ToolArgsDelta,
                                   ToolCallStart, ToolItem, Usage)
 from llmsim.responses.events import Entropy, EventBuilder, dumps
 from llmsim.responses.replay import DeltaLog, Replay
@@ -56,6 +56,18 @@ def test_every_delta_kind_replays_byte_for_byte(options: dict[str, bool]) -> Non
     assert len(sent) > 30 and replayed == sent
     assert any('"obfuscation"' in data for _, data in sent) is bool(options)
     assert any('"encrypted_content"' in data for _, data in sent) is bool(options)
+
+
+@pytest.mark.parametrize("obfuscate", [False, True])
+def test_text_runs_sent_as_the_builder_renders_them_replay_byte_for_byte(obfuscate: bool) -> None:
+    deltas = [ReasoningDelta(summary="plan"), TextRun((("One", 1), (" two", 1), (' "3"', 2)), 4),
+              TextDelta("!", logprobs=[LOGPROB]), TextRun(((" and ✓", 2),), 2), Finish("stop", Usage(3, 9))]
+    builder = EventBuilder(start(), entropy=Entropy(), obfuscate=obfuscate, render=True)
+    log = DeltaLog()
+    sent = [event if isinstance(event, tuple) else (event["type"], dumps(event))
+            for event in builder.run(log.recording(iter(deltas)))]  # as the pipeline sends a stream
+    assert sum(kind == "response.output_text.delta" for kind, _ in sent) == 5
+    assert Replay(log, builder).events(builder.response) == sent
 
 
 def test_a_backend_failure_replays_as_the_same_failure() -> None:

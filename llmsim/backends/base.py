@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -82,6 +82,16 @@ class TextDelta:
 
 
 @dataclass(frozen=True)
+class TextRun:
+    """Consecutive text deltas made at once (text without logprobs, its chunks known up front): one delta
+    through the layers that only pass, count or record deltas, where each of its chunks would cost every
+    layer a step. Where a chunk must stand alone (pacing, a stream fault, Chat Completions), `expand`."""
+
+    chunks: tuple[tuple[str, int], ...]  # each delta's text and the tokens it stands for
+    tokens: int
+
+
+@dataclass(frozen=True)
 class ToolCallStart:
     """A call the client runs: kind `function_call` (arguments stream) or `custom_tool_call` (input streams)."""
 
@@ -129,7 +139,17 @@ class TextAnnotation:
     annotation: dict[str, Any]
 
 
-Delta = ReasoningDelta | TextDelta | ToolCallStart | ToolArgsDelta | ToolItem | TextAnnotation | Finish
+Delta = ReasoningDelta | TextDelta | TextRun | ToolCallStart | ToolArgsDelta | ToolItem | TextAnnotation | Finish
+
+
+def expand(deltas: Iterable[Delta]) -> Iterator[Delta]:
+    """`deltas` with each TextRun as the TextDeltas it stands for."""
+    for delta in deltas:
+        if type(delta) is TextRun:
+            for text, tokens in delta.chunks:
+                yield TextDelta(text, tokens)
+        else:
+            yield delta
 
 
 class Backend(Protocol):

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from llmsim.backends.base import Delta, Finish
+from llmsim.backends.base import Delta, Finish, expand
 from llmsim.chaos.ratelimit import RateLimitConfig, duration, retry_after_headers
 from llmsim.config import Settings
 from llmsim.errors import APIError
@@ -389,7 +389,9 @@ class Admission:
     meter: Meter | None = None
 
     def deltas(self, deltas: Iterator[Delta]) -> Iterator[Delta]:
-        if self.stream_fault is not None or self.on_finish is not None:  # else nothing to do per delta
+        if self.stream_fault is not None:  # it counts the tokens as the client gets them: one by one
+            deltas = self._deltas(expand(deltas))
+        elif self.on_finish is not None:  # else nothing to do per delta
             deltas = self._deltas(deltas)
         return self.meter.deltas(deltas) if self.meter else deltas
 

@@ -46,7 +46,8 @@ class Meter:
                  pricing: Pricing | None = None, entry: dict[str, Any] | None = None,
                  started: float | None = None) -> None:
         self.metrics = metrics
-        self.model = metrics.model_label(model)
+        self.series = metrics.series(model)
+        self.model = self.series.model
         self.stream = stream
         self.pricing = pricing
         self.entry = entry  # the request log's entry (llmsim/api/chaos.py): the dashboard's row
@@ -75,7 +76,7 @@ class Meter:
         return self._timed(events)
 
     def _timed(self, events: Iterator[SerializedEvent]) -> Iterator[SerializedEvent]:
-        running = self.metrics.running.labels(self.model)
+        running = self.series.running
         running.inc()
         first: float | None = None
         last = 0.0
@@ -111,7 +112,7 @@ class Meter:
         return self._timed_chunks(chunks, Tally(CHAT_TOKEN if chat else DELTA_EVENT), roles)
 
     def _timed_chunks(self, chunks: Iterator[bytes], tally: Tally, roles: Tally | None) -> Iterator[bytes]:
-        running = self.metrics.running.labels(self.model)
+        running = self.series.running
         running.inc()
         first: float | None = None
         last = 0.0
@@ -141,28 +142,28 @@ class Meter:
         if self.closed:
             return
         self.closed = True
-        m, model = self.metrics, self.model
+        m, series = self.metrics, self.series
         end = time.perf_counter()
-        m.e2e.labels(model).observe(end - self.started)
+        series.e2e.observe(end - self.started)
         ttft = None
         if self.stream and first is not None:
             ttft = first - self.started
-            m.ttft.labels(model).observe(ttft)
+            series.ttft.observe(ttft)
             if gaps is not None and gaps.values:
-                gaps.write(m.itl.labels(model))
-                m.tpot.labels(model).observe((last - first) / len(gaps.values))
+                gaps.write(series.itl)
+                series.tpot.observe((last - first) / len(gaps.values))
         reason = FINISHED.get(self.usage[-1].reason, "abort") if self.usage else "abort"
         prompt, output, reasoning, cached = self._tokens()
-        m.success.labels(model, reason).inc()
-        m.prompt_tokens.labels(model).inc(prompt)
-        m.generation_tokens.labels(model).inc(output)
-        m.request_prompt_tokens.labels(model).observe(prompt)
-        m.request_generation_tokens.labels(model).observe(output)
+        series.success(reason).inc()
+        series.prompt_tokens.inc(prompt)
+        series.generation_tokens.inc(output)
+        series.request_prompt_tokens.observe(prompt)
+        series.request_generation_tokens.observe(output)
         if reasoning:
-            m.reasoning_tokens.labels(model).inc(reasoning)
+            series.reasoning_tokens.inc(reasoning)
         if self.pricing is not None:
-            m.cost.labels(model).inc(self.pricing.cost({"input_tokens": prompt, "output_tokens": output,
-                                                        "input_tokens_details": {"cached_tokens": cached}}))
+            series.cost.inc(self.pricing.cost({"input_tokens": prompt, "output_tokens": output,
+                                               "input_tokens_details": {"cached_tokens": cached}}))
         if m.refresh is not None:
             m.refresh()
         if self.entry is not None:

@@ -8,6 +8,7 @@ histograms merged and live gauges count only live workers, whichever worker answ
 from __future__ import annotations
 
 import math
+import os
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -31,6 +32,21 @@ REQUEST_BUCKETS = (0.01, 0.05, 0.1, 0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0
                    60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0)
 TOKEN_BUCKETS = tuple(float(m * 10 ** e) for e in range(7) for m in (1, 2, 5))  # vLLM's 1-2-5 series
 
+_pid = [os.getpid()]  # this process's id, kept current across forks: prometheus-client asks for it on every update
+os.register_at_fork(after_in_child=lambda: _pid.__setitem__(0, os.getpid()))
+
+
+def _process_identifier() -> int:
+    return _pid[0]
+
+
+def _value_class() -> type:
+    """prometheus-client's value class for this process: in files when a multiprocess directory is set, with the
+    process id read from memory instead of a `getpid` call per update (a fork still changes it, and the files)."""
+    if current_dir() is None:
+        return values.MutexValue
+    return values.MultiProcessValue(process_identifier=_process_identifier)  # type: ignore[no-any-return]
+
 
 class Metrics:
     """Every metric of one app. In multiprocess mode the values live in files; otherwise in `registry`."""
@@ -39,7 +55,7 @@ class Metrics:
         self.multiprocess = current_dir() is not None
         # prometheus_client picks its value class (in memory, or mmapped files) when first imported, and the
         # server's master imports it before it makes the directory: pick again now that the choice is known.
-        values.ValueClass = values.get_value_class()
+        values.ValueClass = _value_class()
         self.registry = CollectorRegistry()
         r = self.registry
         model = ["model_name"]
@@ -81,6 +97,7 @@ class Metrics:
                                       registry=r, multiprocess_mode="livesum")
         self.refresh: Callable[[], None] | None = None  # sets the gauges that follow a request (store sizes)
         self._models: set[str] = set()
+        self._series: dict[str, Series] = {}
         self._lock = threading.Lock()
         self.queues = Queues(self)
         self.background_queue.set(0)  # a series from the start, so a scrape shows the gauge before any job
@@ -94,6 +111,16 @@ class Metrics:
                 self._models.add(name)
                 return name
         return OTHER_MODEL
+
+    def series(self, name: str) -> Series:
+        """The labelled series of model `name` (its `model_label`), kept: `labels` costs more than an update."""
+        found = self._series.get(name)
+        if found is None:
+            label = self.model_label(name)
+            found = self._series.get(label)
+            if found is None:
+                found = self._series[label] = Series(self, label)
+        return found
 
     def collecting_registry(self) -> CollectorRegistry:
         """What a scrape reads: every worker's files merged, or this process's values."""
@@ -115,6 +142,27 @@ class Metrics:
                 if not math.isnan(sample.value):
                     out.setdefault(sample.name, []).append((dict(sample.labels), sample.value))
         return out
+
+
+class Series:
+    """One model's children of the per-model metrics (`series.ttft` is `metrics.ttft.labels(model)`), each made
+    when first used, as `labels` makes it, so a scrape shows the same series."""
+
+    def __init__(self, metrics: Metrics, model: str) -> None:
+        self._metrics = metrics
+        self.model = model
+        self._success: dict[str, Any] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        child = getattr(self._metrics, name).labels(self.model)
+        setattr(self, name, child)
+        return child
+
+    def success(self, reason: str) -> Any:
+        child = self._success.get(reason)
+        if child is None:
+            child = self._success[reason] = self._metrics.success.labels(self.model, reason)
+        return child
 
 
 class Queues:

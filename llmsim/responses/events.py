@@ -28,6 +28,7 @@ from llmsim.backends.base import (
     ReasoningDelta,
     TextAnnotation,
     TextDelta,
+    TextRun,
     ToolArgsDelta,
     ToolCallStart,
     ToolItem,
@@ -57,6 +58,7 @@ HOSTED = {
 }
 HOSTED_RESULTS = ("results", "outputs", "result", "output")  # null until the call completes
 STATUSED = {"web_search_call", "file_search_call", "code_interpreter_call", "image_generation_call", "mcp_call"}
+NO_LOGPROBS: list[dict[str, Any]] = []  # a TextRun's chunks have none: read, never changed
 STREAM_CHUNK = 24  # characters per delta of a built-in item's streamed field
 _URLSAFE = bytes.maketrans(b"+/", b"-_")  # base64.urlsafe_b64encode's alphabet, without its two calls per delta
 
@@ -90,11 +92,15 @@ class EventBuilder:
     """Feeds deltas into `response` (a Response dict) and yields the events a client sees."""
 
     def __init__(self, response: dict[str, Any], *, encrypted_reasoning: bool = False,
-                 obfuscate: bool = False, entropy: Entropy | None = None, quiet: bool = False) -> None:
+                 obfuscate: bool = False, entropy: Entropy | None = None, quiet: bool = False,
+                 render: bool = False) -> None:
         self.response = response
         self.encrypted_reasoning = encrypted_reasoning
         self.obfuscate = obfuscate
         self.quiet = quiet  # nobody reads the text deltas' events (a JSON answer): the response grows, no event
+        # The events are sent as they come: a TextRun's deltas come already serialized (a SerializedEvent, not an
+        # Event), the other events as dicts for `dumps_event`.
+        self.render = render
         self.entropy = entropy or Entropy()
         self.sequence = 0
         self.item: dict[str, Any] | None = None
@@ -102,7 +108,7 @@ class EventBuilder:
 
     # --- public -------------------------------------------------------------------------------
 
-    def run(self, deltas: Iterable[Delta]) -> Iterator[Event]:
+    def run(self, deltas: Iterable[Delta]) -> Iterator[Event | SerializedEvent]:
         """All events of one response: created, in_progress, items, then exactly one terminal event.
 
         A queued builder (see `queue`) has sent `response.created` already and starts at in_progress.
@@ -114,9 +120,26 @@ class EventBuilder:
         try:
             for delta in deltas:
                 item = self.item
-                if type(delta) is TextDelta and item is not None and item["type"] == "message":
-                    event = self._more_text(item, delta)  # most deltas: no generator per delta
-                    if event is not None:
+                kind = type(delta)
+                if kind is TextRun:  # a run's chunks in one loop here, not each through every layer
+                    chunks = delta.chunks  # type: ignore[union-attr]
+                    if not chunks:
+                        continue
+                    if item is None or item["type"] != "message":
+                        yield from self._text(TextDelta(*chunks[0]))  # opens the message
+                        item, chunks = self.item, chunks[1:]
+                    if self.quiet:  # nobody sees the chunks: the text grows once
+                        item["content"][0]["text"] += "".join([text for text, _ in chunks])  # type: ignore[index]
+                    elif self.render:
+                        yield from self._rendered_text(item, chunks)  # type: ignore[arg-type,misc]
+                    else:
+                        more = self._more_text
+                        for text, _ in chunks:
+                            yield more(item, text, NO_LOGPROBS)  # type: ignore[arg-type,misc]
+                    continue
+                if kind is TextDelta and item is not None and item["type"] == "message":
+                    event = self._more_text(item, delta.text, delta.logprobs)  # type: ignore[union-attr]
+                    if event is not None:  # most deltas: no generator per delta
                         yield event
                     continue
                 yield from self.feed(delta)
@@ -134,6 +157,9 @@ class EventBuilder:
             yield from self._reasoning(delta)
         elif isinstance(delta, TextDelta):
             yield from self._text(delta)
+        elif isinstance(delta, TextRun):
+            for text, tokens in delta.chunks:
+                yield from self._text(TextDelta(text, tokens))
         elif isinstance(delta, ToolCallStart):
             yield from self._close()
             yield from self._open_call(delta)
@@ -242,21 +268,35 @@ class EventBuilder:
             item["content"].append(part)
             yield self._event("response.content_part.added", item_id=item["id"], output_index=self._index,
                               content_index=0, part=dict(part, annotations=[], logprobs=[]))
-        event = self._more_text(item, delta)
+        event = self._more_text(item, delta.text, delta.logprobs)
         if event is not None:
             yield event
 
-    def _more_text(self, item: dict[str, Any], delta: TextDelta) -> Event | None:
-        """The open message's text grows by `delta`: its event, or None when the builder is quiet."""
+    def _rendered_text(self, item: dict[str, Any], chunks: tuple[tuple[str, int], ...]) -> Iterator[SerializedEvent]:
+        """A run's text deltas, serialized as `dumps_event` writes them, without a dict each: what is the same
+        for all of them (the item, its index) is written once."""
         part = item["content"][0]
-        part["text"] += delta.text
-        if delta.logprobs:
-            part["logprobs"].extend(delta.logprobs)
+        head = f'{{"type":"{TEXT_DELTA}","sequence_number":'
+        middle = f',"item_id":{_string(item["id"])},"output_index":{self._index:d},"content_index":0,"delta":'
+        obfuscation = self.entropy.obfuscation if self.obfuscate else None
+        for text, _ in chunks:
+            part["text"] += text
+            sequence = self.sequence
+            self.sequence = sequence + 1
+            tail = f',"logprobs":[],"obfuscation":{_string(obfuscation())}}}' if obfuscation else ',"logprobs":[]}'
+            yield TEXT_DELTA, f"{head}{sequence:d}{middle}{_string(text)}{tail}"
+
+    def _more_text(self, item: dict[str, Any], text: str, logprobs: list[dict[str, Any]]) -> Event | None:
+        """The open message's text grows by `text`: its event, or None when the builder is quiet."""
+        part = item["content"][0]
+        part["text"] += text
+        if logprobs:
+            part["logprobs"].extend(logprobs)
         if self.quiet:
             return None
         event = {"type": TEXT_DELTA, "sequence_number": self.sequence, "item_id": item["id"],
-                 "output_index": self._index, "content_index": 0, "delta": delta.text,
-                 "logprobs": event_logprobs(delta.logprobs) if delta.logprobs else []}
+                 "output_index": self._index, "content_index": 0, "delta": text,
+                 "logprobs": event_logprobs(logprobs) if logprobs else []}
         self.sequence += 1
         if self.obfuscate:
             event["obfuscation"] = self.entropy.obfuscation()

@@ -15,9 +15,9 @@ from array import array
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from llmsim.backends.base import (Delta, Finish, ReasoningDelta, TextAnnotation, TextDelta, ToolArgsDelta,
+from llmsim.backends.base import (Delta, Finish, ReasoningDelta, TextAnnotation, TextDelta, TextRun, ToolArgsDelta,
                                   ToolCallStart, ToolItem, Usage)
-from llmsim.responses.events import Entropy, EventBuilder, SerializedEvent, dumps, dumps_event
+from llmsim.responses.events import NO_LOGPROBS, Entropy, EventBuilder, SerializedEvent, dumps, dumps_event
 
 TEXT, REASONING, SUMMARY, ARGS, OTHER = "T", "R", "S", "A", "O"
 
@@ -55,7 +55,7 @@ class DeltaLog:
         self.others: list[Delta] = []
         self.logprobs: list[list[dict[str, Any]]] | None = None  # per text piece, only when any has some
         self.failure: str | None = None
-        self._pieces: list[tuple[str, str, list[dict[str, Any]]]] | None = []
+        self._pieces: list[tuple[str, str, list[dict[str, Any]]] | TextRun] | None = []
 
     def recording(self, deltas: Iterable[Delta]) -> Iterator[Delta]:
         """`deltas` passed through, each noted; `seal` when they are done."""
@@ -67,6 +67,8 @@ class DeltaLog:
                 kind = type(delta)
                 if kind is TextDelta:
                     pieces.append((TEXT, delta.text, delta.logprobs))  # type: ignore[union-attr]
+                elif kind is TextRun:
+                    pieces.append(delta)  # type: ignore[arg-type]  # kept whole: `seal` packs it in one go
                 elif kind is ToolArgsDelta:
                     pieces.append((ARGS, delta.text, []))  # type: ignore[union-attr]
                 elif kind is ReasoningDelta and delta.text and not delta.summary:  # type: ignore[union-attr]
@@ -84,11 +86,25 @@ class DeltaLog:
     def seal(self) -> DeltaLog:
         """Pack what was recorded into its compact form."""
         pieces, self._pieces = self._pieces or [], None
-        self.kinds = "".join(kind for kind, _, _ in pieces)
-        self.lengths = array("I", (len(text) for kind, text, _ in pieces if kind != OTHER))
-        self.text = "".join(text for _, text, _ in pieces)
-        if any(logprobs for _, _, logprobs in pieces):
-            self.logprobs = [logprobs for kind, _, logprobs in pieces if kind != OTHER]
+        kinds: list[str] = []
+        texts: list[str] = []
+        logprobs: list[list[dict[str, Any]]] = []
+        for piece in pieces:
+            if type(piece) is TextRun:
+                kinds.append(TEXT * len(piece.chunks))
+                texts += [text for text, _ in piece.chunks]
+                logprobs += [NO_LOGPROBS] * len(piece.chunks)
+                continue
+            kind, text, said = piece  # type: ignore[misc]
+            kinds.append(kind)
+            if kind != OTHER:
+                texts.append(text)
+                logprobs.append(said)
+        self.kinds = "".join(kinds)
+        self.lengths = array("I", map(len, texts))
+        self.text = "".join(texts)
+        if any(logprobs):
+            self.logprobs = logprobs
         return self
 
     def deltas(self) -> Iterator[Delta]:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Protocol
 
-from llmsim.backends.base import Delta, Prompt, ReasoningDelta, TextDelta, ToolArgsDelta
+from llmsim.backends.base import Delta, Prompt, ReasoningDelta, TextDelta, ToolArgsDelta, expand
 from llmsim.timing import waits
 from llmsim.timing.latency import Concurrency, Timing
 
@@ -100,7 +100,7 @@ class Pacer:
         assert timing is not None
         load = self._load(prompt.profile.id, timing)
         rng = random.Random(f"llmsim-pacing:{prompt.seed}") if prompt.seed is not None else random.Random()
-        return self._paced(deltas, timing, load, rng, speed, prompt.input_tokens, self.clock())
+        return self._paced(expand(deltas), timing, load, rng, speed, prompt.input_tokens, self.clock())
 
     def _load(self, name: str, timing: Timing) -> ModelLoad:
         """The model's shared load; only models with a concurrency limit have one (any name could come)."""

@@ -23,6 +23,7 @@ from llmsim.backends.base import (
     ReasoningDelta,
     TextAnnotation,
     TextDelta,
+    TextRun,
     ToolArgsDelta,
     ToolCallStart,
     ToolItem,
@@ -40,6 +41,7 @@ SUMMARY_SHARE = {"concise": 0.05, "auto": 0.10, "detailed": 0.15}
 LENGTH_RANGE = {"low": (12, 60), "medium": (30, 160), "high": (90, 400)}
 JSON_OBJECT = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
 REASONING_CHUNK = 16  # hidden reasoning tokens per delta: fine enough for pacing, cheap to emit
+RUN_CHUNKS = 256  # text deltas per TextRun: a long answer still comes in pieces the worker takes turns between
 
 
 
@@ -97,7 +99,10 @@ class SimBackend:
                 answer = says[id(step)]
                 visible = answer if left is None else answer.truncated(max(0, left - spent))
                 truncated = truncated or visible.tokens < answer.tokens
-                yield from self._stream_text(visible, rng, prompt)
+                if prompt.logprobs:
+                    yield from self._stream_text(visible, rng, prompt)
+                else:
+                    yield from _runs(visible.chunks)
                 written = visible.text
                 for note in step.annotations:
                     if note.get("end_index", note.get("index", 0)) <= len(written):
@@ -164,6 +169,12 @@ class SimBackend:
                 logprobs = [{"token": piece, "logprob": logprob, "bytes": list(piece.encode()),
                              "top_logprobs": alternatives}]
             yield TextDelta(text=piece, tokens=count, logprobs=logprobs)
+
+
+def _runs(chunks: list[tuple[str, int]]) -> Iterator[TextRun]:
+    for start in range(0, len(chunks), RUN_CHUNKS):
+        run = tuple(chunks[start:start + RUN_CHUNKS])
+        yield TextRun(run, sum(tokens for _, tokens in run))
 
 
 _ALTERNATIVES = [" the", " a", " and", " of", " to", " in", " is", " that", " it", " for", " as", " with",

@@ -6,6 +6,7 @@ Plain regular expressions and a stop-word list: cheap, deterministic, good enoug
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Literal
@@ -76,7 +77,11 @@ class Intent:
 
 
 def read(question: str) -> Intent:
-    text = question[:MAX_SCAN_CHARS]
+    return _read(question[:MAX_SCAN_CHARS])
+
+
+@functools.lru_cache(maxsize=256)  # agents and benchmarks ask the same questions again; at most ~0.5 MB of keys
+def _read(text: str) -> Intent:
     topics = key_nouns(text)
     if _CODE.search(text):
         return Intent("code", topics, _language(text), function_name=_function_words(text, topics))
