@@ -87,9 +87,14 @@ def install(app: Flask, found: Metrics, pipeline: Pipeline) -> None:
     @app.after_request
     def _count(response: Response) -> Response:
         endpoint = _endpoint()
-        if endpoint is None:
-            return response
-        found.requests.labels(endpoint, str(response.status_code)).inc()
-        if request.method != "GET":
-            update_gauges()
+        if endpoint is not None:
+            answered(found, pipeline, endpoint, request.method, response.status_code)
         return response
+
+
+def answered(found: Metrics, pipeline: Pipeline, endpoint: str, method: str, status: int) -> None:
+    """An API request answered: counted by endpoint and status; one that may have stored something updates the
+    store gauges."""
+    found.requests.labels(endpoint, str(status)).inc()
+    if method != "GET":
+        store_gauges(found, pipeline)
