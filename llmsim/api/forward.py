@@ -21,12 +21,14 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from flask import Flask, Response, jsonify
-from werkzeug.datastructures import EnvironHeaders
+from werkzeug.datastructures import EnvironHeaders, Headers
+from werkzeug.http import HTTP_STATUS_CODES
 
 from llmsim.api import PREFIXES, chaos, decode, relay, stamp, writes
 from llmsim.api import metrics as api_metrics
 from llmsim.api.http import SPEED_HEADER
-from llmsim.backends.relay import ENDPOINTS, Exchange
+from llmsim.api.sse import SSE_HEADERS
+from llmsim.backends.relay import ENDPOINTS, Exchange, Relayed
 from llmsim.errors import APIError, internal_error
 from llmsim.services import Services
 from llmsim.timing import waits
@@ -36,7 +38,24 @@ log = logging.getLogger("llmsim")
 ROUTES = {f"{prefix}/{endpoint}": endpoint for prefix in PREFIXES for endpoint in ENDPOINTS}
 SPEED_KEY = "HTTP_" + SPEED_HEADER.upper().replace("-", "_")
 
+SSE_TYPE = "text/event-stream; charset=utf-8"  # as Flask writes it
+
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+
+class Passthrough:
+    """A relayed stream's answer: its status and headers, then the upstream's bytes as they come, handed to the
+    server as they are (no response object, no layer per chunk)."""
+
+    def __init__(self, relayed: Relayed) -> None:
+        self.status_code = relayed.status
+        self.headers = Headers({"Content-Type": SSE_TYPE, **SSE_HEADERS, **relayed.headers})
+        self.chunks = relayed.chunks
+
+    def __call__(self, _environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        reason = HTTP_STATUS_CODES.get(self.status_code, "UNKNOWN").upper()
+        start_response(f"{self.status_code} {reason}", self.headers.to_wsgi_list())
+        return self.chunks  # type: ignore[return-value]
 
 
 def applies(app: Flask) -> bool:
@@ -79,7 +98,7 @@ class Forwarding:
             return None
         return int(length)
 
-    def _answer(self, endpoint: str, environ: dict[str, Any], length: int) -> Response:
+    def _answer(self, endpoint: str, environ: dict[str, Any], length: int) -> Response | Passthrough:
         waits.watch(environ.get("gunicorn.socket"))
         try:
             body = decode.loads(environ["wsgi.input"].read(length))
@@ -89,6 +108,8 @@ class Forwarding:
             relayed = self.pipeline.relay(Exchange(endpoint, body), admission, raw=True)
             if relayed is None:  # a proxy always answers; this would be a bug
                 raise RuntimeError("the proxy backend gave no answer")
+            if relayed.chunks is not None:
+                return Passthrough(relayed)
             return relay.http_response(relayed, named_events=endpoint == "responses")
         except ClientGone:
             return Response(chaos.cut())
