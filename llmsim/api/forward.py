@@ -85,7 +85,8 @@ class Forwarding:
         with self.app.app_context():  # `g` for the gate's per-request notes, as on the app's path
             response = self._answer(endpoint, environ, length)
             stamp.stamp(response.headers, request_id, started)
-            api_metrics.answered(self.metrics, self.pipeline, f"/{endpoint}", "POST", response.status_code)
+            streamed = isinstance(response, Passthrough)  # stored as it ends: its Meter updates the gauges then
+            api_metrics.answered(self.metrics, self.pipeline, f"/{endpoint}", response.status_code, not streamed)
             chaos.answered(self.chaos, response.headers, response.status_code)
         return response(environ, start_response)
 

@@ -88,13 +88,13 @@ def install(app: Flask, found: Metrics, pipeline: Pipeline) -> None:
     def _count(response: Response) -> Response:
         endpoint = _endpoint()
         if endpoint is not None:
-            answered(found, pipeline, endpoint, request.method, response.status_code)
+            answered(found, pipeline, endpoint, response.status_code, gauges=request.method != "GET")
         return response
 
 
-def answered(found: Metrics, pipeline: Pipeline, endpoint: str, method: str, status: int) -> None:
-    """An API request answered: counted by endpoint and status; one that may have stored something updates the
-    store gauges."""
+def answered(found: Metrics, pipeline: Pipeline, endpoint: str, status: int, gauges: bool) -> None:
+    """An API request answered: counted by endpoint and status. `gauges`: it may have stored something, so the
+    store gauges are brought up to date."""
     found.requests.labels(endpoint, str(status)).inc()
-    if method != "GET":
+    if gauges:
         store_gauges(found, pipeline)

@@ -38,6 +38,14 @@ STREAM_HEADERS = {"Accept": "text/event-stream", "Accept-Encoding": "identity", 
 JSON_HEADERS = {"Accept": "application/json", "Content-Type": "application/json"}
 
 
+def upstream_pool() -> urllib3.PoolManager:
+    """The upstream connections. urllib3 sets TCP_NODELAY: a request's headers and body go out as two writes,
+    and Nagle would hold the body back until the upstream's delayed ACK (tens of ms on a busy keep-alive
+    connection)."""
+    return urllib3.PoolManager(maxsize=IDLE_CONNECTIONS, block=False, retries=False,
+                               timeout=urllib3.Timeout(connect=CONNECT_TIMEOUT, read=READ_TIMEOUT))
+
+
 class ProxyBackend:
     name = "proxy"
 
@@ -47,10 +55,7 @@ class ProxyBackend:
         self._auth = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.writer = writer
         self.on_record = on_record  # replay's `--on-miss proxy` adds what was recorded to its library
-        # urllib3 sets TCP_NODELAY: a request's headers and body go out as two writes, and Nagle would hold
-        # the body back until the upstream's delayed ACK (tens of ms on a busy keep-alive connection).
-        self.pool = urllib3.PoolManager(maxsize=IDLE_CONNECTIONS, block=False, retries=False,
-                                        timeout=urllib3.Timeout(connect=CONNECT_TIMEOUT, read=READ_TIMEOUT))
+        self.pool = upstream_pool()
 
     @classmethod
     def from_settings(cls, settings: Settings, **options: object) -> ProxyBackend:
