@@ -1,9 +1,9 @@
 """The floor of an HTTP hop: the cheapest forwarder on LLMSim's stack, for bench/proxy_bench.py.
 
 A bare WSGI app on the same gunicorn + gevent worker as LLMSim (llmsim.server.Worker) that sends each request's
-body, unread, to the upstream through the same urllib3 pool as `--backend proxy` (its timeouts included) and
-hands the upstream's bytes back as they arrive: no JSON, no validation, no faults, metrics or store. What it
-costs is what any Python hop costs here; what LLMSim's proxy costs above it is LLMSim's own.
+body, unread, to the upstream through the same urllib3 pool as `--backend proxy` (without its timeouts: the
+cheapest) and hands the upstream's bytes back as they arrive: no JSON, no validation, no faults, metrics or
+store. What it costs is what any Python hop costs here; what LLMSim's proxy costs above it is LLMSim's own.
 
 `python bench/bare_forwarder.py PORT UPSTREAM_URL WORKERS`
 """
@@ -24,8 +24,8 @@ KEPT = ("content-type", "cache-control")
 
 
 def forwarder(upstream: str) -> Callable[..., Iterable[bytes]]:
-    pool = upstream_pool()  # the proxy's own: the same pool, limits and timeouts
-    base = upstream.rstrip("/")
+    pool = upstream_pool(upstream, timeout=None)  # the proxy's, without its timeouts
+    base = urllib3.util.parse_url(upstream).path or ""
 
     def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
