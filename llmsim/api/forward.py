@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from flask import Flask, Response, jsonify
-from werkzeug.datastructures import EnvironHeaders, Headers
+from werkzeug.datastructures import EnvironHeaders
 from werkzeug.http import HTTP_STATUS_CODES
 
 from llmsim.api import PREFIXES, chaos, decode, relay, stamp, writes
@@ -38,7 +38,9 @@ log = logging.getLogger("llmsim")
 ROUTES = {f"{prefix}/{endpoint}": endpoint for prefix in PREFIXES for endpoint in ENDPOINTS}
 SPEED_KEY = "HTTP_" + SPEED_HEADER.upper().replace("-", "_")
 
-SSE_TYPE = "text/event-stream; charset=utf-8"  # as Flask writes it
+# a relayed stream's own headers, lower-case as the relayed ones (kept_headers) and the x-ratelimit ones are
+SSE = {"content-type": "text/event-stream; charset=utf-8",
+       **{name.lower(): value for name, value in SSE_HEADERS.items()}}
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
@@ -49,12 +51,12 @@ class Passthrough:
 
     def __init__(self, relayed: Relayed) -> None:
         self.status_code = relayed.status
-        self.headers = Headers({"Content-Type": SSE_TYPE, **SSE_HEADERS, **relayed.headers})
+        self.headers = {**SSE, **relayed.headers}
         self.chunks = relayed.chunks
 
     def __call__(self, _environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         reason = HTTP_STATUS_CODES.get(self.status_code, "UNKNOWN").upper()
-        start_response(f"{self.status_code} {reason}", self.headers.to_wsgi_list())
+        start_response(f"{self.status_code} {reason}", list(self.headers.items()))
         return self.chunks  # type: ignore[return-value]
 
 
@@ -102,11 +104,12 @@ class Forwarding:
     def _answer(self, endpoint: str, environ: dict[str, Any], length: int) -> Response | Passthrough:
         waits.watch(environ.get("gunicorn.socket"))
         try:
-            body = decode.loads(environ["wsgi.input"].read(length))
+            raw = environ["wsgi.input"].read(length)
+            body = decode.loads(raw)
             if not isinstance(body, dict):
                 raise APIError("Invalid request body: expected a JSON object.", code="invalid_type")
             admission = relay.admit(endpoint, body, EnvironHeaders(environ))
-            relayed = self.pipeline.relay(Exchange(endpoint, body), admission, raw=True)
+            relayed = self.pipeline.relay(Exchange(endpoint, body, raw), admission, raw=True)
             if relayed is None:  # a proxy always answers; this would be a bug
                 raise RuntimeError("the proxy backend gave no answer")
             if relayed.chunks is not None:

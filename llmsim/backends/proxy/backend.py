@@ -76,8 +76,8 @@ class ProxyBackend:
         order, started = time.time_ns(), time.monotonic()
         try:
             response = self.pool.urlopen("POST", f"{self.path}/{exchange.endpoint}",
-                                         body=json.dumps(exchange.body).encode(), headers=self.headers[exchange.stream],
-                                         preload_content=False)
+                                         body=exchange.raw or json.dumps(exchange.body).encode(),
+                                         headers=self.headers[exchange.stream], preload_content=False)
         except (HTTPError, OSError) as exc:
             raise APIError(f"The upstream {self.upstream} could not be reached ({type(exc).__name__}).",
                            status=502, type="server_error", code="upstream_unreachable") from None
