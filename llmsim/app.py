@@ -8,8 +8,7 @@ import time
 from flask import Flask, Response, g, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from llmsim import ids
-from llmsim.api import admin, chaos, dashboard, mount, writes
+from llmsim.api import admin, chaos, dashboard, forward, mount, stamp, writes
 from llmsim.api import metrics as api_metrics
 from llmsim.api import scenarios as scenarios_api
 from llmsim.api.http import client_socket
@@ -18,7 +17,7 @@ from llmsim.chaos import scenarios
 from llmsim.chaos.faults import fault_config
 from llmsim.chaos.state import ChaosState
 from llmsim.config import Settings
-from llmsim.errors import APIError
+from llmsim.errors import APIError, internal_error
 from llmsim.metrics.registry import Metrics
 from llmsim.pipeline import Pipeline
 from llmsim.responses.replay import Replay
@@ -79,15 +78,13 @@ def create_app(settings: Settings | None = None) -> Flask:
 
     @app.before_request
     def _start() -> None:
-        g.request_id = ids.new("req", 32)
+        g.request_id = stamp.request_id()
         g.started = time.perf_counter()
         waits.watch(client_socket())
 
     @app.after_request
     def _headers(response: Response) -> Response:
-        response.headers["x-request-id"] = g.get("request_id", "")
-        response.headers["openai-version"] = "2020-10-01"
-        response.headers["openai-processing-ms"] = str(int((time.perf_counter() - g.get("started", 0)) * 1000))
+        stamp.stamp(response.headers, g.get("request_id", ""), g.get("started", 0))
         return response
 
     @app.errorhandler(APIError)
@@ -115,10 +112,10 @@ def create_app(settings: Settings | None = None) -> Flask:
     @app.errorhandler(Exception)
     def _unexpected(error: Exception) -> tuple[Response, int]:
         log.exception("unhandled error")
-        body = APIError("The server had an error while processing your request. Sorry about that!",
-                        status=500, type="server_error").body()
-        return jsonify(body), 500
+        return jsonify(internal_error().body()), 500
 
+    if forward.applies(app):
+        app.wsgi_app = forward.Forwarding(app, app.wsgi_app)  # type: ignore[method-assign]
     return app
 
 

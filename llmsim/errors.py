@@ -36,3 +36,9 @@ def not_found(kind: str, id: str, param: str | None = None, code: str | None = N
 
 def invalid_value(param: str, message: str) -> APIError:
     return APIError(message, param=param, code="invalid_value")
+
+
+def internal_error() -> APIError:
+    """What a request gets for a bug on LLMSim's side: the real API's words, nothing internal."""
+    return APIError("The server had an error while processing your request. Sorry about that!", status=500,
+                    type="server_error")

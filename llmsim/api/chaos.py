@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 
 from flask import Flask, Response, current_app, g, request
 from pydantic import ValidationError
@@ -51,28 +50,36 @@ def install(app: Flask, chaos: ChaosState) -> None:
 
     @app.after_request
     def _ratelimit_headers(response: Response) -> Response:
-        for name, value in g.get("llmsim_ratelimit", {}).items():
-            response.headers.setdefault(name, value)  # an error may carry its own, e.g. an injected 429
-        entry = g.get("llmsim_request")
-        if entry is not None:
-            entry["status"] = response.status_code
-            try:
-                chaos.finish(entry)
-            except Exception:  # the shared log is away (Redis down): the answer stands, the entry stays unfinished
-                log.warning("request log entry %s not updated", entry["index"], exc_info=True)
+        answered(chaos, response.headers, response.status_code)
         return response
 
     @app.errorhandler(ClientGone)
     def _drop(_error: ClientGone) -> Response:
-        def cut() -> Any:  # raised while the server writes the body: it closes the socket, sending nothing
-            raise ConnectionDropped()
-            yield  # pragma: no cover - makes this a generator
-
         return Response(cut())
 
 
-def _api_key() -> str | None:
-    scheme, _, key = request.headers.get("Authorization", "").partition(" ")
+def answered(chaos: ChaosState, headers: MutableMapping[str, str], status: int) -> None:
+    """Once a request's answer is known: its x-ratelimit headers, and its request log entry finished."""
+    for name, value in g.get("llmsim_ratelimit", {}).items():
+        headers.setdefault(name, value)  # an error may carry its own, e.g. an injected 429
+    entry = g.get("llmsim_request")
+    if entry is not None:
+        entry["status"] = status
+        try:
+            chaos.finish(entry)
+        except Exception:  # the shared log is away (Redis down): the answer stands, the entry stays unfinished
+            log.warning("request log entry %s not updated", entry["index"], exc_info=True)
+
+
+def cut() -> Iterator[bytes]:
+    """The body of an answer to a client that is gone: raised while the server writes it, it closes the socket,
+    sending nothing."""
+    raise ConnectionDropped()
+    yield  # pragma: no cover - makes this a generator
+
+
+def _api_key(headers: Mapping[str, str]) -> str | None:
+    scheme, _, key = headers.get("Authorization", "").partition(" ")
     return key.strip() or None if scheme.lower() == "bearer" else None
 
 
@@ -80,8 +87,8 @@ def _masked(key: str | None) -> str | None:
     return None if key is None else (key[:3] + "…" + key[-4:] if len(key) > 10 else "****")
 
 
-def _forced() -> Fault | None:
-    raw = request.headers.get(FAULT_HEADER)
+def _forced(headers: Mapping[str, str]) -> Fault | None:
+    raw = headers.get(FAULT_HEADER)
     if raw is None:
         return None
     try:
@@ -99,11 +106,13 @@ def hang(seconds: float | None) -> None:
 
 def admit(endpoint: str, model: str, *, model_id: str | None = None, profile_limits: Limits | None = None,
           metadata: Mapping[str, str] | None = None, input_tokens: int = 0, max_output_tokens: int | None = None,
-          stream: bool = False) -> Admission:
-    """Rate limits, then faults (the header's, else the first rule that fires), for one generating request."""
+          stream: bool = False, headers: Mapping[str, str] | None = None) -> Admission:
+    """Rate limits, then faults (the header's, else the first rule that fires), for one generating request.
+    `headers`: the request's (default: Flask's request)."""
     chaos = state()
-    forced = _forced()
-    api_key = _api_key()
+    headers = request.headers if headers is None else headers
+    forced = _forced(headers)
+    api_key = _api_key(headers)
     models = (model, model_id) if model_id and model_id != model else (model,)
     entry = {"time": time.time(), "endpoint": endpoint, "model": model, "api_key": _masked(api_key),
              "stream": stream, "fault": None, "rule": None, "rate_limited": False, "status": None}

@@ -87,9 +87,14 @@ def install(app: Flask, found: Metrics, pipeline: Pipeline) -> None:
     @app.after_request
     def _count(response: Response) -> Response:
         endpoint = _endpoint()
-        if endpoint is None:
-            return response
-        found.requests.labels(endpoint, str(response.status_code)).inc()
-        if request.method != "GET":
-            update_gauges()
+        if endpoint is not None:
+            answered(found, pipeline, endpoint, response.status_code, gauges=request.method != "GET")
         return response
+
+
+def answered(found: Metrics, pipeline: Pipeline, endpoint: str, status: int, gauges: bool) -> None:
+    """An API request answered: counted by endpoint and status. `gauges`: it may have stored something, so the
+    store gauges are brought up to date."""
+    found.requests.labels(endpoint, str(status)).inc()
+    if gauges:
+        store_gauges(found, pipeline)

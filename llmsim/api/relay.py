@@ -3,7 +3,7 @@ sent with the upstream's (or the recording's) status and headers."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,9 +43,9 @@ def answer(endpoint: str, body: Any, speed: float | None, pipeline: Pipeline | N
     return Answer(relayed, None if relayed is not None else lambda _prompt, _stream: admission)
 
 
-def admit(endpoint: str, body: dict[str, Any]) -> Admission:
+def admit(endpoint: str, body: dict[str, Any], headers: Mapping[str, str] | None = None) -> Admission:
     """The chaos gate and the metrics' Meter, from what the body says: model, metadata, a token estimate and
-    the output limit."""
+    the output limit. `headers`: the request's (default: Flask's request)."""
     model = str(body.get("model") or "")
     catalog = services().catalog
     profile = catalog.get(model) or catalog.default
@@ -59,17 +59,21 @@ def admit(endpoint: str, body: dict[str, Any]) -> Admission:
     return metered(prompt, stream, lambda: chaos.admit(  # measured at the edge like any other request
         endpoint.replace("/", "."), model, model_id=profile.id, metadata=prompt.metadata,
         input_tokens=prompt.input_tokens, max_output_tokens=prompt.max_output_tokens, stream=stream,
-        profile_limits=profile.rate_limits))
+        profile_limits=profile.rate_limits, headers=headers))
 
 
-def http_response(relayed: Relayed, named_events: bool = True) -> Response | tuple[Response, int, dict[str, str]]:
+def http_response(relayed: Relayed, named_events: bool = True) -> Response:
     """JSON, the upstream's SSE bytes as they are, or SSE with `event:` lines where the upstream sent them
-    (Responses; Chat Completions sends none)."""
+    (Responses; Chat Completions sends none). The bytes go to the server as they come (`direct_passthrough`: no
+    layer of werkzeug's per chunk)."""
     if relayed.chunks is not None:
         return Response(relayed.chunks, status=relayed.status, mimetype="text/event-stream",
-                        headers={**SSE_HEADERS, **relayed.headers})
+                        headers={**SSE_HEADERS, **relayed.headers}, direct_passthrough=True)
     if relayed.events is None:
-        return jsonify(relayed.body), relayed.status, relayed.headers
+        response = jsonify(relayed.body)
+        response.status_code = relayed.status
+        response.headers.update(relayed.headers)
+        return response
     return Response(frames(relayed.events, named_events), status=relayed.status, mimetype="text/event-stream",
                     headers={**SSE_HEADERS, **relayed.headers})
 

@@ -127,8 +127,12 @@ def redact(value: Any, secrets: tuple[str, ...] = ()) -> Any:
 
 def kept_headers(headers: Any) -> dict[str, str]:
     """The response headers worth replaying: rate limits, processing time, request ids."""
-    return {name.lower(): value for name, value in headers.items()
-            if name.lower().startswith("x-ratelimit-") or name.lower() in KEPT_HEADERS}
+    kept = {}
+    for name, value in headers.items():
+        lower = name.lower()
+        if lower.startswith("x-ratelimit-") or lower in KEPT_HEADERS:
+            kept[lower] = value
+    return kept
 
 
 def load(directory: Path) -> list[Cassette]:

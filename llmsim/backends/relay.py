@@ -20,10 +20,12 @@ ENDPOINTS = ("responses", "chat/completions")
 
 @dataclass(frozen=True)
 class Exchange:
-    """One client request as the relay sees it: which endpoint and the JSON body, untouched."""
+    """One client request as the relay sees it: which endpoint and the JSON body, untouched. `raw`: the body's
+    bytes as the client sent them, when at hand (a proxy forwards them as they are)."""
 
     endpoint: str
     body: dict[str, Any]
+    raw: bytes | None = None
 
     @property
     def stream(self) -> bool:

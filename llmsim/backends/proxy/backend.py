@@ -23,6 +23,7 @@ from urllib3.exceptions import HTTPError
 
 from llmsim.backends.base import Delta, Prompt
 from llmsim.backends.cassette import Cassette, Writer, kept_headers
+from llmsim.backends.proxy.idle import IdleCutter
 from llmsim.backends.relay import Exchange, Reply, TimedEvent, upstream_error
 from llmsim.chaos.faults import ConnectionDropped
 from llmsim.config import Settings
@@ -30,7 +31,7 @@ from llmsim.errors import APIError
 from llmsim.responses import rawsse
 
 CONNECT_TIMEOUT = 10.0
-READ_TIMEOUT = 600.0  # the longest an upstream may stay silent mid-answer
+READ_TIMEOUT = 600.0  # the longest an upstream may stay silent (before its answer, and mid-answer)
 IDLE_CONNECTIONS = 1024  # kept open for reuse; more may be open at once (a busy moment's extra ones are closed)
 READ_SIZE = 64 * 1024  # an upstream that does not send chunked: what one read takes, at most
 # identity: a stream's bytes are forwarded as they come, so they should come uncompressed
@@ -38,19 +39,30 @@ STREAM_HEADERS = {"Accept": "text/event-stream", "Accept-Encoding": "identity", 
 JSON_HEADERS = {"Accept": "application/json", "Content-Type": "application/json"}
 
 
+TIMEOUTS = urllib3.Timeout(connect=CONNECT_TIMEOUT, read=READ_TIMEOUT)
+
+
+def upstream_pool(upstream: str, timeout: urllib3.Timeout | None = TIMEOUTS) -> urllib3.HTTPConnectionPool:
+    """The connections to the upstream's host (one host: no PoolManager to look it up per request). urllib3
+    sets TCP_NODELAY: a request's headers and body go out as two writes, and Nagle would hold the body back until
+    the upstream's delayed ACK (tens of ms on a busy keep-alive connection)."""
+    return urllib3.connection_from_url(upstream, maxsize=IDLE_CONNECTIONS, block=False, retries=False,
+                                       timeout=timeout)
+
+
 class ProxyBackend:
     name = "proxy"
 
     def __init__(self, upstream: str, api_key: str | None = None, writer: Writer | None = None,
-                 on_record: Callable[[Cassette], None] | None = None) -> None:
+                 on_record: Callable[[Cassette], None] | None = None, idle_limit: float = READ_TIMEOUT) -> None:
         self.upstream = upstream.rstrip("/")
-        self._auth = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.path = urllib3.util.parse_url(self.upstream).path or ""
+        auth = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.headers = {True: {**auth, **STREAM_HEADERS}, False: {**auth, **JSON_HEADERS}}  # by `stream`
         self.writer = writer
         self.on_record = on_record  # replay's `--on-miss proxy` adds what was recorded to its library
-        # urllib3 sets TCP_NODELAY: a request's headers and body go out as two writes, and Nagle would hold
-        # the body back until the upstream's delayed ACK (tens of ms on a busy keep-alive connection).
-        self.pool = urllib3.PoolManager(maxsize=IDLE_CONNECTIONS, block=False, retries=False,
-                                        timeout=urllib3.Timeout(connect=CONNECT_TIMEOUT, read=READ_TIMEOUT))
+        self.pool = upstream_pool(self.upstream)
+        self.idle = IdleCutter(idle_limit)
 
     @classmethod
     def from_settings(cls, settings: Settings, **options: object) -> ProxyBackend:
@@ -63,10 +75,9 @@ class ProxyBackend:
     def relay(self, exchange: Exchange) -> Reply:
         order, started = time.time_ns(), time.monotonic()
         try:
-            response = self.pool.request(
-                "POST", f"{self.upstream}/{exchange.endpoint}", body=json.dumps(exchange.body).encode(),
-                headers={**self._auth, **(STREAM_HEADERS if exchange.stream else JSON_HEADERS)},
-                preload_content=False)
+            response = self.pool.urlopen("POST", f"{self.path}/{exchange.endpoint}",
+                                         body=exchange.raw or json.dumps(exchange.body).encode(),
+                                         headers=self.headers[exchange.stream], preload_content=False)
         except (HTTPError, OSError) as exc:
             raise APIError(f"The upstream {self.upstream} could not be reached ({type(exc).__name__}).",
                            status=502, type="server_error", code="upstream_unreachable") from None
@@ -91,16 +102,21 @@ class ProxyBackend:
             raise upstream_error(response.status, body, headers)
         return Reply(response.status, headers, body=body)
 
-    @staticmethod
-    def _chunks(response: urllib3.BaseHTTPResponse) -> Iterator[bytes]:
+    def _chunks(self, response: urllib3.BaseHTTPResponse) -> Iterator[bytes]:
         """The stream's bytes as the upstream sent them: one chunk of its chunked encoding at a time, decoded
-        should it compress regardless."""
+        should it compress regardless. Its silences are watched by the idle cutter, not by a timer per read."""
         done = False
+        sock = getattr(response.connection, "sock", None)  # urllib3 sets the timeout again for its next request
+        if sock is not None:
+            sock.settimeout(None)
+        clock = time.monotonic
         try:
-            if response.chunked:
-                yield from response.read_chunked(decode_content=True)
-            else:
-                yield from iter(lambda: response.read1(READ_SIZE), b"")
+            with self.idle.watching(sock) as seen:
+                reads = response.read_chunked(decode_content=True) if response.chunked else \
+                    iter(lambda: response.read1(READ_SIZE), b"")
+                for chunk in reads:
+                    seen.last = clock()
+                    yield chunk
             done = True
         except (HTTPError, OSError):
             raise ConnectionDropped() from None  # the upstream cut the stream: so does this one

@@ -1,0 +1,22 @@
+"""The headers every API answer carries, as the real API sends them: its request id, the API version and how
+long it was processed."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import MutableMapping
+
+from llmsim import ids
+
+API_VERSION = "2020-10-01"
+
+
+def request_id() -> str:
+    return ids.new("req", 32)
+
+
+def stamp(headers: MutableMapping[str, str], request_id: str, started: float) -> None:
+    """`started`: the request's `time.perf_counter()` on arrival."""
+    headers["x-request-id"] = request_id
+    headers["openai-version"] = API_VERSION
+    headers["openai-processing-ms"] = str(int((time.perf_counter() - started) * 1000))
