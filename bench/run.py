@@ -3,7 +3,9 @@
 (a) Throughput and p50/p99 latency at speed 0, non-streaming and streaming, for 1/16/64/256
     closed-loop clients; the same against a bare WSGI app on the same gunicorn + gevent server
     replaying LLMSim's recorded bytes (bench/bare.py). The ratio is LLMSim's own cost when both
-    servers' CPU (printed, over the measured window: ~100 % is saturated) is the limit, not the load.
+    servers' CPU (printed, over the measured window: ~100 % is saturated) is the limit, not the load:
+    the load is `wrk` (bench/wrk.py; bench/load.py's Python clients without it or with `--aiohttp`, which
+    need most of a core to keep bare.py busy), and windows alternate between the two servers.
     Goal, one worker, 16 clients: JSON >= 0.5x and streaming >= 1.0x bare.
 (b) Timing fidelity at speed 1: measured TTFT and inter-token gaps (p50/p95/p99) against the
     quantiles the model's profile configures, at 1, 100 and 1,000 concurrent streams.
@@ -12,7 +14,7 @@
 (d) Memory per stored response (goal <= 16 KB for a ~100-token answer) and a 50-turn
     previous_response_id chain's cost per turn, first turns against last, in this process.
 
-The load runs in separate client processes (bench/load.py). The server runs on `--server-cpu` and the
+The load runs in separate client processes. The server runs on `--server-cpu` and the
 load on `--client-cpu` (different cores); on a busy machine the figures are the machine's as much as
 LLMSim's, so compare ratios taken in one run and note the machine's load (printed).
 """
@@ -24,6 +26,7 @@ import gc
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -38,6 +41,7 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
+import wrk  # noqa: E402
 from load import Plan, Sample, measure, run  # noqa: E402
 
 from llmsim.config import DEFAULT_PROFILES_DIR  # noqa: E402
@@ -154,40 +158,63 @@ class BareProcess:
         Path(self.file.name).unlink()
 
 
+def _window(url: str, pid: int, body: dict[str, object], clients: int, stream: bool, args: argparse.Namespace,
+            directory: str) -> list[float]:
+    """One measured window: req/s, p50 and p99 ms, errors, the server's and the load's CPU (shares of a core)."""
+    if wrk.available() and not args.aiohttp:
+        before, started = cpu_seconds(pid), time.perf_counter()
+        result = wrk.post(url, body, clients, args.overhead_window, directory)
+        busy = (cpu_seconds(pid) - before) / (time.perf_counter() - started)
+        return [result.rate, result.p50, result.p99, result.errors, busy, result.cpu]
+    plan = Plan(url, body, {}, clients, warmup=1.0, window=args.overhead_window, stream=stream)
+    server = CpuMeter(pid, 1.0 + plan.warmup, plan.window)  # load.run starts its clock 1 s in
+    load = CpuMeter(os.getpid(), 1.0 + plan.warmup, plan.window)  # the client processes
+    samples, _ = run(plan, processes=min(args.processes, clients))
+    done = [s for s in samples if s.end is not None and plan.warmup <= s.end]
+    good = [s.latency_ms for s in done if s.ok and s.start >= plan.warmup]
+    return [sum(s.ok for s in done) / args.overhead_window, quantile(good, 0.5), quantile(good, 0.99),
+            sum(not s.ok for s in done), server.share(), load.share()]
+
+
 def overhead(args: argparse.Namespace) -> str:
+    """LLMSim and bare.py side by side on the server's core; `--repeats` windows alternate between them, each
+    figure is the median of its windows and the ratio the median of the ratios of windows taken next to each
+    other: this machine drifts by more than the margins measured here."""
     rows, goals = [], []
-    with ServerProcess("--speed", "0", "--workers", str(args.workers), "--store-max-entries", "1000") as llmsim:
+    with ServerProcess("--speed", "0", "--workers", str(args.workers), "--store-max-entries", "1000") as llmsim, \
+            tempfile.TemporaryDirectory() as directory:
         bare = BareProcess(record(llmsim.base_url, args.overhead_model), args.workers)
         assert llmsim.process is not None
         pin(llmsim.process.pid, args.server_cpu)
         pin(bare.process.pid, args.server_cpu)
+        servers = [(f"{llmsim.base_url}/responses", llmsim.process.pid), (f"{bare.url}/responses", bare.process.pid)]
         try:
             for stream in (False, True):
+                body = {"model": args.overhead_model, "input": PROMPT, "stream": stream}
                 for clients in args.clients:
+                    windows: list[list[list[float]]] = [[], []]
+                    for repeat in range(args.repeats):
+                        for side in (0, 1) if repeat % 2 == 0 else (1, 0):
+                            windows[side].append(_window(*servers[side], body, clients, stream, args, directory))
+                    ratios = [ours[0] / theirs[0] for ours, theirs in zip(*windows) if theirs[0]]
+                    ratio = statistics.median(ratios) if ratios else float("nan")
                     cells = ["stream" if stream else "json", str(clients)]
-                    rates = []
-                    for url, pid in ((f"{llmsim.base_url}/responses", llmsim.process.pid),
-                                     (f"{bare.url}/responses", bare.process.pid)):
-                        body = {"model": args.overhead_model, "input": PROMPT, "stream": stream}
-                        plan = Plan(url, body, {}, clients, warmup=1.0, window=args.overhead_window, stream=stream)
-                        busy = CpuMeter(pid, 1.0 + plan.warmup, plan.window)  # load.run starts its clock 1 s in
-                        load = CpuMeter(os.getpid(), 1.0 + plan.warmup, plan.window)  # the client processes
-                        samples, _ = run(plan, processes=min(args.processes, clients))
-                        done = [s for s in samples if s.end is not None and plan.warmup <= s.end]
-                        good = [s.latency_ms for s in done if s.ok and s.start >= plan.warmup]
-                        rates.append(sum(s.ok for s in done) / args.overhead_window)
-                        cells += [f"{rates[-1]:.0f}", f"{quantile(good, 0.5):.1f}", f"{quantile(good, 0.99):.1f}",
-                                  str(sum(not s.ok for s in done)), f"{busy.share():.0%} / {load.share():.0%}"]
-                    cells.append(f"{rates[0] / rates[1]:.2f}x" if rates[1] else "-")
+                    for measured in windows:
+                        middle = [statistics.median(w[i] for w in measured) for i in range(6)]
+                        cells += [f"{middle[0]:.0f}", f"{middle[1]:.1f}", f"{middle[2]:.1f}",
+                                  str(sum(int(w[3]) for w in measured)), f"{middle[4]:.0%} / {middle[5]:.0%}"]
+                    cells.append(f"{ratio:.2f}x")
                     rows.append(cells)
                     print("  (a)", " ".join(cells), flush=True)
-                    if clients == 16 and rates[1]:
+                    if clients == 16:
                         goals.append(goal(f"{'streaming' if stream else 'JSON'} llmsim/bare at 16 clients",
-                                          rates[0] / rates[1], 1.0 if stream else 0.5))
+                                          ratio, 1.0 if stream else 0.5))
         finally:
             bare.stop()
-    return table(["mode", "clients", "llmsim req/s", "p50 ms", "p99 ms", "errors", "CPU server/load", "bare req/s",
-                  "p50 ms", "p99 ms", "errors", "CPU server/load", "llmsim/bare"], rows) + "\n" + "\n".join(goals)
+    load = "wrk" if wrk.available() and not args.aiohttp else "bench/load.py"
+    return f"load: {load}, {args.repeats} windows of {args.overhead_window:g} s each, medians\n" + table(
+        ["mode", "clients", "llmsim req/s", "p50 ms", "p99 ms", "errors", "CPU server/load", "bare req/s", "p50 ms",
+         "p99 ms", "errors", "CPU server/load", "llmsim/bare"], rows) + "\n" + "\n".join(goals)
 
 
 def fidelity(args: argparse.Namespace, model: str, levels: list[int]) -> tuple[str, int]:
@@ -324,7 +351,9 @@ def main() -> None:
     parser.add_argument("--profiles-dir", type=Path, action="append", default=[ROOT / "bench" / "profiles"])
     parser.add_argument("--verbosity", default="medium", help="text.verbosity of part (b): how long each stream is")
     parser.add_argument("--overhead-model", default="gpt-4o-mini")
-    parser.add_argument("--overhead-window", type=float, default=5.0, help="seconds measured per row of (a)")
+    parser.add_argument("--overhead-window", type=float, default=4.0, help="seconds measured per window of (a)")
+    parser.add_argument("--repeats", type=int, default=3, help="windows per server and row of (a)")
+    parser.add_argument("--aiohttp", action="store_true", help="(a)'s load from bench/load.py even with wrk")
     parser.add_argument("--window", type=float, default=30.0, help="seconds measured per level of (b)")
     parser.add_argument("--warmup", type=float, default=20.0, help="seconds over which (b)'s streams start")
     parser.add_argument("--workers", type=int, default=1, help="LLMSim's gunicorn workers")

@@ -35,7 +35,6 @@ import contextlib
 import json
 import os
 import resource
-import shutil
 import statistics
 import subprocess
 import sys
@@ -54,6 +53,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 import stream_load  # noqa: E402
+import wrk  # noqa: E402
 from load import Plan, run  # noqa: E402
 from run import PROMPT, CpuMeter, _children, cpu_seconds, machine, quantile, table  # noqa: E402
 
@@ -95,28 +95,6 @@ class Row(NamedTuple):
     redis_cpu: float  # redis-server's share of one core
 
 
-_WRK_SCRIPT = """
-wrk.method = "POST"
-wrk.body = [==[{body}]==]
-wrk.headers["Content-Type"] = "application/json"
-function done(summary, latency, requests)
-  local e = summary.errors
-  io.write(string.format("RESULT %d %d %f %f %d\\n", summary.requests - e.status, summary.duration,
-    latency:percentile(50), latency:percentile(99), e.connect + e.read + e.write + e.status + e.timeout))
-end
-"""
-
-
-def wrk(url: str, body: dict[str, object], clients: int, window: float, directory: str) -> tuple[float, ...]:
-    """requests/s, p50 and p99 ms, errors: one `wrk` thread, `clients` connections, each POSTing `body`."""
-    script = Path(directory, "post.lua")
-    script.write_text(_WRK_SCRIPT.format(body=json.dumps(body)))
-    out = subprocess.run(["wrk", "-t1", f"-c{clients}", f"-d{window:g}s", "--timeout", "10s", "-s", str(script), url],
-                         capture_output=True, text=True, check=True).stdout
-    done, micros, p50, p99, errors = out.rpartition("RESULT ")[2].split()
-    return int(done) / (int(micros) / 1e6), float(p50) / 1000, float(p99) / 1000, int(errors)
-
-
 def aiohttp_load(url: str, body: dict[str, object], clients: int, window: float, processes: int) -> tuple[float, ...]:
     """The same figures from bench/load.py's closed-loop aiohttp clients (when `wrk` is missing): they take many
     times wrk's CPU per request, so the load's core may limit before the server's does (see the load column)."""
@@ -143,7 +121,7 @@ def window(server: ServerProcess, redis_pid: int, body: dict[str, object], args:
     """One measured window against `server`, with the CPU its processes, redis-server and the load's core took
     in it (read when the load starts and when it ends)."""
     assert server.process is not None
-    pid, url, use_wrk = server.process.pid, f"{server.base_url}/responses", shutil.which("wrk") and not args.aiohttp
+    pid, url, use_wrk = server.process.pid, f"{server.base_url}/responses", wrk.available() and not args.aiohttp
     marks: list[tuple[float, ...]] = []
     for delay in (0.0, args.window) if use_wrk else (1.0, 1.0 + args.window):  # load.py starts after 1 s
         timer = threading.Timer(delay, lambda: marks.append(
@@ -151,7 +129,7 @@ def window(server: ServerProcess, redis_pid: int, body: dict[str, object], args:
         timer.daemon = True
         timer.start()
     if use_wrk:
-        rate, p50, p99, errors = wrk(url, body, args.clients, args.window, directory)
+        rate, p50, p99, errors, _ = wrk.post(url, body, args.clients, args.window, directory)
     else:
         rate, p50, p99, errors = aiohttp_load(url, body, args.clients, args.window, args.processes)
     time.sleep(0.05)  # the last reading
@@ -318,7 +296,7 @@ def pacing(args: argparse.Namespace, redis_server: RedisServer, directory: str) 
     of windows taken next to each other (the machine drifts as much as the ratio's margin between runs)."""
     assert redis_server.process is not None
     body = {"model": args.paced_model, "input": PROMPT, "stream": True}
-    measure = wrk_streams if shutil.which("wrk") and not args.aiohttp else python_streams
+    measure = wrk_streams if wrk.available() and not args.aiohttp else python_streams
     redis.Redis.from_url(redis_server.url).flushall()
     runs: dict[int, list[tuple[float, ...]]] = {1: [], 4: []}
     gaps: dict[int, list[float]] = {1: [], 4: []}
