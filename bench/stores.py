@@ -228,6 +228,7 @@ _WRK_STREAMS = """
 wrk.method = "POST"
 wrk.body = [==[{body}]==]
 wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Connection"] = "close"  -- each stream on a new connection, which any worker may accept, as the probe's
 local started = 0
 function delay()  -- the first request of each connection spread over the warm-up, then none
   started = started + 1
