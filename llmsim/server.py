@@ -14,6 +14,7 @@ import json
 import re
 import resource
 import socket
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -28,6 +29,7 @@ from gunicorn.workers.ggevent import GeventWorker
 from llmsim.api import sockets
 from llmsim.config import Settings
 from llmsim.metrics import multiprocess
+from llmsim.timing.fairness import SLICE_SECONDS
 
 SPARE_FDS = 128  # file descriptors kept for the store, logs and the listener beside the connections
 
@@ -68,6 +70,7 @@ class Worker(GeventWorker):  # type: ignore[misc]
         self.max_body = settings.max_body_bytes
         self.worker_connections = self.cap + 64  # the pool: room to accept past the cap, and shed
         self.open = 0
+        self.turn = 0.0  # when a request last handed the worker to the others
         self.waiting: dict[socket.socket, None] = {}  # connections waiting for a request, oldest first
         super().init_process()
 
@@ -104,6 +107,11 @@ class Worker(GeventWorker):  # type: ignore[misc]
             return super().handle_request(listener_name, req, sock, addr)
         finally:
             self.waiting[sock] = None  # back to waiting for its next request, the newest in line
+            # A client that sends its next request at once finds it already read: without a turn here, one
+            # keep-alive connection keeps the worker while the others' requests wait (fair turns, as within one).
+            if time.perf_counter() - self.turn >= SLICE_SECONDS:
+                gevent.sleep(0)
+                self.turn = time.perf_counter()
 
     def _read_body(self, req: Any, sock: socket.socket) -> None:
         """Read the body whole within the deadline, still counted as waiting for the client; then the app
