@@ -276,14 +276,13 @@ class EventBuilder:
         """A run's text deltas, serialized as `dumps_event` writes them, without a dict each: what is the same
         for all of them (the item, its index) is written once."""
         part = item["content"][0]
-        head = f'{{"type":"{TEXT_DELTA}","sequence_number":'
-        middle = f',"item_id":{_string(item["id"])},"output_index":{self._index:d},"content_index":0,"delta":'
+        head, middle = _text_delta_frame(item["id"], self._index, 0)
         obfuscation = self.entropy.obfuscation if self.obfuscate else None
         for text, _ in chunks:
             part["text"] += text
             sequence = self.sequence
             self.sequence = sequence + 1
-            tail = f',"logprobs":[],"obfuscation":{_string(obfuscation())}}}' if obfuscation else ',"logprobs":[]}'
+            tail = _text_delta_tail(obfuscation() if obfuscation else None)
             yield TEXT_DELTA, f"{head}{sequence:d}{middle}{_string(text)}{tail}"
 
     def _more_text(self, item: dict[str, Any], text: str, logprobs: list[dict[str, Any]]) -> Event | None:
@@ -421,10 +420,21 @@ def dumps_event(event: Event) -> str:
     if event["type"] != TEXT_DELTA or event["logprobs"] or tuple(event) != _TEXT_DELTA_KEYS[:len(event)] \
             or len(event) < 7:
         return _encode(event)
-    tail = f',"obfuscation":{_string(event["obfuscation"])}}}' if len(event) == 8 else "}"
-    return (f'{{"type":"{TEXT_DELTA}","sequence_number":{event["sequence_number"]:d},'
-            f'"item_id":{_string(event["item_id"])},"output_index":{event["output_index"]:d},'
-            f'"content_index":{event["content_index"]:d},"delta":{_string(event["delta"])},"logprobs":[]{tail}')
+    head, middle = _text_delta_frame(event["item_id"], event["output_index"], event["content_index"])
+    tail = _text_delta_tail(event["obfuscation"] if len(event) == 8 else None)
+    return f"{head}{event['sequence_number']:d}{middle}{_string(event['delta'])}{tail}"
+
+
+def _text_delta_frame(item_id: str, output_index: int, content_index: int) -> tuple[str, str]:
+    """A text delta without logprobs as JSON, as the encoder writes it: what comes before its sequence number,
+    and between that and its delta (the same for every delta of one part)."""
+    return (f'{{"type":"{TEXT_DELTA}","sequence_number":',
+            f',"item_id":{_string(item_id)},"output_index":{output_index:d},"content_index":{content_index:d},'
+            '"delta":')
+
+
+def _text_delta_tail(obfuscation: str | None) -> str:
+    return f',"logprobs":[],"obfuscation":{_string(obfuscation)}}}' if obfuscation is not None else ',"logprobs":[]}'
 
 
 def cancelled_event(response: dict[str, Any], sequence_number: int) -> Event:
