@@ -4,9 +4,9 @@ A response is a hash (each dataclass field as JSON, plus `status`, `stopping` an
 A finished one keeps its stream as a `replay` field: the deltas' compact form, a few hundred bytes, from
 which any process builds the events again. A background one, as it runs, keeps its events in a list (an
 event's index is its sequence number) and a one-entry stream that wakes followers on every change. A JSON
-answer's hash is written with its request log entry (llmsim/api/writes.py). Redis' own expiry applies `--store-ttl`; a sorted set by age applies
-`--store-max-entries`, evicting the oldest finished responses only. Every change that must not
-interleave with another is one Lua script or one WATCH/MULTI transaction.
+answer's hash is written with its request log entry (llmsim/api/writes.py). Redis' own expiry applies
+`--store-ttl`; a sorted set by age applies `--store-max-entries`, evicting the oldest finished responses only.
+Every change that must not interleave with another is one Lua script or one WATCH/MULTI transaction.
 """
 
 from __future__ import annotations

@@ -37,8 +37,6 @@ READ_SIZE = 64 * 1024  # an upstream that does not send chunked: what one read t
 # identity: a stream's bytes are forwarded as they come, so they should come uncompressed
 STREAM_HEADERS = {"Accept": "text/event-stream", "Accept-Encoding": "identity", "Content-Type": "application/json"}
 JSON_HEADERS = {"Accept": "application/json", "Content-Type": "application/json"}
-
-
 TIMEOUTS = urllib3.Timeout(connect=CONNECT_TIMEOUT, read=READ_TIMEOUT)
 
 
