@@ -337,11 +337,12 @@ class RedisConversations:
     """Conversations (a hash of their fields) and their items (a list, in order) in Redis."""
 
     def __init__(self, client: Any, max_entries: int = 1024, ttl_seconds: float = 3600.0,
-                 scripts: Scripts | None = None) -> None:
+                 batch: Batch | None = None) -> None:
         self.client = client
         self.max_entries = max_entries
         self.ttl_ms = int(ttl_seconds * 1000) if ttl_seconds > 0 else 0
-        scripts = scripts or Scripts(client)
+        self.batch = batch or Batch(Scripts(client))
+        scripts = self.batch.scripts
         self._create = scripts.register(_CREATE)
         self._touch = scripts.register(_TOUCH)
         self._len = scripts.register(_LEN)
@@ -380,8 +381,12 @@ class RedisConversations:
         return deleted > 0
 
     def add_items(self, conversation_id: str, items: list[dict[str, Any]]) -> bool:
-        return bool(self._touch(keys=self._keys(conversation_id),
-                                args=[self.ttl_ms, conversation_id, "", "", "\x1e".join(map(dumps, items))]))
+        keys = self._keys(conversation_id)
+        args = [self.ttl_ms, conversation_id, "", "", "\x1e".join(map(dumps, items))]
+        if self.batch.holding():  # a JSON answer's turn: it goes with the stored response (the request found it)
+            self.batch.write(self._touch, keys, args)
+            return True
+        return bool(self._touch(keys=keys, args=args))
 
     def items(self, conversation_id: str) -> list[dict[str, Any]] | None:
         key, items_key = self._keys(conversation_id)
