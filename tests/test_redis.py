@@ -22,7 +22,7 @@ import redis
 from stateful import PACED, slow_profiles, until, wait_final
 
 from llmsim.store import StoredConversation, StoredResponse, open_stores
-from llmsim.store.redis_client import Scripts
+from llmsim.store.redis_client import Batch, Guard, Scripts
 from llmsim.store.redis_client import connect as redis_connect
 from llmsim.testing import RedisServer, ServerProcess, free_port
 
@@ -397,6 +397,43 @@ def test_scripts_survive_a_script_flush_an_error_reply_and_a_lost_connection(red
     with pytest.raises(redis.exceptions.ConnectionError):
         add(keys=["n"], args=[1])
     assert add(keys=["n"], args=[1]) == 8  # on a new connection; the lost call never ran
+
+
+def test_held_writes_go_only_where_the_guard_sent_with_them_lets_them(redis_url: str) -> None:
+    client = redis_connect(redis_url)
+    batch = Batch(Scripts(client))
+    check = batch.scripts.register("if redis.call('GET', KEYS[1]) == ARGV[1] then return {'ok', 7} end "
+                                   "return {'stale'}")
+    add = batch.scripts.register("return redis.call('INCRBY', KEYS[1], ARGV[1])")
+    client.set("gen", "1")
+    replies: list[object] = []
+
+    def guard(gen: str) -> Guard:
+        return Guard(check, ["gen"], lambda: [gen], lambda reply: not replies.append(reply) and reply[0] == b"ok")
+
+    batch.hold(defer=True)
+    assert batch.deferrable()
+    batch.defer(guard("0"))
+    batch.write(add, ["n"], [5])
+    assert not batch.commit() and replies[-1] == [b"stale"]  # refused: nothing it carried was written
+    assert client.get("n") is None and batch.holding() and not batch.deferrable()  # the retry admits the usual way
+    batch.write(add, ["n"], [2])
+    batch.release()
+    assert client.get("n") == b"2"
+
+    batch.hold(defer=True)
+    batch.defer(guard("1"))
+    batch.write(add, ["n"], [3])
+    batch.write(add, ["n"], [4])
+    assert batch.commit() and replies[-1] == [b"ok", 7] and client.get("n") == b"9"
+    batch.release()
+    assert client.get("n") == b"9"  # sent once
+
+    batch.hold(defer=True)  # a request that failed before its commit: sent as it is released, writes and all
+    batch.defer(guard("1"))
+    batch.write(add, ["n"], [1])
+    batch.release()
+    assert client.get("n") == b"10" and not batch.holding()
 
 
 def test_store_limits_expiry_and_unfinished_responses(redis_url: str) -> None:

@@ -215,17 +215,19 @@ class RedisChaosState(ChaosState):
 
     def admit(self, request: RequestInfo, entry: dict[str, Any], key: tuple[str, str], resolve: ResolveLimits,
               tokens: int, choose: bool, whole: bool = False) -> Decision:
-        bucket = _bucket(key)
-        keys = [CHAOS, LOG, f"{bucket}:requests", f"{bucket}:tokens", SEEN]
         turn, _turns.pending = _turns.pending, None  # the request's turn, when RedisPlayer left it to us
-        if turn is not None:
-            keys += [SCENARIO, TRANSCRIPT_KEY]
+        keys: list[str] = []
         for _ in range(MAX_STALE):
             config = self._config
             limits = resolve(config)
             scope = [i for i, rule in enumerate(config.faults) if rule.in_scope(request)] if choose else []
             if whole and choose and turn is not None and not scope and not limits and self.batch.deferrable():
                 return self._defer(entry, limits, turn)
+            if not keys:
+                bucket = _bucket(key)
+                keys = [CHAOS, LOG, f"{bucket}:requests", f"{bucket}:tokens", SEEN]
+                if turn is not None:
+                    keys += [SCENARIO, TRANSCRIPT_KEY]
             # The entry as it will end when nothing fires (no rule in scope, no forced fault) or when rate-limited:
             # `finish` then has nothing to rewrite, which saves a round trip on most requests.
             admitted = {**entry, "status": 200} if choose and not scope else entry
