@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, jsonify, request
+from flask import Blueprint, current_app, jsonify, request
 from flask.typing import ResponseReturnValue
 
 from llmsim.api import relay, writes
@@ -58,14 +58,18 @@ def create() -> ResponseReturnValue:
     if run.stream:  # the cost is known only at the end: an SSE comment after the last event
         pricing = _pricing(run.response["model"])
         return sse_response(run.events, lambda: _cost_comment(pricing, run.response), together=not run.waits)
-    response = run.drain()
+    run.drain()
     if not writes.commit():  # made under faults or a scenario the fleet has since changed: made again under its own
-        response = _run(body, answer).drain()
+        run = _run(body, answer)
+        run.drain()
+    response = run.response
     if response["status"] == "failed":
         error = response["error"] or {}
         raise APIError(error.get("message", "The model failed."), status=500, type="server_error",
                        code=error.get("code"))
-    return jsonify(response), _cost_headers(response)
+    # As jsonify writes it; encoded once with the stored response (llmsim/store/base.py `response_json`)
+    return current_app.response_class(run.record.response_json() + "\n", mimetype="application/json"), \
+        _cost_headers(response)
 
 
 @bp.get("/responses/<response_id>")

@@ -142,7 +142,8 @@ return redis.call('ZCARD', KEYS[1])
 # A response's fields as JSON, each in its own hash field (fields added later come along). A finished response's
 # `replay` is one more field, in its compact form (`Replayable.dump`); the events of one without (a background
 # response, as it runs) go to a list of their own.
-_RECORD_FIELDS = [f.name for f in fields(StoredResponse) if f.name not in ("events", "replay")]
+_RECORD_FIELDS = [f.name for f in fields(StoredResponse)
+                  if f.init and f.name not in ("response", "events", "replay")]  # the response: its own JSON
 LoadReplay = Callable[[bytes], Replayable]
 
 
@@ -190,7 +191,7 @@ class RedisStore:
     def put(self, record: StoredResponse) -> None:
         if self.max_entries <= 0:
             return
-        values: list[str] = []
+        values = ["response", record.response_json(keep=True)]  # the JSON answer's own encoding too
         for name in _RECORD_FIELDS:
             values += [name, dumps(getattr(record, name))]
         values += ["status", record.status]
@@ -210,7 +211,7 @@ class RedisStore:
 
     def get(self, response_id: str) -> StoredResponse | None:
         key, events_key, _ = self._keys(response_id)
-        names = _RECORD_FIELDS
+        names = ["response", *_RECORD_FIELDS]
         with self.client.pipeline(transaction=True) as pipe:
             pipe.hmget(key, [*names, "replay"])
             pipe.lrange(events_key, 0, -1)
