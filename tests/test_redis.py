@@ -204,16 +204,21 @@ def test_a_json_answer_runs_one_redis_script_and_every_request_is_in_the_transcr
     # stored response and its log entry, all in one script as the answer leaves (bench/stores.py counts round trips).
     assert calls() - before == 1
     assert connect(a).responses.retrieve(answer.id).output_text == answer.output_text
+    ask(client, store=False)  # Redis learns that script (EVAL after EVALSHA's NOSCRIPT)
+    before = calls()
+    unstored = ask(client, store=False)  # nothing to store: its admission goes alone, as it leaves
+    assert calls() - before == 1
+    with pytest.raises(openai.NotFoundError):
+        client.responses.retrieve(unstored.id)
     entry = httpx.get(f"{a.url}/llmsim/admin/requests").json()["data"][-1]
-    assert entry["status"] == 200 and entry["output_tokens"] == answer.usage.output_tokens  # type: ignore[union-attr]
+    assert entry["status"] == 200 and entry["output_tokens"] == unstored.usage.output_tokens  # type: ignore[union-attr]
 
     refused = httpx.post(f"{a.base_url}/responses", json={"model": "gpt-4o", "input": "hi"},
                          headers={"X-LLMSim-Fault": "no-such-fault"})
     assert refused.status_code == 400
     transcript = httpx.get(f"{a.url}/llmsim/admin/scenarios/transcript").json()["data"]
-    assert [entry["request"]["input"] for entry in transcript[-3:]] == ["hello", "hello", "hi"]
-    assert [entry["index"] for entry in transcript[-3:]] == [len(transcript) - 3, len(transcript) - 2,
-                                                             len(transcript) - 1]
+    assert [entry["request"]["input"] for entry in transcript[-5:]] == ["hello"] * 4 + ["hi"]
+    assert [entry["index"] for entry in transcript] == list(range(len(transcript)))
 
 
 def test_an_answer_made_under_a_config_the_fleet_has_left_is_admitted_and_made_again(
