@@ -3,7 +3,8 @@
 (a) Speed 0, non-streaming requests from closed-loop clients, on the memory, SQLite and Redis stores
     at 1, 2 and 4 workers: requests/s, p50/p99 latency, and Redis/memory throughput (goal: >= 0.85).
     Then the Redis round trips each kind of request costs, counted in-process on the client's socket
-    writes (a pipeline or a Lua script is one).
+    writes (a pipeline or a Lua script is one): one for a JSON answer nothing can intervene in (its admission
+    goes with its stored response, llmsim/chaos/redis_state.py), two with rate limits.
 (b) Realistic pacing (speed 1, a shipped model's profile), many open streams on the Redis store:
     SSE text deltas delivered per second and inter-token p99 at 1 and 4 workers
     (goal: 4 workers >= 1.7x one), with the CPU the servers, the load and redis-server took (a share of one

@@ -17,7 +17,7 @@ from typing import Any
 from llmsim import ids
 from llmsim.backends.base import Backend, Delta, Finish, Prompt, Usage, expand
 from llmsim.backends.relay import Exchange, Relayed
-from llmsim.chaos.faults import Admission
+from llmsim.chaos.faults import Admission, Gate
 from llmsim.chaos.scenarios import Player, ScenarioMoved
 from llmsim.errors import APIError, not_found
 from llmsim.responses import rawsse, schema, toolspec, translate
@@ -72,7 +72,7 @@ class Pipeline:
         self.scenarios = scenarios or Player()  # scripted replies (llmsim/chaos/scenarios.py); none by default
 
     def create(self, body: Any, *, seed: int | None = None, recent: StoredResponse | None = None,
-               speed: float | None = None, admit: Callable[[Prompt, bool], Admission] | None = None,
+               speed: float | None = None, admit: Gate | None = None,
                generate: bool = True, text_mode: str | None = None, owner: str = "") -> Run:
         """`owner`: the scope (API key) the response is stored in and chains within (see `stored`).
         `recent`: a response held outside the store (WebSocket mode's connection-local cache) to chain from.
@@ -94,7 +94,8 @@ class Pipeline:
                                         effort, summary)
         if text_mode:
             prompt = replace(prompt, text_mode=text_mode)
-        prompt, admission = self.admit(prompt, body, request.stream, admit)
+        whole = not request.stream and not request.background and not self.pacer.paces(prompt, speed)
+        prompt, admission = self.admit(prompt, body, request.stream, admit, whole)
         response = new_response(request, profile, ids.new("resp"), prompt.tools, effort, summary)
         builder = EventBuilder(
             response,
@@ -115,16 +116,17 @@ class Pipeline:
         waits = self.pacer.paces(prompt, speed) or admission.stream_fault is not None  # a fault may pause or cut
         return Run(builder, fair(events), request.stream, record, waits)
 
-    def admit(self, prompt: Prompt, body: Any, stream: bool, admit: Callable[[Prompt, bool], Admission] | None
+    def admit(self, prompt: Prompt, body: Any, stream: bool, admit: Gate | None, whole: bool = False
               ) -> tuple[Prompt, Admission]:
         """Scenarios, then rate limits and faults: what every transport (Responses, Chat Completions) applies
-        between the prompt and the backend. Raises the HTTP faults; the Admission carries a stream fault."""
+        between the prompt and the backend. Raises the HTTP faults; the Admission carries a stream fault.
+        `whole`: nothing of the answer leaves or waits before it is made (see ChaosState.admit)."""
         directed, scripted_fault = self.scenarios.direct(prompt, body, stream)
         try:
-            admission = admit(directed, stream) if admit else Admission()
+            admission = admit(directed, stream, whole) if admit else Admission()
         except ScenarioMoved:  # the fleet loaded a scenario as this request came in: it plays that one
             directed, scripted_fault = self.scenarios.direct(prompt, body, stream)
-            admission = admit(directed, stream) if admit else Admission()
+            admission = admit(directed, stream, whole) if admit else Admission()
         finally:
             self.scenarios.flush()  # the request's turn, where its admission did not record it
         admission.stream_fault = scripted_fault or admission.stream_fault

@@ -22,7 +22,7 @@ import redis
 from stateful import PACED, slow_profiles, until, wait_final
 
 from llmsim.store import StoredConversation, StoredResponse, open_stores
-from llmsim.store.redis_client import Scripts
+from llmsim.store.redis_client import Batch, Guard, Scripts
 from llmsim.store.redis_client import connect as redis_connect
 from llmsim.testing import RedisServer, ServerProcess, free_port
 
@@ -187,7 +187,7 @@ def test_a_stream_replayed_on_another_server_is_the_stream_sent_from_a_compact_r
         assert len(stored.hget(key, "replay") or b"") < sum(map(len, frames)) / 3
 
 
-def test_a_json_answer_runs_three_redis_scripts_and_every_request_is_in_the_transcript(
+def test_a_json_answer_runs_one_redis_script_and_every_request_is_in_the_transcript(
         fleet: Fleet, connect: Callable[..., openai.OpenAI], redis_server: RedisServer) -> None:
     a, _ = fleet
     client = connect(a)
@@ -200,18 +200,58 @@ def test_a_json_answer_runs_three_redis_scripts_and_every_request_is_in_the_tran
 
     before = calls()
     answer = ask(client)
-    # Its admission (with its scenario turn), then its stored response and its log entry (one round trip, as the
-    # answer leaves: bench/stores.py counts round trips).
-    assert calls() - before == 3
+    # Nothing could intervene in it (no fault, limit or scenario): its admission (with its scenario turn), its
+    # stored response and its log entry, all in one script as the answer leaves (bench/stores.py counts round trips).
+    assert calls() - before == 1
     assert connect(a).responses.retrieve(answer.id).output_text == answer.output_text
+    ask(client, store=False)  # Redis learns that script (EVAL after EVALSHA's NOSCRIPT)
+    before = calls()
+    unstored = ask(client, store=False)  # nothing to store: its admission goes alone, as it leaves
+    assert calls() - before == 1
+    with pytest.raises(openai.NotFoundError):
+        client.responses.retrieve(unstored.id)
+    entry = httpx.get(f"{a.url}/llmsim/admin/requests").json()["data"][-1]
+    assert entry["status"] == 200 and entry["output_tokens"] == unstored.usage.output_tokens  # type: ignore[union-attr]
 
     refused = httpx.post(f"{a.base_url}/responses", json={"model": "gpt-4o", "input": "hi"},
                          headers={"X-LLMSim-Fault": "no-such-fault"})
     assert refused.status_code == 400
     transcript = httpx.get(f"{a.url}/llmsim/admin/scenarios/transcript").json()["data"]
-    assert [entry["request"]["input"] for entry in transcript[-3:]] == ["hello", "hello", "hi"]
-    assert [entry["index"] for entry in transcript[-3:]] == [len(transcript) - 3, len(transcript) - 2,
-                                                             len(transcript) - 1]
+    assert [entry["request"]["input"] for entry in transcript[-5:]] == ["hello"] * 4 + ["hi"]
+    assert [entry["index"] for entry in transcript] == list(range(len(transcript)))
+
+
+def test_an_answer_made_under_a_config_the_fleet_has_left_is_admitted_and_made_again(
+        fleet: Fleet, connect: Callable[..., openai.OpenAI], redis_server: RedisServer) -> None:
+    """A's workers admit a JSON answer from their own view of the fleet and record it with its writes; B changes
+    the faults, then the scenario, which A learns only as it records: nothing of the first answer is kept (its
+    log entry, transcript turn, stored response, conversation turn), and the request is made again under B's
+    config, so `first: 1` fires on it and the scenario plays its turn."""
+    a, b = fleet
+    on_a = connect(a)
+    stored = redis.Redis.from_url(redis_server.url)
+    conversation = on_a.conversations.create(items=[{"type": "message", "role": "user", "content": "Hi"}])
+    for _ in range(4):  # every worker of A has seen the fleet's config and scenario
+        ask(on_a, conversation=conversation.id)
+    responses = stored.zcard("llmsim:responses")
+    config = httpx.put(f"{b.url}/llmsim/admin/faults", json={"faults": [{"kind": "server_error", "first": 1}]})
+    assert config.status_code == 200
+    with pytest.raises(openai.InternalServerError):
+        ask(on_a, conversation=conversation.id)
+    assert ask(on_a, conversation=conversation.id).status == "completed"
+    counters = httpx.get(f"{b.url}/llmsim/admin/faults/counters").json()
+    assert counters["faults"] == {"server_error": 1} and counters["requests"] == 6
+    log = httpx.get(f"{b.url}/llmsim/admin/requests").json()["data"]
+    assert [entry["index"] for entry in log] == list(range(1, 7))
+    assert [entry["status"] for entry in log] == [200] * 4 + [500, 200]
+    assert stored.zcard("llmsim:responses") == responses + 1  # the 500 stored nothing, the first answer neither
+    assert len(on_a.conversations.items.list(conversation.id, limit=100).data) == 1 + 2 * 5
+
+    loaded = httpx.put(f"{b.url}/llmsim/admin/scenarios", json={"turns": [{"text": "scripted"}]})
+    assert loaded.status_code == 200
+    assert ask(on_a).output_text == "scripted"
+    transcript = httpx.get(f"{b.url}/llmsim/admin/scenarios/transcript").json()["data"]
+    assert [entry["step"] for entry in transcript] == ["turns[0]"]  # one turn, in the scenario B loaded
 
 
 def test_background_made_on_a_is_followed_and_cancelled_from_b(
@@ -362,6 +402,43 @@ def test_scripts_survive_a_script_flush_an_error_reply_and_a_lost_connection(red
     with pytest.raises(redis.exceptions.ConnectionError):
         add(keys=["n"], args=[1])
     assert add(keys=["n"], args=[1]) == 8  # on a new connection; the lost call never ran
+
+
+def test_held_writes_go_only_where_the_guard_sent_with_them_lets_them(redis_url: str) -> None:
+    client = redis_connect(redis_url)
+    batch = Batch(Scripts(client))
+    check = batch.scripts.register("if redis.call('GET', KEYS[1]) == ARGV[1] then return {'ok', 7} end "
+                                   "return {'stale'}")
+    add = batch.scripts.register("return redis.call('INCRBY', KEYS[1], ARGV[1])")
+    client.set("gen", "1")
+    replies: list[object] = []
+
+    def guard(gen: str) -> Guard:
+        return Guard(check, ["gen"], lambda: [gen], lambda reply: not replies.append(reply) and reply[0] == b"ok")
+
+    batch.hold(defer=True)
+    assert batch.deferrable()
+    batch.defer(guard("0"))
+    batch.write(add, ["n"], [5])
+    assert not batch.commit() and replies[-1] == [b"stale"]  # refused: nothing it carried was written
+    assert client.get("n") is None and batch.holding() and not batch.deferrable()  # the retry admits the usual way
+    batch.write(add, ["n"], [2])
+    batch.release()
+    assert client.get("n") == b"2"
+
+    batch.hold(defer=True)
+    batch.defer(guard("1"))
+    batch.write(add, ["n"], [3])
+    batch.write(add, ["n"], [4])
+    assert batch.commit() and replies[-1] == [b"ok", 7] and client.get("n") == b"9"
+    batch.release()
+    assert client.get("n") == b"9"  # sent once
+
+    batch.hold(defer=True)  # a request that failed before its commit: sent as it is released, writes and all
+    batch.defer(guard("1"))
+    batch.write(add, ["n"], [1])
+    batch.release()
+    assert client.get("n") == b"10" and not batch.holding()
 
 
 def test_store_limits_expiry_and_unfinished_responses(redis_url: str) -> None:

@@ -70,6 +70,18 @@ def test_text_runs_sent_as_the_builder_renders_them_replay_byte_for_byte(obfusca
     assert Replay(log, builder).events(builder.response) == sent
 
 
+def test_a_dumped_replay_loads_and_replays_byte_for_byte_as_does_one_dumped_before_hex_lengths() -> None:
+    builder = EventBuilder(start(), entropy=Entropy(), obfuscate=True, encrypted_reasoning=True)
+    log = DeltaLog()
+    sent = [(event["type"], dumps(event)) for event in builder.run(log.recording(iter(every_kind())))]
+    dumped = Replay(log, builder).dump()
+    assert Replay.load(dumped).events(builder.response) == sent
+    older = json.loads(dumped)
+    older[1] = list(log.lengths)  # as a replay was written before: the lengths a JSON list
+    assert isinstance(json.loads(dumped)[1], str)
+    assert Replay.load(json.dumps(older)).events(builder.response) == sent
+
+
 def test_a_backend_failure_replays_as_the_same_failure() -> None:
     sent, replayed = sent_and_replayed(failing())
     assert sent[-1][0] == "response.failed" and "The model failed to generate a response." in sent[-1][1]

@@ -23,6 +23,7 @@ from llmsim.chaos.faults import (
     Admission,
     ConnectionDropped,
     Fault,
+    Gate,
     RequestInfo,
     StreamFault,
     http_error,
@@ -68,7 +69,7 @@ def answered(chaos: ChaosState, headers: MutableMapping[str, str], status: int) 
         try:
             chaos.finish(entry)
         except Exception:  # the shared log is away (Redis down): the answer stands, the entry stays unfinished
-            log.warning("request log entry %s not updated", entry["index"], exc_info=True)
+            log.warning("request log entry %s not updated", entry.get("index"), exc_info=True)
 
 
 def cut() -> Iterator[bytes]:
@@ -106,9 +107,9 @@ def hang(seconds: float | None) -> None:
 
 def admit(endpoint: str, model: str, *, model_id: str | None = None, profile_limits: Limits | None = None,
           metadata: Mapping[str, str] | None = None, input_tokens: int = 0, max_output_tokens: int | None = None,
-          stream: bool = False, headers: Mapping[str, str] | None = None) -> Admission:
+          stream: bool = False, headers: Mapping[str, str] | None = None, whole: bool = False) -> Admission:
     """Rate limits, then faults (the header's, else the first rule that fires), for one generating request.
-    `headers`: the request's (default: Flask's request)."""
+    `headers`: the request's (default: Flask's request). `whole`: see ChaosState.admit."""
     chaos = state()
     headers = request.headers if headers is None else headers
     forced = _forced(headers)
@@ -120,7 +121,7 @@ def admit(endpoint: str, model: str, *, model_id: str | None = None, profile_lim
     estimate = input_tokens + (max_output_tokens or 0)
     decision = chaos.admit(RequestInfo(endpoint, models, api_key, dict(metadata or {})), entry, key,
                            lambda config: config.rate_limits.resolve(models, profile_limits), estimate,
-                           choose=forced is None)
+                           choose=forced is None, whole=whole)
     entry = g.llmsim_request = decision.entry
     limits, verdict = decision.limits, decision.verdict
     on_finish: Callable[[Finish], None] | None = None
@@ -164,11 +165,11 @@ def _exhausted(headers: dict[str, str], limits: Limits, fault: Fault) -> dict[st
     return {**headers, "x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": duration(retry_after)}
 
 
-def gate(endpoint: str) -> Callable[[Prompt, bool], Admission]:
+def gate(endpoint: str) -> Gate:
     """`admit` as a Pipeline.create hook, measured (llmsim/api/metrics.py)."""
-    def check(prompt: Prompt, stream: bool) -> Admission:
+    def check(prompt: Prompt, stream: bool, whole: bool) -> Admission:
         return metered(prompt, stream, lambda: admit(
             endpoint, prompt.model, model_id=prompt.profile.id, metadata=prompt.metadata,
             input_tokens=prompt.input_tokens, max_output_tokens=prompt.max_output_tokens, stream=stream,
-            profile_limits=prompt.profile.rate_limits))
+            profile_limits=prompt.profile.rate_limits, whole=whole))
     return check

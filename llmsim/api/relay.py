@@ -3,7 +3,7 @@ sent with the upstream's (or the recording's) status and headers."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +16,7 @@ from llmsim.api.sse import SSE_HEADERS
 from llmsim.backends.base import Prompt
 from llmsim.backends.cassette import canonical
 from llmsim.backends.relay import Exchange, Relayed
-from llmsim.chaos.faults import Admission
+from llmsim.chaos.faults import Admission, Gate
 from llmsim.errors import APIError
 from llmsim.pipeline import Pipeline
 
@@ -26,7 +26,7 @@ CHARS_PER_TOKEN = 4  # a rate-limit estimate of the input; the answer's usage se
 @dataclass
 class Answer:
     relayed: Relayed | None = None  # the backend's answer
-    admit: Callable[[Prompt, bool], Admission] | None = None  # else: the admission already made, for `create`
+    admit: Gate | None = None  # else: the admission already made, for `create`
 
 
 def answer(endpoint: str, body: Any, speed: float | None, pipeline: Pipeline | None = None,
@@ -40,7 +40,7 @@ def answer(endpoint: str, body: Any, speed: float | None, pipeline: Pipeline | N
         raise APIError("Invalid request body: expected a JSON object.", code="invalid_type")
     admission = admit(endpoint, body)
     relayed = pipeline.relay(Exchange(endpoint, body), admission, speed, owner(), raw=raw)
-    return Answer(relayed, None if relayed is not None else lambda _prompt, _stream: admission)
+    return Answer(relayed, None if relayed is not None else lambda _prompt, _stream, _whole: admission)
 
 
 def admit(endpoint: str, body: dict[str, Any], headers: Mapping[str, str] | None = None) -> Admission:

@@ -9,7 +9,6 @@ even with `store: false`, and a failed turn evicts it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, Protocol
 
 from flask import Blueprint
@@ -20,8 +19,7 @@ from simple_websocket import ConnectionClosed
 from llmsim.api import decode, relay
 from llmsim.api.chaos import gate
 from llmsim.api.http import owner, seed_header, services, speed_header, text_mode_header
-from llmsim.backends.base import Prompt
-from llmsim.chaos.faults import Admission, ConnectionDropped
+from llmsim.chaos.faults import ConnectionDropped, Gate
 from llmsim.errors import APIError
 from llmsim.pipeline import Pipeline, dumps
 from llmsim.store import StoredResponse
@@ -55,7 +53,7 @@ class Session:
     """One connection: reads client events and answers each `response.create` with its stream."""
 
     def __init__(self, ws: Connection, pipeline: Pipeline, *, seed: int | None = None, speed: float | None = None,
-                 admit: Callable[[Prompt, bool], Admission] | None = None, text_mode: str | None = None,
+                 admit: Gate | None = None, text_mode: str | None = None,
                  owner: str = "") -> None:
         self.ws = ws
         self.pipeline = pipeline

@@ -1,6 +1,7 @@
 """Writes a JSON answer holds back until it leaves: its stored response, its request log entry and its token limit's
 true-up, sent to Redis together on one round trip instead of one each. Nothing reads them before the answer leaves,
-and if they cannot be written the answer becomes a 503: nothing acknowledged is lost."""
+and if they cannot be written the answer becomes a 503: nothing acknowledged is lost. When nothing can intervene in
+the request (llmsim/chaos/redis_state.py), its admission goes with them: `commit` says whether it was accepted."""
 
 from __future__ import annotations
 
@@ -43,7 +44,16 @@ def install(app: Flask, batch: Any, unavailable: Callable[[Exception], Any]) -> 
 
 
 def hold() -> None:
-    """Hold this request's writes until its answer leaves (a JSON answer: nothing is sent before it is whole)."""
+    """Hold this request's writes until its answer leaves, and let a JSON answer's admission wait for `commit`
+    (a stream's writes are released before its first event; its admission never waits)."""
     batch = current_app.extensions.get(EXTENSION)
     if batch is not None:
-        batch.hold()
+        batch.hold(defer=True)
+
+
+def commit() -> bool:
+    """The answer is made: its deferred admission (if any) and what is held so far go to Redis. False: the fleet's
+    faults or scenario changed meanwhile, nothing was written, and the request must be made again (it will be
+    admitted the usual way)."""
+    batch = current_app.extensions.get(EXTENSION)
+    return batch is None or batch.commit()

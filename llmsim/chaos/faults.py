@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from llmsim.backends.base import Delta, Finish, expand
+from llmsim.backends.base import Delta, Finish, Prompt, expand
 from llmsim.chaos.ratelimit import RateLimitConfig, duration, retry_after_headers
 from llmsim.config import Settings
 from llmsim.errors import APIError
@@ -412,3 +412,8 @@ class Admission:
         """A relayed stream sent as its bytes (no stream fault: nothing needs its events one by one), timed."""
         assert self.stream_fault is None, "a stream fault needs the events"
         return self.meter.chunks(chunks, chat) if self.meter else chunks
+
+
+# The chaos gate as Pipeline.create calls it: (prompt, stream, whole), where `whole` says nothing of the answer
+# leaves or waits before it is made (ChaosState.admit).
+Gate = Callable[[Prompt, bool, bool], Admission]

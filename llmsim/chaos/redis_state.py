@@ -6,6 +6,12 @@ it, all at once, so `first: 3` fires three times fleet-wide and an RPM of 8 admi
 the scenario carry a generation number: a process keeps the parsed config until a script says the fleet's
 has moved on.
 
+A JSON answer that nothing can intervene in, as this process sees the fleet (no rule in its scope, no rate
+limit, no forced fault, no scenario), is made first and admitted after, with its stored response, in one
+script (`Batch.defer`): the script checks that both generation numbers are still those the process saw, so
+the request was admitted under that config; if one moved on it does nothing, and the request, whose answer
+has not left, is admitted and made again the usual way.
+
 A server that starts with fault flags (or a scenario file) different from those the fleet last started
 with installs them; a server starting with the same flags keeps the fleet's state (admin changes,
 schedules), so a rolling restart changes nothing.
@@ -29,7 +35,7 @@ from llmsim.chaos.scenarios import (TRANSCRIPT, Player, Reply, Scenario, Scenari
                                     play)
 from llmsim.chaos.state import RECENT, ChaosState, Decision, ResolveLimits
 from llmsim.errors import APIError
-from llmsim.store.redis_client import PREFIX, Batch, Scripts, dumps
+from llmsim.store.redis_client import PREFIX, Batch, Guard, Scripts, dumps
 
 CHAOS = f"{PREFIX}chaos"  # hash: gen, config, seed, flags, served, rejected
 SEEN = f"{PREFIX}chaos:seen"  # hash: rule index -> requests in its scope since the config was set
@@ -138,6 +144,20 @@ for i = 13, #ARGV do table.insert(result, redis.call('HINCRBY', KEYS[5], ARGV[i]
 return result
 """
 
+# KEYS: chaos, log, scenario, transcript. ARGV: gen, the scenario's gen, the log entry after its '{', RECENT, then
+# the request's turn: time, model JSON, request JSON, TRANSCRIPT. The admission of a request nothing could intervene
+# in (see the module's docstring), sent with its writes. → {'ok', index} or {'stale'} (nothing done).
+_ADMITTED = _RECORD + """
+if redis.call('HGET', KEYS[1], 'gen') ~= ARGV[1] or redis.call('HGET', KEYS[3], 'gen') ~= ARGV[2] then
+  return {'stale'}
+end
+record(KEYS[4], redis.call('HINCRBY', KEYS[3], 'requests', 1) - 1, ARGV[5], ARGV[6], 'null', ARGV[7], ARGV[8])
+local n = redis.call('HINCRBY', KEYS[1], 'served', 1)
+redis.call('HSET', KEYS[2], n, '{"index":' .. n .. ',' .. ARGV[3])
+redis.call('HDEL', KEYS[2], n - tonumber(ARGV[4]))
+return {'ok', n}
+"""
+
 # KEYS: bucket. ARGV: capacity, tokens to charge (negative: refund).
 _SETTLE = _BUCKET + """
 local cap, now = tonumber(ARGV[1]), now_s()
@@ -166,6 +186,7 @@ class RedisChaosState(ChaosState):
         self.client = client
         self.batch = batch or Batch(Scripts(client))
         self._admit = self.batch.scripts.register(_ADMIT)
+        self._admitted = self.batch.scripts.register(_ADMITTED)
         self._settle = self.batch.scripts.register(_SETTLE)
         self._finish = self.batch.scripts.register(_FINISH)
         self._replace = self.batch.scripts.register(_REPLACE)
@@ -193,16 +214,20 @@ class RedisChaosState(ChaosState):
         self._replace(keys=[CHAOS, SEEN], args=["config", config.model_dump_json(exclude_none=True)])
 
     def admit(self, request: RequestInfo, entry: dict[str, Any], key: tuple[str, str], resolve: ResolveLimits,
-              tokens: int, choose: bool) -> Decision:
-        bucket = _bucket(key)
-        keys = [CHAOS, LOG, f"{bucket}:requests", f"{bucket}:tokens", SEEN]
+              tokens: int, choose: bool, whole: bool = False) -> Decision:
         turn, _turns.pending = _turns.pending, None  # the request's turn, when RedisPlayer left it to us
-        if turn is not None:
-            keys += [SCENARIO, TRANSCRIPT_KEY]
+        keys: list[str] = []
         for _ in range(MAX_STALE):
             config = self._config
             limits = resolve(config)
             scope = [i for i, rule in enumerate(config.faults) if rule.in_scope(request)] if choose else []
+            if whole and choose and turn is not None and not scope and not limits and self.batch.deferrable():
+                return self._defer(entry, limits, turn)
+            if not keys:
+                bucket = _bucket(key)
+                keys = [CHAOS, LOG, f"{bucket}:requests", f"{bucket}:tokens", SEEN]
+                if turn is not None:
+                    keys += [SCENARIO, TRANSCRIPT_KEY]
             # The entry as it will end when nothing fires (no rule in scope, no forced fault) or when rate-limited:
             # `finish` then has nothing to rewrite, which saves a round trip on most requests.
             admitted = {**entry, "status": 200} if choose and not scope else entry
@@ -219,15 +244,40 @@ class RedisChaosState(ChaosState):
         else:
             raise RuntimeError("the fault config kept changing while a request was admitted")
         index = int(result[1])
-        self._written[index] = {"index": index, **(limited if result[2] else admitted)}
-        while len(self._written) > WRITTEN:
-            self._written.popitem(last=False)
+        self._remember({"index": index, **(limited if result[2] else admitted)})
         decision = Decision({"index": index, **entry}, limits)
         if limits:
             decision.verdict = self._verdict(limits, tokens, result[2].decode(), float(result[3]), float(result[4]))
         if choose and (decision.verdict is None or decision.verdict.allowed):
             decision.rule = self._choose(config, scope, [int(count) for count in result[5:]])
         return decision
+
+    def _defer(self, entry: dict[str, Any], limits: Limits, turn: list[Any]) -> Decision:
+        """Admitted as this process sees the fleet; recorded, with the entry as the request ends, by the script
+        its writes are sent with (no index until then)."""
+        entry = dict(entry)  # the request's own, completed as it goes (the metrics' Meter, `answered`)
+        gen = self._gen
+        sent: dict[str, Any] = {}
+
+        def args() -> list[Any]:
+            sent.update(entry, status=entry["status"] or 200)  # an answer made, not yet sent, is a 200
+            return [gen, turn[0], dumps(sent)[1:], RECENT, *turn[1:]]
+
+        def accepted(reply: list[Any]) -> bool:
+            if reply[0] != b"ok":
+                return False
+            entry["index"] = sent["index"] = int(reply[1])
+            self._remember(sent)
+            return True
+
+        self.batch.defer(Guard(self._admitted, [CHAOS, LOG, SCENARIO, TRANSCRIPT_KEY], args, accepted))
+        return Decision(entry, limits)
+
+    def _remember(self, written: dict[str, Any]) -> None:
+        """A log entry as written, so that `finish` writes it again only if the request changed it."""
+        self._written[written["index"]] = written
+        while len(self._written) > WRITTEN:
+            self._written.popitem(last=False)
 
     @staticmethod
     def _verdict(limits: Limits, tokens: int, exceeded: str, requests: float, token_level: float) -> Verdict:
@@ -274,6 +324,8 @@ class RedisChaosState(ChaosState):
         self.client.hincrby(FAULTS, kind, 1)
 
     def finish(self, entry: dict[str, Any]) -> None:
+        if "index" not in entry:  # its admission is deferred: it writes the entry as it is then
+            return
         if self._written.pop(entry["index"], None) != entry:  # with a JSON answer's stored response
             self.batch.write(self._finish, [LOG], [entry["index"], dumps(entry)])
 

@@ -51,8 +51,9 @@ class ChaosState:
         self.injector.configure(config)
 
     def admit(self, request: RequestInfo, entry: dict[str, Any], key: tuple[str, str], resolve: ResolveLimits,
-              tokens: int, choose: bool) -> Decision:
-        """Log the request, take from its buckets, and (when `choose` and it was admitted) pick the rule."""
+              tokens: int, choose: bool, whole: bool = False) -> Decision:
+        """Log the request, take from its buckets, and (when `choose` and it was admitted) pick the rule. `whole`:
+        nothing of the answer leaves or waits before it is made (a shared state may record the request then)."""
         with self._lock:
             self._served += 1
             entry = {"index": self._served, **entry}

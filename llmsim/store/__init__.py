@@ -79,7 +79,7 @@ def open_stores(url: str, max_entries: int, ttl_seconds: float,
         heartbeat.start()
         batch = Batch(Scripts(client))
         return Stores(RedisStore(client, max_entries, ttl_seconds, heartbeat, load_replay, batch),
-                      RedisConversations(client, max_entries, ttl_seconds, batch.scripts), client, batch)
+                      RedisConversations(client, max_entries, ttl_seconds, batch), client, batch)
     path = parse_store_url(url)
     if path is None:
         return Stores(MemoryStore(max_entries, ttl_seconds), MemoryConversations(max_entries, ttl_seconds))

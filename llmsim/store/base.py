@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -9,6 +10,8 @@ from typing import Any, Protocol
 SerializedEvent = tuple[str, str]  # (event type, JSON data); an event's sequence_number is its index
 # Statuses after which a response changes no more.
 FINAL_STATUSES = frozenset({"completed", "failed", "incomplete", "cancelled"})
+# Compact JSON, UTF-8 as is: what Flask's jsonify writes (with a newline) for this app (llmsim/app.py).
+_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
 @dataclass
@@ -22,6 +25,7 @@ class StoredResponse:
     worker: str | None = None  # the process generating it, for a background response
     owner: str = ""  # the API key's scope it was made in ("": the one shared scope when no key is set)
     replay: Replayable | None = None  # a finished response's events, built on demand (`events` stays empty)
+    _json: str | None = field(default=None, init=False, repr=False, compare=False)  # see `response_json`
 
     @property
     def id(self) -> str:
@@ -30,6 +34,14 @@ class StoredResponse:
     @property
     def status(self) -> str:
         return str(self.response.get("status"))
+
+    def response_json(self, keep: bool = False) -> str:
+        """The response as compact JSON. `keep` (a store writing a final response): remembered for the next call,
+        the JSON answer's, so the two share one encoding (a finished response changes no more)."""
+        text = self._json or _dumps(self.response)
+        if keep and self.status in FINAL_STATUSES:
+            self._json = text
+        return text
 
     def stream_events(self) -> list[SerializedEvent]:
         """Every stream event, in order: those kept, or those built again from the replay."""

@@ -14,7 +14,8 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 log = logging.getLogger("llmsim")
@@ -57,6 +58,29 @@ class Script:
 
 
 Call = tuple[Script, Sequence[Any], Sequence[Any]]
+MAX_JOINED = 64  # distinct sequences of scripts joined into one (a few in practice: put, then finish or settle)
+
+# Runs calls[1] (a guard), then the other calls only when its reply is {'ok', ...}; returns the guard's reply.
+# ARGV: the number of calls, each one's number of keys and of arguments, then their arguments; KEYS: their keys.
+_JOINED = """
+local function slice(t, from, n)
+  local part = {}
+  for i = 1, n do part[i] = t[from + i - 1] end
+  return part
+end
+local m = tonumber(ARGV[1])
+local k, a, first = 1, 2 + 2 * m, nil
+for i = 1, m do
+  local nk, na = tonumber(ARGV[2 * i]), tonumber(ARGV[2 * i + 1])
+  local reply = calls[i](slice(KEYS, k, nk), slice(ARGV, a, na))
+  k, a = k + nk, a + na
+  if i == 1 then
+    if type(reply) ~= 'table' or reply[1] ~= 'ok' then return reply end
+    first = reply
+  end
+end
+return first
+"""
 
 
 class Scripts:
@@ -77,9 +101,25 @@ class Scripts:
         self._reader = functools.partial(hiredis.Reader, replyError=exceptions.ResponseError)
         self._errors = exceptions
         self._idle: list[tuple[Any, Any]] = []  # (redis-py connection, hiredis reader)
+        self._joined: dict[tuple[Script, ...], Script] = {}  # see `guarded`
 
     def register(self, text: str) -> Script:
         return Script(self, text)
+
+    def guarded(self, calls: Sequence[Call]) -> Call:
+        """`calls` as one call, one script: the first (a guard, replying {'ok', ...} or a refusal) runs, then the
+        others only if it accepted, all atomically; its reply is the guard's."""
+        scripts = tuple(script for script, _, _ in calls)
+        joined = self._joined.get(scripts)
+        if joined is None:
+            if len(self._joined) >= MAX_JOINED:
+                self._joined.clear()
+            functions = "".join(f"calls[{i}] = function(KEYS, ARGV)\n{script.text}\nend\n"
+                                for i, script in enumerate(scripts, 1))
+            joined = self._joined[scripts] = Script(self, "local calls = {}\n" + functions + _JOINED)
+        sizes = [n for _, keys, args in calls for n in (len(keys), len(args))]
+        return joined, [key for _, keys, _ in calls for key in keys], \
+            [len(calls), *sizes, *(arg for _, _, args in calls for arg in args)]
 
     def run(self, calls: Sequence[Call]) -> list[Any]:
         """The replies of `calls`, pipelined (no MULTI: each script is atomic by itself); raises the first error
@@ -128,9 +168,22 @@ class Scripts:
         return replies
 
 
+@dataclass
+class Guard:
+    """A request's admission, sent first with its held writes: they are written only if it accepts (see
+    `Scripts.guarded`). `args` are made as it is sent (the request log entry is complete then); `accepted`
+    reads the reply."""
+
+    script: Script
+    keys: list[Any]
+    args: Callable[[], list[Any]]
+    accepted: Callable[[Any], bool]
+
+
 class Batch:
     """Script calls sent together on one round trip: what a request holds back until its answer leaves (a JSON
-    answer's stored response and its request log entry), and what it sends with its next call.
+    answer's stored response and its request log entry), and what it sends with its next call. A JSON answer
+    that nothing can intervene in may send its admission with them too (`defer`): one round trip in all.
 
     Per greenlet (gevent patches `threading.local`): one request's held writes never wait on another's.
     """
@@ -139,9 +192,24 @@ class Batch:
         self.scripts = scripts
         self._local = threading.local()
 
-    def hold(self) -> None:
-        """From now until `release`, `write`s wait (nothing may read them before the answer leaves)."""
+    def hold(self, defer: bool = False) -> None:
+        """From now until `release`, `write`s wait (nothing may read them before the answer leaves). `defer`: the
+        request's admission may wait with them (`commit` is called once its answer is made)."""
         self._local.held = []
+        self._local.guard = None
+        self._local.defer = defer
+
+    def holding(self) -> bool:
+        """Whether `write`s wait (between `hold` and `release`)."""
+        return getattr(self._local, "held", None) is not None
+
+    def deferrable(self) -> bool:
+        """Whether this request's admission may be sent with its held writes (`defer`)."""
+        return getattr(self._local, "defer", False) and self.holding() and self._local.guard is None
+
+    def defer(self, guard: Guard) -> None:
+        """Send `guard` (the request's admission) first with the held writes, which it lets through or not."""
+        self._local.guard = guard
 
     def write(self, script: Script, keys: list[Any], args: list[Any]) -> None:
         """Run `script` now, or at `release` while held."""
@@ -151,11 +219,29 @@ class Batch:
         else:
             held.append((script, keys, args))
 
+    def commit(self) -> bool:
+        """The answer is made: send a deferred admission with what is held so far, on one round trip. False: the
+        admission was refused (the fleet's config moved on) and nothing was written; the request must be admitted
+        again, the usual way (writes stay held, none deferred). True (also when nothing was deferred): go on."""
+        guard = getattr(self._local, "guard", None)
+        if guard is None:
+            return True
+        held, self._local.held, self._local.guard, self._local.defer = self._local.held, [], None, False
+        return self._send(guard, held)
+
     def release(self) -> None:
         """Send what was held, in order, on one round trip; raises as a call would (the answer must not leave)."""
         held, self._local.held = getattr(self._local, "held", None), None
-        if held:
+        guard, self._local.guard, self._local.defer = getattr(self._local, "guard", None), None, False
+        if guard is not None:  # never committed (the request failed first): its admission is recorded as it ended
+            if not self._send(guard, held or []):
+                log.warning("an answer made under the fleet's previous config was not recorded")
+        elif held:
             self.scripts.run(held)
+
+    def _send(self, guard: Guard, held: list[Call]) -> bool:
+        call = self.scripts.guarded([(guard.script, guard.keys, guard.args()), *held])
+        return guard.accepted(self.scripts.run([call])[0])
 
 
 def unavailable_errors() -> tuple[type[BaseException], ...]:

@@ -142,7 +142,8 @@ return redis.call('ZCARD', KEYS[1])
 # A response's fields as JSON, each in its own hash field (fields added later come along). A finished response's
 # `replay` is one more field, in its compact form (`Replayable.dump`); the events of one without (a background
 # response, as it runs) go to a list of their own.
-_RECORD_FIELDS = [f.name for f in fields(StoredResponse) if f.name not in ("events", "replay")]
+_RECORD_FIELDS = [f.name for f in fields(StoredResponse)
+                  if f.init and f.name not in ("response", "events", "replay")]  # the response: its own JSON
 LoadReplay = Callable[[bytes], Replayable]
 
 
@@ -190,7 +191,7 @@ class RedisStore:
     def put(self, record: StoredResponse) -> None:
         if self.max_entries <= 0:
             return
-        values: list[str] = []
+        values = ["response", record.response_json(keep=True)]  # the JSON answer's own encoding too
         for name in _RECORD_FIELDS:
             values += [name, dumps(getattr(record, name))]
         values += ["status", record.status]
@@ -210,7 +211,7 @@ class RedisStore:
 
     def get(self, response_id: str) -> StoredResponse | None:
         key, events_key, _ = self._keys(response_id)
-        names = _RECORD_FIELDS
+        names = ["response", *_RECORD_FIELDS]
         with self.client.pipeline(transaction=True) as pipe:
             pipe.hmget(key, [*names, "replay"])
             pipe.lrange(events_key, 0, -1)
@@ -337,11 +338,12 @@ class RedisConversations:
     """Conversations (a hash of their fields) and their items (a list, in order) in Redis."""
 
     def __init__(self, client: Any, max_entries: int = 1024, ttl_seconds: float = 3600.0,
-                 scripts: Scripts | None = None) -> None:
+                 batch: Batch | None = None) -> None:
         self.client = client
         self.max_entries = max_entries
         self.ttl_ms = int(ttl_seconds * 1000) if ttl_seconds > 0 else 0
-        scripts = scripts or Scripts(client)
+        self.batch = batch or Batch(Scripts(client))
+        scripts = self.batch.scripts
         self._create = scripts.register(_CREATE)
         self._touch = scripts.register(_TOUCH)
         self._len = scripts.register(_LEN)
@@ -380,8 +382,12 @@ class RedisConversations:
         return deleted > 0
 
     def add_items(self, conversation_id: str, items: list[dict[str, Any]]) -> bool:
-        return bool(self._touch(keys=self._keys(conversation_id),
-                                args=[self.ttl_ms, conversation_id, "", "", "\x1e".join(map(dumps, items))]))
+        keys = self._keys(conversation_id)
+        args = [self.ttl_ms, conversation_id, "", "", "\x1e".join(map(dumps, items))]
+        if self.batch.holding():  # a JSON answer's turn: it goes with the stored response (the request found it)
+            self.batch.write(self._touch, keys, args)
+            return True
+        return bool(self._touch(keys=keys, args=args))
 
     def items(self, conversation_id: str) -> list[dict[str, Any]] | None:
         key, items_key = self._keys(conversation_id)
