@@ -46,7 +46,7 @@ def create() -> ResponseReturnValue:
         return relay.http_response(answer.relayed)
     run = services().pipeline.create(body, seed=seed_header(), speed=speed_header(),
                                      admit=answer.admit or gate("responses"), text_mode=text_mode_header(),
-                                     owner=owner())
+                                     owner=owner(), paced_runs=True)
     if run.stream:  # the cost is known only at the end: an SSE comment after the last event
         pricing = _pricing(run.response["model"])
         return sse_response(run.events, lambda: _cost_comment(pricing, run.response), together=not run.waits)
