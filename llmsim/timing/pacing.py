@@ -132,7 +132,9 @@ class Pacer:
                     first = False
                 schedule.wait(ms)
                 if run is not None and len(run) > 1:  # the other chunks' waits, drawn in the order they would be
-                    delays = [chunk_ms(tokens, timing, rng, False) for _, tokens in run[1:]]
+                    rest = run[1:]
+                    delays = timing.itl_ms.samples(rng, len(rest)) if all(t == 1 for _, t in rest) else \
+                        [chunk_ms(tokens, timing, rng, False) for _, tokens in rest]
                     delta = replace(delta, pace=RunPace(schedule, delays))  # type: ignore[type-var]
                 yield delta
 
@@ -169,16 +171,20 @@ class Schedule:
 
 class RunPace:
     """The waits of a paced TextRun's chunks after its first, kept for the transport that sends them: each is
-    due `delays[i]` ms after the one before, on the request's schedule. `sent`: when each chunk left (the
-    Meter's inter-token gaps), filled by the sender; `released`: chunks sent, the first included."""
+    due `delays[i]` ms after the one before, on the request's schedule. `sent`: when each of them left (the
+    Meter's inter-token gaps), filled by the sender."""
 
-    __slots__ = ("schedule", "delays", "sent", "released")
+    __slots__ = ("schedule", "delays", "sent")
 
     def __init__(self, schedule: Schedule, delays: list[float]) -> None:
         self.schedule = schedule
         self.delays = delays
         self.sent: list[float] = []
-        self.released = 1
+
+    @property
+    def released(self) -> int:
+        """The run's chunks sent, its first included."""
+        return 1 + len(self.sent)
 
 
 def delay_ms(delta: Delta, timing: Timing, rng: random.Random, first: bool) -> float:

@@ -46,7 +46,6 @@ def _waited(frames: Sequence[bytes], pace: RunPace) -> Iterator[bytes]:
     for frame, ms in zip(frames, pace.delays):
         schedule.wait(ms)
         pace.sent.append(clock())
-        pace.released += 1
         yield frame
 
 
@@ -99,18 +98,21 @@ class Writer:
     def _step(self, woken: bool) -> object:
         """Send every frame due now (frame `next` is when `woken` at its tick) in one write. What is left:
         PARKED (until the next frame's tick), None (all sent), GONE, or the bytes the socket did not take."""
-        frames, delays, schedule = self.frames, self.pace.delays, self.pace.schedule
+        frames, delays, due = self.frames, self.pace.delays, self.pace.schedule.due
+        total = len(frames)
         now = time.monotonic()
         first = end = self.next
-        while end < len(frames):
-            target = self.target if self.target is not None else schedule.due(delays[end], now)
+        target = self.target
+        while end < total:
+            if target is None:
+                target = due(delays[end], now)
             if target > now and not (woken and end == first):  # the tick rounds: due by its middle is due
-                self.target = target
                 break
-            self.target = None
+            target = None
             end += 1
+        self.target = target
         if end > first:
-            data = b"".join(frames[first:end]) if end - first > 1 else frames[first]
+            data = frames[first] if end - first == 1 else b"".join(frames[first:end])
             if self.chunked:
                 data = b"%X\r\n%s\r\n" % (len(data), data)
             try:
@@ -120,18 +122,16 @@ class Writer:
             except OSError:
                 return GONE
             self.pace.sent.extend(repeat(time.perf_counter(), end - first))
-            self.pace.released += end - first
             self.next = end
             if sent < len(data):
                 return data[sent:]
-        if self.next >= len(frames):
-            return None
+            if end == total:
+                return None
         if now - self.checked >= waits.CHECK_EVERY:
             self.checked = now
             if _hung_up(self.raw):
                 return GONE
-        assert self.target is not None
-        self.entry = self.ticker.call_at(self.target, self._fire)
+        self.entry = self.ticker.call_at(target, self._fire)  # type: ignore[arg-type]
         return PARKED
 
 
