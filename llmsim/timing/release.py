@@ -52,23 +52,30 @@ def _waited(frames: Sequence[bytes], pace: RunPace) -> Iterator[bytes]:
 class Writer:
     """One run's frames written from the hub at their ticks; the request's greenlet waits in `run`."""
 
+    __slots__ = ("frames", "delays", "due", "sent", "sock", "send", "chunked", "ticker", "next", "target", "entry",
+                 "fire", "greenlet", "checked")
+
     def __init__(self, frames: Sequence[bytes], pace: RunPace, sock: socket.socket, raw: socket.socket,
                  chunked: bool, ticker: ticks.Ticker) -> None:
         self.frames = frames
-        self.pace = pace
+        self.delays = pace.delays
+        self.due = pace.schedule.due
+        self.sent = pace.sent
         self.sock = sock
-        self.raw = raw
+        self.send = raw.send
         self.chunked = chunked
         self.ticker = ticker
         self.next = 0  # the first frame not sent
         self.target: float | None = None  # when frame `next` is due, once drawn
         self.entry: list[Any] | None = None
+        self.fire: Any = None
         self.greenlet: Any = None
         self.checked = time.monotonic()
 
     def run(self) -> None:
         """Wait until every frame is sent; raises ClientGone when the client has left."""
         self.greenlet = getcurrent()
+        self.fire = self._fire
         hub = self.ticker.hub
         try:
             status = self._step(False)
@@ -85,28 +92,32 @@ class Writer:
                     raise waits.ClientGone() from None
                 status = self._step(False)
         finally:
+            self.fire = None  # no cycle left through the bound method
             if self.entry is not None:
                 self.entry[2] = None  # killed while parked: its tick passes it by
 
     def _fire(self) -> None:
         """In the hub, at the tick of frame `next`."""
-        self.entry = None
         status = self._step(True)
         if status is not PARKED:
+            self.entry = None
             self.greenlet.switch(status)
 
     def _step(self, woken: bool) -> object:
         """Send every frame due now (frame `next` is when `woken` at its tick) in one write. What is left:
         PARKED (until the next frame's tick), None (all sent), GONE, or the bytes the socket did not take."""
-        frames, delays, due = self.frames, self.pace.delays, self.pace.schedule.due
+        frames, delays, due = self.frames, self.delays, self.due
         total = len(frames)
         now = time.monotonic()
         first = end = self.next
         target = self.target
+        if woken:  # the tick rounds: due by its middle is due
+            target = None
+            end += 1
         while end < total:
             if target is None:
                 target = due(delays[end], now)
-            if target > now and not (woken and end == first):  # the tick rounds: due by its middle is due
+            if target > now:
                 break
             target = None
             end += 1
@@ -116,12 +127,15 @@ class Writer:
             if self.chunked:
                 data = b"%X\r\n%s\r\n" % (len(data), data)
             try:
-                sent = self.raw.send(data)
+                sent = self.send(data)
             except BlockingIOError:
                 sent = 0
             except OSError:
                 return GONE
-            self.pace.sent.extend(repeat(time.perf_counter(), end - first))
+            if end - first == 1:
+                self.sent.append(time.perf_counter())
+            else:
+                self.sent.extend(repeat(time.perf_counter(), end - first))
             self.next = end
             if sent < len(data):
                 return data[sent:]
@@ -129,9 +143,9 @@ class Writer:
                 return None
         if now - self.checked >= waits.CHECK_EVERY:
             self.checked = now
-            if _hung_up(self.raw):
+            if _hung_up(self.send.__self__):
                 return GONE
-        self.entry = self.ticker.call_at(target, self._fire)  # type: ignore[arg-type]
+        self.entry = self.ticker.call_at(target, self.fire)  # type: ignore[arg-type]
         return PARKED
 
 
