@@ -7,6 +7,9 @@ from __future__ import annotations
 import json
 import re
 import socket
+import subprocess
+import sys
+import textwrap
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -26,6 +29,12 @@ models:
       itl_ms: {kind: normal, mean: 20, stddev: 0}
       prefill_tokens_per_s: 1000000000
       reasoning_tokens_per_s: 1000
+  - id: paced-1ms
+    timing:
+      ttft_ms: {kind: normal, mean: 10, stddev: 0}
+      itl_ms: {kind: normal, mean: 1, stddev: 0}
+      prefill_tokens_per_s: 1000000000
+      reasoning_tokens_per_s: 1000
 """
 DELTA = b"event: response.output_text.delta\n"
 
@@ -38,13 +47,31 @@ def paced(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
         yield server
 
 
-def _request(port: int, body: dict, headers: dict[str, str]) -> socket.socket:
+def _request(port: int, body: dict, headers: dict[str, str], version: str = "1.1") -> socket.socket:
     payload = json.dumps(body).encode()
-    head = [f"POST /v1/responses HTTP/1.1", "Host: 127.0.0.1", "Content-Type: application/json",
+    head = [f"POST /v1/responses HTTP/{version}", "Host: 127.0.0.1", "Content-Type: application/json",
             f"Content-Length: {len(payload)}", "Connection: close", *(f"{k}: {v}" for k, v in headers.items())]
     sock = socket.create_connection(("127.0.0.1", port), timeout=60)
     sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode() + payload)
     return sock
+
+
+def _read_all(sock: socket.socket) -> bytes:
+    data = b""
+    while chunk := sock.recv(1 << 16):
+        data += chunk
+    return data
+
+
+def _whole(body: bytes) -> list[dict]:
+    """The events of a whole stream, checked: every text delta, in order, makes the text the done event has."""
+    found = events(body)
+    assert found[0]["type"] == "response.created" and found[-1]["type"] in ("response.completed",
+                                                                             "response.incomplete")
+    assert [e["sequence_number"] for e in found] == list(range(len(found)))
+    text = "".join(e["delta"] for e in found if e["type"] == "response.output_text.delta")
+    assert text == next(e["text"] for e in found if e["type"] == "response.output_text.done")
+    return found
 
 
 def timed_chunks(port: int, body: dict, headers: dict[str, str]) -> list[tuple[float, bytes]]:
@@ -141,3 +168,50 @@ def test_a_client_that_leaves_mid_run_ends_its_stream_with_the_tokens_it_was_sen
     after = scrape(paced)
     tokens = after("vllm:generation_tokens_total") - before("vllm:generation_tokens_total")
     assert 10 <= tokens <= 20  # those sent before the server saw the hang-up, not the whole run
+
+
+def test_an_http_1_0_client_gets_the_paced_deltas_unchunked(paced: ServerProcess) -> None:
+    body = {"model": "paced-1ms", "input": "Tell me a story", "stream": True, "max_output_tokens": 100}
+    with _request(paced.port, body, {}, version="1.0") as sock:
+        data = _read_all(sock)
+    head, _, rest = data.partition(b"\r\n\r\n")
+    assert b"transfer-encoding" not in head.lower()
+    assert sum(1 for e in _whole(rest) if e["type"] == "response.output_text.delta") > 50
+
+
+SLOW_READER = textwrap.dedent("""
+    from gevent import monkey; monkey.patch_all()
+    import json, socket, time, gevent
+    from llmsim.timing.pacing import ModelLoad, RunPace, Schedule
+    from llmsim.timing.release import release
+
+    server, client = socket.socketpair()
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+    rests = []
+    class Counted(type(server)):
+        __slots__ = ()
+        def sendall(self, data, flags=0):
+            rests.append(len(data))
+            return super().sendall(data, flags)
+    server.__class__ = Counted
+    frames = [b"frame %05d " % i + b"x" * 1000 for i in range(400)]
+    pace = RunPace(Schedule(time.monotonic(), ModelLoad(None), 1.0, time.monotonic, time.sleep), [1.0] * 400)
+    def read():
+        gevent.sleep(0.3)  # nothing read for a while: the socket's buffers fill
+        data = b""
+        while len(data) < sum(map(len, frames)):
+            data += client.recv(1 << 16)
+        return data
+    reader = gevent.spawn(read)
+    yielded = list(release(frames, pace, server, False))
+    print(json.dumps({"yielded": len(yielded), "whole": reader.get(timeout=30) == b"".join(frames),
+                      "rests": len(rests), "sent": len(pace.sent)}))
+""")
+
+
+def test_a_client_slower_than_its_stream_gets_every_byte_in_order() -> None:
+    """The hub writes what the socket takes; the rest of a write waits for room in the request's greenlet."""
+    result = subprocess.run([sys.executable, "-c", SLOW_READER], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert out == {"yielded": 0, "whole": True, "rests": out["rests"], "sent": 400} and out["rests"] > 0
