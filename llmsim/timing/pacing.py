@@ -7,7 +7,9 @@ late wake-up shortens the next wait) so gaps keep their configured distribution 
 
 Waiting is `waits.wait`: in the gevent workers a waiting stream is a parked greenlet that the worker's
 one pacing timer wakes with every other stream due in the same tick (llmsim/timing/ticks.py), and a
-wait ends the request when its client hangs up. The per-model queue is a `threading.BoundedSemaphore`
+wait ends the request when its client hangs up. A paced TextRun (`pace(runs=True)`, for SSE) waits only for
+its first chunk here and carries the others' waits (RunPace) to the transport, which sends each chunk when it
+is due (llmsim/timing/release.py): the same draws, the same schedule. The per-model queue is a `threading.BoundedSemaphore`
 made per model at run time, so it is gevent's too.
 """
 
