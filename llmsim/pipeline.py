@@ -138,7 +138,8 @@ class Pipeline:
         """The backend's deltas: every transport (Responses, Chat Completions) comes through this one call.
         `runs`: the caller takes TextRuns (the event builder does); else each comes as its TextDeltas.
         `paced_runs`: paced TextRuns too, whose chunks' waits the transport keeps (see `create`)."""
-        deltas = self.pacer.pace(self.backend.generate(prompt), prompt, speed, runs=paced_runs)  # speed: None = the server's
+        deltas = self.pacer.pace(self.backend.generate(prompt), prompt, speed,  # speed: None = the server's
+                                 runs=paced_runs)
         return deltas if runs else expand(deltas)
 
     def item_finder(self, owner: str) -> Callable[[str], dict[str, Any] | None]:

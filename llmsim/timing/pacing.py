@@ -9,8 +9,8 @@ Waiting is `waits.wait`: in the gevent workers a waiting stream is a parked gree
 one pacing timer wakes with every other stream due in the same tick (llmsim/timing/ticks.py), and a
 wait ends the request when its client hangs up. A paced TextRun (`pace(runs=True)`, for SSE) waits only for
 its first chunk here and carries the others' waits (RunPace) to the transport, which sends each chunk when it
-is due (llmsim/timing/release.py): the same draws, the same schedule. The per-model queue is a `threading.BoundedSemaphore`
-made per model at run time, so it is gevent's too.
+is due (llmsim/timing/release.py): the same draws, the same schedule. The per-model queue is a
+`threading.BoundedSemaphore` made per model at run time, so it is gevent's too.
 """
 
 from __future__ import annotations
@@ -156,7 +156,7 @@ class Schedule:
         self.sleep = sleep
 
     def due(self, ms: float, now: float) -> float:
-        """The time a token that takes `ms` is due (at most `now`: send at once), the schedule moved to it."""
+        """When a token that takes `ms` is due (not after `now`: at once); the schedule moves on to it."""
         if ms <= 0:
             return now
         target = self.at + ms * self.load.factor() / 1000.0 / self.speed

@@ -4,7 +4,7 @@ A paced token used to be one sleeping greenlet with a timer of its own: at hundr
 tens of thousands of timers a second, each a wake-up of the event loop. Here a waiting stream parks on
 a heap, and one periodic timer (every `TICK_SECONDS`, only while anyone waits) wakes all whose time
 has come, rounded to the nearest tick, one after another in the same loop turn; each writes what it
-has ready and parks again.
+has ready and parks again. A paced run's writer (release.py) parks no greenlet: the tick calls it, in the hub.
 
 Outside a gevent worker (tests with Flask's client, plain threads) and for long waits, `sleep` is
 `time.sleep`, looked up at call time (gevent patches it after this module may have been imported).
