@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import httpx
 import openai
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -110,7 +111,7 @@ def events(body: bytes) -> list[dict]:
 
 
 def scrape(server: ServerProcess) -> Callable[..., float]:
-    text = __import__("httpx").get(f"{server.url}/metrics", timeout=10).text
+    text = httpx.get(f"{server.url}/metrics", timeout=10).text
     samples = {(s.name, frozenset(s.labels.items())): s.value
                for family in text_string_to_metric_families(text) for s in family.samples}
     return lambda name, **labels: samples.get((name, frozenset({"model_name": "paced-20ms", **labels}.items())), 0.0)
@@ -151,8 +152,7 @@ def test_the_metrics_see_each_gap_and_the_sdk_the_whole_stream(paced: ServerProc
     assert tokens == final.usage.output_tokens
 
 
-def test_a_client_that_leaves_mid_run_ends_its_stream_with_the_tokens_it_was_sent(paced: ServerProcess,
-                                                                                  tmp_path: Path) -> None:
+def test_a_client_that_leaves_mid_run_ends_its_stream_with_the_tokens_it_was_sent(paced: ServerProcess) -> None:
     before = scrape(paced)
     body = {"model": "paced-20ms", "input": "Tell me a long story", "stream": True, "max_output_tokens": 2000,
             "text": {"verbosity": "high"}}
