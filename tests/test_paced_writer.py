@@ -12,7 +12,6 @@ import sys
 import textwrap
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import httpx
 import openai
