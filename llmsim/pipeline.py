@@ -72,13 +72,15 @@ class Pipeline:
         self.scenarios = scenarios or Player()  # scripted replies (llmsim/chaos/scenarios.py); none by default
 
     def create(self, body: Any, *, seed: int | None = None, recent: StoredResponse | None = None,
-               speed: float | None = None, admit: Gate | None = None,
-               generate: bool = True, text_mode: str | None = None, owner: str = "") -> Run:
+               speed: float | None = None, admit: Gate | None = None, generate: bool = True,
+               text_mode: str | None = None, owner: str = "", paced_runs: bool = False) -> Run:
         """`owner`: the scope (API key) the response is stored in and chains within (see `stored`).
         `recent`: a response held outside the store (WebSocket mode's connection-local cache) to chain from.
         `admit`: rate limits and faults (llmsim/api/chaos.py), checked once the prompt is known.
         `generate=False` (WebSocket mode's warm-up): a completed response with no output, to chain from.
-        `text_mode`: the sim's text mode for this request (X-LLMSim-Text-Mode); None keeps the server's."""
+        `text_mode`: the sim's text mode for this request (X-LLMSim-Text-Mode); None keeps the server's.
+        `paced_runs`: the transport sends a paced run's text deltas itself, each when due (SSE: api/sse.py);
+        a stream with a fault, in the background or not streamed waits for each delta here instead."""
         request = schema.parse(schema.CreateRequest, body)
         schema.check_metadata(request.metadata)
         toolspec.check(request)
@@ -104,7 +106,8 @@ class Pipeline:
                                           request.stream_options.include_obfuscation is not False),
         )
         record = StoredResponse(response, items, history, owner=owner)
-        deltas = admission.deltas(self.generate(prompt, speed, runs=True) if generate else
+        paced_runs = paced_runs and request.stream and not request.background and admission.stream_fault is None
+        deltas = admission.deltas(self.generate(prompt, speed, runs=True, paced_runs=paced_runs) if generate else
                                   iter([Finish("stop", Usage(prompt.input_tokens, 0))]))
         if request.background:
             return self._background(builder, deltas, record, request.stream)
@@ -132,10 +135,13 @@ class Pipeline:
         admission.stream_fault = scripted_fault or admission.stream_fault
         return directed, admission
 
-    def generate(self, prompt: Prompt, speed: float | None = None, runs: bool = False) -> Iterator[Delta]:
+    def generate(self, prompt: Prompt, speed: float | None = None, runs: bool = False,
+                 paced_runs: bool = False) -> Iterator[Delta]:
         """The backend's deltas: every transport (Responses, Chat Completions) comes through this one call.
-        `runs`: the caller takes TextRuns (the event builder does); else each comes as its TextDeltas."""
-        deltas = self.pacer.pace(self.backend.generate(prompt), prompt, speed)  # speed: None = the server's
+        `runs`: the caller takes TextRuns (the event builder does); else each comes as its TextDeltas.
+        `paced_runs`: paced TextRuns too, whose chunks' waits the transport keeps (see `create`)."""
+        deltas = self.pacer.pace(self.backend.generate(prompt), prompt, speed,  # speed: None = the server's
+                                 runs=paced_runs)
         return deltas if runs else expand(deltas)
 
     def item_finder(self, owner: str) -> Callable[[str], dict[str, Any] | None]:

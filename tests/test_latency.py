@@ -295,3 +295,15 @@ def test_streaming_and_non_streaming_wait_the_same_under_a_seed() -> None:
     assert answer["status"] == "completed" and json_waits == [ms for _, ms in log]
     assert len(json_waits) == stream.count(b"event: response.output_text.delta\n")  # TTFT, then one per token
     assert json_waits[0] >= 150 and all(1 <= ms <= 1000 for ms in json_waits[1:])  # gpt-4o-mini's clamps
+
+
+@pytest.mark.parametrize("spec", [
+    {"kind": "lognormal", "p50": 9, "p95": 22, "min": 1, "max": 30},
+    {"kind": "normal", "mean": 20, "stddev": 15, "min": 5},
+])
+def test_samples_at_once_are_the_samples_one_by_one(spec: dict) -> None:
+    """A paced run draws its chunks' gaps together: the same values, from the same draws, as one at a time."""
+    distribution = Distribution(**spec)
+    one, many = random.Random(5), random.Random(5)
+    assert [distribution.sample(one) for _ in range(500)] == distribution.samples(many, 500)
+    assert one.random() == many.random()

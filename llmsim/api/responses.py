@@ -44,7 +44,7 @@ def _stored(response_id: str) -> StoredResponse:
 def _run(body: Any, answer: relay.Answer) -> Run:
     return services().pipeline.create(body, seed=seed_header(), speed=speed_header(),
                                       admit=answer.admit or gate("responses"), text_mode=text_mode_header(),
-                                      owner=owner())
+                                      owner=owner(), paced_runs=True)
 
 
 @bp.post("/responses")

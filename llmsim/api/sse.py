@@ -6,10 +6,18 @@ a stream nothing paces is written in a few large chunks instead of one write per
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Callable, Iterable, Iterator
 from itertools import chain, starmap
+from typing import Any
 
-from flask import Response
+from flask import Response, request
+
+from llmsim.responses.events import PACED_TEXT, TEXT_DELTA
+from llmsim.timing import waits
+from llmsim.timing.release import release
+
+Client = tuple[socket.socket | None, bool]  # the request's connection, and whether its body goes in HTTP chunks
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no", "Connection": "keep-alive"}
 CHUNK_CHARS = 64 * 1024  # a coalesced write's size, at most (about): what one socket buffer takes
@@ -18,18 +26,25 @@ CHUNK_CHARS = 64 * 1024  # a coalesced write's size, at most (about): what one s
 FRAME = "event: {}\ndata: {}\n\n"
 
 
-def frames(events: Iterable[tuple[str, str]], trailer: Callable[[], str | None] | None = None,
-           together: bool = False) -> Iterator[str]:
+def frames(events: Iterable[tuple[str, Any]], trailer: Callable[[], str | None] | None = None,
+           together: bool = False, client: Client | None = None) -> Iterator[str | bytes]:
     """`trailer`: a comment after the last event (clients ignore `:` lines), for what is known only at the end.
     `together`: nothing waits between the events, so they are sent in as few writes as fit (framed by C-level
-    iterators: no Python step per event besides the batching)."""
+    iterators: no Python step per event besides the batching). `client`: where a paced run's text deltas are
+    written (llmsim/timing/release.py)."""
     if together:
         return batched(chain(starmap(FRAME.format, events), _comment(trailer)))
-    return _frames(events, trailer)
+    return _frames(events, trailer, client)
 
 
-def _frames(events: Iterable[tuple[str, str]], trailer: Callable[[], str | None] | None) -> Iterator[str]:
+def _frames(events: Iterable[tuple[str, Any]], trailer: Callable[[], str | None] | None,
+            client: Client | None) -> Iterator[str | bytes]:
     for kind, data in events:
+        if kind == PACED_TEXT:  # a paced run's text deltas: sent each when due
+            head = f"event: {TEXT_DELTA}\ndata: "
+            paced = [f"{head}{json}\n\n".encode() for json in data.data]
+            yield from release(paced, data.pace, *(client or (None, False)))
+            continue
         yield FRAME.format(kind, data)
     yield from _comment(trailer)
 
@@ -55,6 +70,8 @@ def batched(texts: Iterable[str]) -> Iterator[str]:
         yield "".join(pending)
 
 
-def sse_response(events: Iterable[tuple[str, str]], trailer: Callable[[], str | None] | None = None,
+def sse_response(events: Iterable[tuple[str, Any]], trailer: Callable[[], str | None] | None = None,
                  together: bool = False) -> Response:
-    return Response(frames(events, trailer, together), mimetype="text/event-stream", headers=SSE_HEADERS)
+    """The events as an SSE body; a paced run's text deltas go straight to this request's client connection."""
+    client = (waits.watched(), request.environ.get("SERVER_PROTOCOL") != "HTTP/1.0")  # 1.1: gunicorn chunks the body
+    return Response(frames(events, trailer, together, client), mimetype="text/event-stream", headers=SSE_HEADERS)

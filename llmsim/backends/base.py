@@ -89,6 +89,9 @@ class TextRun:
 
     chunks: tuple[tuple[str, int], ...]  # each delta's text and the tokens it stands for
     tokens: int
+    # When paced as a whole (llmsim/timing/pacing.py's RunPace): the first chunk's wait is over, the others'
+    # are for whoever sends them. None: nothing waits between the chunks.
+    pace: Any = None
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from typing import Any
 
 from llmsim.backends.base import Finish
 from llmsim.metrics.registry import ITL_BUCKETS, Metrics
+from llmsim.responses.events import PACED_TEXT
 from llmsim.timing.pricing import Pricing
 
 SerializedEvent = tuple[str, str]
@@ -57,6 +58,7 @@ class Meter:
         self.streamed_tokens = 0
         self.response_id: str | None = None
         self.at_edge = False
+        self.paced: Any = None  # the last paced TextRun (llmsim/timing/pacing.py), sent chunk by chunk
         self.closed = False
 
     def deltas(self, deltas: Iterator[Any]) -> Iterator[Any]:
@@ -66,6 +68,8 @@ class Meter:
                     self.usage.append(delta)
                 else:
                     self.streamed_tokens += getattr(delta, "tokens", 0)
+                    if getattr(delta, "pace", None) is not None:
+                        self.paced = delta
                 yield delta
         finally:
             if not self.at_edge:  # a background response: no events pass the edge, its end is the deltas'
@@ -97,6 +101,18 @@ class Meter:
                     else:
                         add(now - last)
                     last = now
+                elif kind == PACED_TEXT:  # sent by the transport when due: timed as each left
+                    pace = item[1].pace
+                    try:
+                        yield item
+                    finally:
+                        for now in pace.sent:
+                            if first is None:
+                                first = now
+                            else:
+                                add(now - last)
+                            last = now
+                    continue
                 elif kind == "response.created" and self.response_id is None:
                     self.response_id = _response_id(item[1])
                 yield item
@@ -171,11 +187,16 @@ class Meter:
                               output_tokens=output, ttft_ms=None if ttft is None else round(ttft * 1000, 1),
                               duration_ms=round((end - self.started) * 1000, 1))
 
+    def _unsent(self) -> int:
+        """The tokens of the last paced run's chunks its client never got (counted whole when it came)."""
+        run = self.paced
+        return 0 if run is None else sum(tokens for _, tokens in run.chunks[run.pace.released:])
+
     def _tokens(self) -> tuple[int, int, int, int]:
         """(prompt, output, reasoning, cached): the usage the backend reported, or what was streamed before an
         abort."""
         if not self.usage:
-            return self.prompt_tokens, self.streamed_tokens, 0, 0
+            return self.prompt_tokens, self.streamed_tokens - self._unsent(), 0, 0
         return (max(f.usage.input_tokens for f in self.usage), sum(f.usage.output_tokens for f in self.usage),
                 sum(f.usage.reasoning_tokens for f in self.usage), max(f.usage.cached_tokens for f in self.usage))
 

@@ -39,6 +39,7 @@ Event = dict[str, Any]
 log = logging.getLogger("llmsim")
 SerializedEvent = tuple[str, str]  # (event type, JSON data)
 TEXT_DELTA = "response.output_text.delta"
+PACED_TEXT = "llmsim.paced_text"  # the kind that comes with a PacedText: not an event type any client sees
 TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed", "error"})
 CANCELLED = "response.incomplete"  # the terminal event of a cancelled response
 # Events after which a stored snapshot of a running response is refreshed (not every delta: that is O(n²)).
@@ -130,6 +131,8 @@ class EventBuilder:
                         item, chunks = self.item, chunks[1:]
                     if self.quiet:  # nobody sees the chunks: the text grows once
                         item["content"][0]["text"] += "".join([text for text, _ in chunks])  # type: ignore[index]
+                    elif self.render and delta.pace is not None:  # type: ignore[union-attr]
+                        yield from self._paced_text(item, chunks, delta.pace)  # type: ignore[arg-type,union-attr]
                     elif self.render:
                         yield from self._rendered_text(item, chunks)  # type: ignore[arg-type,misc]
                     else:
@@ -285,6 +288,15 @@ class EventBuilder:
             tail = _text_delta_tail(obfuscation() if obfuscation else None)
             yield TEXT_DELTA, f"{head}{sequence:d}{middle}{_string(text)}{tail}"
 
+    def _paced_text(self, item: dict[str, Any], chunks: tuple[tuple[str, int], ...], pace: Any
+                    ) -> Iterator[SerializedEvent | tuple[str, PacedText]]:
+        """A paced run's text deltas: the first chunk's is due now, the others' all rendered now and handed on
+        as one PacedText, for the transport to send each when it is due (`pace`, llmsim/timing/pacing.py)."""
+        if len(chunks) > len(pace.delays):  # the first chunk did not open the message: its delta goes first
+            yield from self._rendered_text(item, chunks[:1])
+            chunks = chunks[1:]
+        yield PACED_TEXT, PacedText([data for _, data in self._rendered_text(item, chunks)], pace)
+
     def _more_text(self, item: dict[str, Any], text: str, logprobs: list[dict[str, Any]]) -> Event | None:
         """The open message's text grows by `text`: its event, or None when the builder is quiet."""
         part = item["content"][0]
@@ -401,6 +413,17 @@ class EventBuilder:
     def _obfuscation(self) -> dict[str, str]:
         """Padding the real API adds to delta events against length side channels."""
         return {"obfuscation": self.entropy.obfuscation()} if self.obfuscate else {}
+
+
+class PacedText:
+    """Not an event: a paced run's text-delta events (their JSON), which a transport sends one by one, each when
+    `pace` says it is due, recording when each left in `pace.sent`. Only SSE transports ask for paced runs."""
+
+    __slots__ = ("data", "pace")
+
+    def __init__(self, data: list[str], pace: Any) -> None:
+        self.data = data
+        self.pace = pace
 
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)  # json.dumps would build one per call

@@ -69,6 +69,13 @@ class Distribution(BaseModel):
             return self._clamp(rng.gauss(mu, sigma))
         return self._clamp(rng.lognormvariate(mu, sigma))
 
+    def samples(self, rng: random.Random, count: int) -> list[float]:
+        """`count` samples, the values (and draws) `sample` makes one by one, without a call each."""
+        mu, sigma = self._params
+        draw = rng.gauss if self.kind == "normal" else rng.lognormvariate
+        low, high = self.min, math.inf if self.max is None else self.max
+        return [min(high, max(low, draw(mu, sigma))) for _ in range(count)]
+
     def quantile(self, q: float) -> float:
         """The configured q-quantile (clamping included): what a fair measurement should find."""
         mu, sigma = self._params

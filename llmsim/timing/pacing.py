@@ -7,8 +7,10 @@ late wake-up shortens the next wait) so gaps keep their configured distribution 
 
 Waiting is `waits.wait`: in the gevent workers a waiting stream is a parked greenlet that the worker's
 one pacing timer wakes with every other stream due in the same tick (llmsim/timing/ticks.py), and a
-wait ends the request when its client hangs up. The per-model queue is a `threading.BoundedSemaphore`
-made per model at run time, so it is gevent's too.
+wait ends the request when its client hangs up. A paced TextRun (`pace(runs=True)`, for SSE) waits only for
+its first chunk here and carries the others' waits (RunPace) to the transport, which sends each chunk when it
+is due (llmsim/timing/release.py): the same draws, the same schedule. The per-model queue is a
+`threading.BoundedSemaphore` made per model at run time, so it is gevent's too.
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Protocol
 
-from llmsim.backends.base import Delta, Prompt, ReasoningDelta, TextDelta, ToolArgsDelta, expand
+from llmsim.backends.base import Delta, Prompt, ReasoningDelta, TextDelta, TextRun, ToolArgsDelta, expand
 from llmsim.timing import waits
 from llmsim.timing.latency import Concurrency, Timing
 
@@ -91,8 +94,11 @@ class Pacer:
         """Whether `pace` makes this prompt's deltas wait."""
         return (self.speed if speed is None else speed) > 0 and prompt.profile.timing is not None
 
-    def pace(self, deltas: Iterator[Delta], prompt: Prompt, speed: float | None = None) -> Iterator[Delta]:
-        """`deltas` with the waits of `prompt.profile`; `speed` overrides the server's for one request."""
+    def pace(self, deltas: Iterator[Delta], prompt: Prompt, speed: float | None = None,
+             runs: bool = False) -> Iterator[Delta]:
+        """`deltas` with the waits of `prompt.profile`; `speed` overrides the server's for one request.
+        `runs`: a TextRun comes whole once its first chunk is due, carrying the waits of the others (a RunPace)
+        for the transport that sends its chunks (llmsim/timing/release.py); else each chunk comes on its own."""
         if not self.paces(prompt, speed):
             return deltas  # nothing to wait for: not even the per-model queue
         speed = self.speed if speed is None else speed
@@ -100,7 +106,8 @@ class Pacer:
         assert timing is not None
         load = self._load(prompt.profile.id, timing)
         rng = random.Random(f"llmsim-pacing:{prompt.seed}") if prompt.seed is not None else random.Random()
-        return self._paced(expand(deltas), timing, load, rng, speed, prompt.input_tokens, self.clock())
+        return self._paced(deltas if runs else expand(deltas), timing, load, rng, speed, prompt.input_tokens,
+                           self.clock())
 
     def _load(self, name: str, timing: Timing) -> ModelLoad:
         """The model's shared load; only models with a concurrency limit have one (any name could come)."""
@@ -115,26 +122,71 @@ class Pacer:
                input_tokens: int, start: float) -> Iterator[Delta]:
         """`start`: when the request was ready; the TTFT counts from there, or from leaving the queue."""
         with load.slot() as queued:
-            schedule = self.clock() if queued else start
+            schedule = Schedule(self.clock() if queued else start, load, speed, self.clock, self.sleep)
             if self.observer is not None:
-                self.observer.queued(load.name, schedule - start)
+                self.observer.queued(load.name, schedule.at - start)
             first = True
             for delta in deltas:
-                ms = delay_ms(delta, timing, rng, first)
+                run = delta.chunks if type(delta) is TextRun else None  # type: ignore[union-attr]
+                ms = chunk_ms(run[0][1], timing, rng, first) if run else delay_ms(delta, timing, rng, first)
                 if first:
                     ms += timing.ttft_ms.sample(rng) + 1000.0 * input_tokens / timing.prefill_tokens_per_s
                     first = False
-                if ms > 0:
-                    schedule = self._wait_until(schedule + ms * load.factor() / 1000.0 / speed)
+                schedule.wait(ms)
+                if run is not None and len(run) > 1:  # the other chunks' waits, drawn in the order they would be
+                    rest = run[1:]
+                    delays = timing.itl_ms.samples(rng, len(rest)) if all(t == 1 for _, t in rest) else \
+                        [chunk_ms(tokens, timing, rng, False) for _, tokens in rest]
+                    delta = replace(delta, pace=RunPace(schedule, delays))  # type: ignore[type-var]
                 yield delta
 
-    def _wait_until(self, target: float) -> float:
-        """Sleep until `target`; when already past it, start the schedule again from now (no bursts)."""
-        now = self.clock()
-        if target <= now:
+
+class Schedule:
+    """When a request's next token is due: each wait counts from the last token's due time, so a late
+    wake-up shortens the next wait; a target already past starts the schedule again from now (no bursts)."""
+
+    __slots__ = ("at", "load", "speed", "clock", "sleep")
+
+    def __init__(self, at: float, load: ModelLoad, speed: float, clock: Callable[[], float],
+                 sleep: Callable[[float], None]) -> None:
+        self.at = at
+        self.load = load
+        self.speed = speed
+        self.clock = clock
+        self.sleep = sleep
+
+    def due(self, ms: float, now: float) -> float:
+        """When a token that takes `ms` is due (not after `now`: at once); the schedule moves on to it."""
+        if ms <= 0:
             return now
-        self.sleep(target - now)
+        target = self.at + ms * self.load.factor() / 1000.0 / self.speed
+        self.at = target if target > now else now
         return target
+
+    def wait(self, ms: float) -> None:
+        """Sleep until the next token, which takes `ms`, is due."""
+        now = self.clock()
+        target = self.due(ms, now)
+        if target > now:
+            self.sleep(target - now)
+
+
+class RunPace:
+    """The waits of a paced TextRun's chunks after its first, kept for the transport that sends them: each is
+    due `delays[i]` ms after the one before, on the request's schedule. `sent`: when each of them left (the
+    Meter's inter-token gaps), filled by the sender."""
+
+    __slots__ = ("schedule", "delays", "sent")
+
+    def __init__(self, schedule: Schedule, delays: list[float]) -> None:
+        self.schedule = schedule
+        self.delays = delays
+        self.sent: list[float] = []
+
+    @property
+    def released(self) -> int:
+        """The run's chunks sent, its first included."""
+        return 1 + len(self.sent)
 
 
 def delay_ms(delta: Delta, timing: Timing, rng: random.Random, first: bool) -> float:
@@ -142,8 +194,13 @@ def delay_ms(delta: Delta, timing: Timing, rng: random.Random, first: bool) -> f
     if isinstance(delta, ReasoningDelta) and not (delta.text or delta.summary):
         return 1000.0 * max(0, delta.tokens - first) / timing.reasoning_tokens_per_s
     if isinstance(delta, (TextDelta, ToolArgsDelta, ReasoningDelta)):
-        tokens = max(1, delta.tokens) - first
-        if tokens == 1:  # nearly every delta: one sample, without a generator (the same draws either way)
-            return timing.itl_ms.sample(rng)
-        return sum(timing.itl_ms.sample(rng) for _ in range(tokens))
+        return chunk_ms(delta.tokens, timing, rng, first)
     return 0.0  # a tool call's start and the finish come with the tokens around them
+
+
+def chunk_ms(tokens: int, timing: Timing, rng: random.Random, first: bool) -> float:
+    """The time a piece of `tokens` visible tokens takes: one inter-token gap each (the first token's is the TTFT)."""
+    tokens = max(1, tokens) - first
+    if tokens == 1:  # nearly every delta: one sample, without a generator (the same draws either way)
+        return timing.itl_ms.sample(rng)
+    return sum(timing.itl_ms.sample(rng) for _ in range(tokens))

@@ -44,6 +44,12 @@ def watch(sock: socket.socket | None) -> None:
     _client.set(None if sock is None else _Watched(sock, time.monotonic()))
 
 
+def watched() -> socket.socket | None:
+    """The connection this greenlet's waits watch (see `watch`)."""
+    found = _client.get()
+    return None if found is None else found.sock
+
+
 def _hung_up(sock: socket.socket, timeout: float) -> bool:
     """Whether the peer closed its end within `timeout` seconds. Bytes of a next request are not a hang-up."""
     try:
