@@ -91,6 +91,16 @@ def test_forced_http_faults_raise_the_sdk_error(client: openai.OpenAI, admin: Ca
     assert entry["rule"] == "header" and entry["status"] == status
 
 
+def test_the_request_log_names_the_response_of_a_json_answer_and_of_a_stream(
+        client: openai.OpenAI, admin: Callable[..., Any]) -> None:
+    answer = ask(client)
+    with client.responses.stream(model="gpt-4o", input="hi") as stream:
+        streamed = stream.get_final_response()
+    log = admin("GET", "/requests")["data"]
+    assert [entry["response_id"] for entry in log] == [answer.id, streamed.id]
+    assert [entry["stream"] for entry in log] == [False, True]
+
+
 def test_injected_429_carries_retry_and_ratelimit_headers(client: openai.OpenAI, admin: Callable[..., Any]) -> None:
     with pytest.raises(openai.RateLimitError) as caught:
         ask(client, "429;retry_after=0.25")

@@ -212,6 +212,7 @@ def test_a_json_answer_runs_one_redis_script_and_every_request_is_in_the_transcr
         client.responses.retrieve(unstored.id)
     entry = httpx.get(f"{a.url}/llmsim/admin/requests").json()["data"][-1]
     assert entry["status"] == 200 and entry["output_tokens"] == unstored.usage.output_tokens  # type: ignore[union-attr]
+    assert entry["response_id"] == unstored.id
 
     refused = httpx.post(f"{a.base_url}/responses", json={"model": "gpt-4o", "input": "hi"},
                          headers={"X-LLMSim-Fault": "no-such-fault"})

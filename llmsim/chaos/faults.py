@@ -406,7 +406,11 @@ class Admission:
     def events(self, builder: EventBuilder, events: Iterator[SerializedEvent],
                dumps: Callable[[Any], str]) -> Iterator[SerializedEvent]:
         events = self.stream_fault.events(builder, events, dumps) if self.stream_fault else events
-        return self.meter.events(events) if self.meter else events  # last: what leaves the server is timed
+        if self.meter is None:
+            return events
+        if self.meter.response_id is None and getattr(builder, "response", None):  # a JSON answer's events are
+            self.meter.response_id = builder.response.get("id")  # not serialized: its id is the builder's
+        return self.meter.events(events)  # last: what leaves the server is timed
 
     def chunks(self, chunks: Iterator[bytes], chat: bool) -> Iterator[bytes]:
         """A relayed stream sent as its bytes (no stream fault: nothing needs its events one by one), timed."""
