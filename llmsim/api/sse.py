@@ -41,8 +41,7 @@ def _frames(events: Iterable[tuple[str, Any]], trailer: Callable[[], str | None]
             client: Client | None) -> Iterator[str | bytes]:
     for kind, data in events:
         if kind == PACED_TEXT:  # a paced run's text deltas: sent each when due
-            head = f"event: {TEXT_DELTA}\ndata: "
-            paced = [f"{head}{json}\n\n".encode() for json in data.data]
+            paced = [FRAME.format(TEXT_DELTA, json).encode() for json in data.data]
             yield from release(paced, data.pace, *(client or (None, False)))
             continue
         yield FRAME.format(kind, data)
