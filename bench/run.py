@@ -44,6 +44,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 import wrk  # noqa: E402
 from load import Plan, Sample, measure, run  # noqa: E402
 
+from llmsim.api.http import SEED_HEADER  # noqa: E402
 from llmsim.config import DEFAULT_PROFILES_DIR  # noqa: E402
 from llmsim.testing import ServerProcess, free_port  # noqa: E402
 from llmsim.timing.profiles import load_catalog  # noqa: E402
@@ -68,10 +69,12 @@ def table(headers: list[str], rows: list[list[str]]) -> str:
 
 
 def record(base_url: str, model: str) -> dict[str, object]:
-    """One JSON answer and one stream's SSE frames, for the bare server to replay."""
-    body = {"model": model, "input": PROMPT}
-    answer = httpx.post(f"{base_url}/responses", json=body, timeout=60).text
-    with httpx.stream("POST", f"{base_url}/responses", json={**body, "stream": True}, timeout=60) as stream:
+    """One JSON answer and one stream's SSE frames, for the bare server to replay: seeded, so bare.py replays the
+    same answer in every run."""
+    body, seeded = {"model": model, "input": PROMPT}, {SEED_HEADER: "14"}
+    answer = httpx.post(f"{base_url}/responses", json=body, headers=seeded, timeout=60).text
+    with httpx.stream("POST", f"{base_url}/responses", json={**body, "stream": True}, headers=seeded,
+                      timeout=60) as stream:
         text = stream.read().decode()
     return {"json": answer, "frames": [frame + "\n\n" for frame in text.split("\n\n") if frame]}
 

@@ -324,9 +324,16 @@ def pacing(args: argparse.Namespace, redis_server: RedisServer, directory: str) 
         middle = [statistics.median(w[i] for w in measured) for i in range(5)]
         rows.append([str(workers), str(args.streams), f"{middle[0]:.0f}", f"{min(w[0] for w in measured):.0f}-"
                      f"{max(w[0] for w in measured):.0f}", f"{middle[1]:.0f}", f"{quantile(gaps[workers], 0.5):.1f}",
-                     f"{quantile(gaps[workers], 0.99):.1f}", *(f"{v:.2f}" for v in middle[2:]), f"{ratio:.2f}x"])
+                     f"{quantile(gaps[workers], 0.99):.1f}", *(f"{v:.2f}" for v in middle[2:]),
+                     f"{middle[0] / middle[2]:.0f}", f"{ratio:.2f}x"])
+    # What four workers could deliver at best: every core the load and redis-server leave them, at one worker's
+    # deltas per core (a saturated worker: its CPU ~1.00). Past it, only another machine for the load helps.
+    left = statistics.median((os.cpu_count() or 1) - w[3] - w[4] for w in runs[4])
+    ceiling = left / statistics.median(w[2] for w in runs[1])
     return table(["workers", "streams", "deltas/s", "range", "tokens/s ended", "inter-token p50 ms", "p99 ms",
-                  "server CPU", "load CPU", "redis CPU", "vs 1 worker"], rows)
+                  "server CPU", "load CPU", "redis CPU", "deltas/s per server core", "vs 1 worker"], rows) + (
+        f"\nceiling on this machine: {ceiling:.2f}x (the {left:.2f} cores the load and redis-server leave four "
+        "workers, at one worker's deltas per core)")
 
 
 def main() -> None:
