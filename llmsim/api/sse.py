@@ -24,6 +24,7 @@ CHUNK_CHARS = 64 * 1024  # a coalesced write's size, at most (about): what one s
 
 
 FRAME = "event: {}\ndata: {}\n\n"
+PACED_FRAME = FRAME.format(TEXT_DELTA, "{}")  # a paced run's text delta: only its data to fill in
 
 
 def frames(events: Iterable[tuple[str, Any]], trailer: Callable[[], str | None] | None = None,
@@ -41,7 +42,7 @@ def _frames(events: Iterable[tuple[str, Any]], trailer: Callable[[], str | None]
             client: Client | None) -> Iterator[str | bytes]:
     for kind, data in events:
         if kind == PACED_TEXT:  # a paced run's text deltas: sent each when due
-            paced = [FRAME.format(TEXT_DELTA, json).encode() for json in data.data]
+            paced = list(map(str.encode, map(PACED_FRAME.format, data.data)))
             yield from release(paced, data.pace, *(client or (None, False)))
             continue
         yield FRAME.format(kind, data)

@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from faker import Faker
 
 from llmsim import tokens
+from llmsim.rng import for_request as rng_for
+from llmsim.rng import shared
 from llmsim.backends.base import (
     Delta,
     Finish,
@@ -60,7 +62,7 @@ class SimBackend:
         self._faker_lock = threading.Lock()
 
     def generate(self, prompt: Prompt) -> Iterator[Delta]:
-        rng = random.Random(prompt.seed)
+        rng = rng_for(prompt.seed)
         encoding = prompt.profile.encoding
         mode = prompt.text_mode or self.text_mode
         low, high = self.length_range[prompt.verbosity]
@@ -68,7 +70,8 @@ class SimBackend:
         question = last_user_text(prompt.turns)
         with self._faker_lock:
             fake = self._faker
-            fake.seed_instance(rng.getrandbits(64))
+            if not shared(rng):  # an unseeded request's words need not repeat: Faker goes on as it is
+                fake.seed_instance(rng.getrandbits(64))
             steps = Planner(prompt, rng, fake, self.tool_call_rate).plan()
             says = {id(step): text.tokenize(step.text, encoding) if step.text is not None else
                     self._answer(prompt, fake, mode, question, target, rng, step.hints)
