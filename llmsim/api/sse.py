@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Callable, Iterable, Iterator
-from itertools import chain, starmap
+from itertools import chain
 from typing import Any
 
 from flask import Response, request
@@ -30,17 +30,25 @@ PACED_FRAME = FRAME.format(TEXT_DELTA, "{}")  # a paced run's text delta: only i
 def frames(events: Iterable[tuple[str, Any]], trailer: Callable[[], str | None] | None = None,
            together: bool = False, client: Client | None = None) -> Iterator[str | bytes]:
     """`trailer`: a comment after the last event (clients ignore `:` lines), for what is known only at the end.
-    `together`: nothing waits between the events, so they are sent in as few writes as fit (framed by C-level
-    iterators: no Python step per event besides the batching). `client`: where a paced run's text deltas are
-    written (llmsim/timing/release.py)."""
+    `together`: nothing waits between the events, so they are sent in as few writes as fit. `client`: where a
+    paced run's text deltas are written (llmsim/timing/release.py)."""
     if together:
-        return batched(chain(starmap(FRAME.format, events), _comment(trailer)))
+        return batched(chain(map(_together, events), _comment(trailer)))
     return _frames(events, trailer, client)
+
+
+def _together(event: tuple[str, Any]) -> str:
+    """An event's frame; a run's text deltas' frames (a PacedText) all in one."""
+    kind, data = event
+    return "".join(map(PACED_FRAME.format, data.data)) if kind == PACED_TEXT else FRAME.format(kind, data)
 
 
 def _frames(events: Iterable[tuple[str, Any]], trailer: Callable[[], str | None] | None,
             client: Client | None) -> Iterator[str | bytes]:
     for kind, data in events:
+        if kind == PACED_TEXT and data.pace is None:  # a run's text deltas, not paced: sent at once
+            yield _together((kind, data))
+            continue
         if kind == PACED_TEXT:  # a paced run's text deltas: sent each when due
             paced = list(map(str.encode, map(PACED_FRAME.format, data.data)))
             yield from release(paced, data.pace, *(client or (None, False)))

@@ -111,6 +111,8 @@ class EventBuilder:
         # The events are sent as they come: a TextRun's deltas come already serialized (a SerializedEvent, not an
         # Event), the other events as dicts for `dumps_event`.
         self.render = render
+        # The transport sends a rendered run's text deltas itself (a PacedText): each when due, or all at once.
+        self.whole_runs = False
         self.entropy = entropy or Entropy()
         self.sequence = 0
         self.item: dict[str, Any] | None = None
@@ -140,7 +142,7 @@ class EventBuilder:
                         item, chunks = self.item, chunks[1:]
                     if self.quiet:  # nobody sees the chunks: the text grows once
                         item["content"][0]["text"] += "".join([text for text, _ in chunks])  # type: ignore[index]
-                    elif self.render and delta.pace is not None:  # type: ignore[union-attr]
+                    elif self.render and (self.whole_runs or delta.pace is not None):  # type: ignore[union-attr]
                         yield from self._paced_text(item, chunks, delta.pace)  # type: ignore[arg-type,union-attr]
                     elif self.render:
                         yield from self._rendered_text(item, chunks)  # type: ignore[arg-type,misc]
@@ -298,9 +300,10 @@ class EventBuilder:
 
     def _paced_text(self, item: dict[str, Any], chunks: tuple[tuple[str, int], ...], pace: Any
                     ) -> Iterator[SerializedEvent | tuple[str, PacedText]]:
-        """A paced run's text deltas: the first chunk's is due now, the others' all rendered now and handed on
-        as one PacedText, for the transport to send each when it is due (`pace`, llmsim/timing/pacing.py)."""
-        if len(chunks) > len(pace.delays):  # the first chunk did not open the message: its delta goes first
+        """A run's text deltas for a transport that sends them itself. Paced: the first chunk's is due now, the
+        others' all rendered now and handed on as one PacedText, for the transport to send each when it is due
+        (`pace`, llmsim/timing/pacing.py). Not paced (`pace` None): all of them in one PacedText, sent at once."""
+        if pace is not None and len(chunks) > len(pace.delays):  # the first chunk did not open the message: its delta goes first
             yield from self._rendered_text(item, chunks[:1])
             chunks = chunks[1:]
         texts = [text for text, _ in chunks]
@@ -442,8 +445,8 @@ class EventBuilder:
 
 
 class PacedText:
-    """Not an event: a paced run's text-delta events (their JSON), which a transport sends one by one, each when
-    `pace` says it is due, recording when each left in `pace.sent`. Only SSE transports ask for paced runs."""
+    """Not an event: a run's text-delta events (their JSON), which a transport sends one by one, each when `pace`
+    says it is due, recording when each left in `pace.sent`; with no `pace`, all at once. Only SSE asks for them."""
 
     __slots__ = ("data", "pace")
 
