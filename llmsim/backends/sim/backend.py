@@ -16,8 +16,6 @@ from collections.abc import Iterator
 from faker import Faker
 
 from llmsim import tokens
-from llmsim.rng import for_request as rng_for
-from llmsim.rng import shared
 from llmsim.backends.base import (
     Delta,
     Finish,
@@ -34,6 +32,8 @@ from llmsim.backends.base import (
 from llmsim.backends.sim import jsongen, prompted, text
 from llmsim.backends.sim.text import Answer
 from llmsim.backends.sim.tools import Call, Planner, Say, Step, last_user_text
+from llmsim.rng import for_request as rng_for
+from llmsim.rng import shared
 
 # Reasoning tokens per visible output token, by effort (spec R4.3.1).
 REASONING_MULTIPLIER = {"minimal": 0.5, "low": 1.5, "medium": 3.0, "high": 6.0, "xhigh": 10.0}
