@@ -307,8 +307,8 @@ class EventBuilder:
         """A run's text deltas for a transport that sends them itself. Paced: the first chunk's is due now, the
         others' all rendered now and handed on as one PacedText, for the transport to send each when it is due
         (`pace`, llmsim/timing/pacing.py). Not paced (`pace` None): all of them in one PacedText, sent at once."""
-        if pace is not None and len(chunks) > len(pace.delays):  # the first chunk did not open the message: its delta goes first
-            yield from self._rendered_text(item, chunks[:1])
+        if pace is not None and len(chunks) > len(pace.delays):  # the first chunk did not open the message:
+            yield from self._rendered_text(item, chunks[:1])  # its delta goes first
             chunks = chunks[1:]
         texts = [text for text, _ in chunks]
         data = self._rendered(item, texts, self.sequence)
