@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Callable, Iterable, Iterator
-from itertools import chain
+from itertools import chain, repeat
 from typing import Any
 
 from flask import Response, request
@@ -24,7 +24,7 @@ CHUNK_CHARS = 64 * 1024  # a coalesced write's size, at most (about): what one s
 
 
 FRAME = "event: {}\ndata: {}\n\n"
-PACED_FRAME = FRAME.format(TEXT_DELTA, "{}")  # a paced run's text delta: only its data to fill in
+RUN_HEAD, RUN_END = FRAME.format(TEXT_DELTA, "{}").split("{}")  # a run's text delta's frame, around its data
 
 
 def frames(events: Iterable[tuple[str, Any]], trailer: Callable[[], str | None] | None = None,
@@ -40,7 +40,12 @@ def frames(events: Iterable[tuple[str, Any]], trailer: Callable[[], str | None] 
 def _together(event: tuple[str, Any]) -> str:
     """An event's frame; a run's text deltas' frames (a PacedText) all in one."""
     kind, data = event
-    return "".join(map(PACED_FRAME.format, data.data)) if kind == PACED_TEXT else FRAME.format(kind, data)
+    return "".join(chain.from_iterable(_run(data.data))) if kind == PACED_TEXT else FRAME.format(kind, data)
+
+
+def _run(data: list[str]) -> Iterator[tuple[str, str, str]]:
+    """The frames of a run's text deltas (their JSON `data`), in pieces to join: no format call each."""
+    return zip(repeat(RUN_HEAD), data, repeat(RUN_END))
 
 
 def _frames(events: Iterable[tuple[str, Any]], trailer: Callable[[], str | None] | None,
@@ -50,7 +55,7 @@ def _frames(events: Iterable[tuple[str, Any]], trailer: Callable[[], str | None]
             yield _together((kind, data))
             continue
         if kind == PACED_TEXT:  # a paced run's text deltas: sent each when due
-            paced = list(map(str.encode, map(PACED_FRAME.format, data.data)))
+            paced = list(map(str.encode, map("".join, _run(data.data))))
             yield from release(paced, data.pace, *(client or (None, False)))
             continue
         yield FRAME.format(kind, data)

@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import random
+import re
 import secrets
 import time
 from array import array
@@ -63,6 +64,7 @@ HOSTED_RESULTS = ("results", "outputs", "result", "output")  # null until the ca
 STATUSED = {"web_search_call", "file_search_call", "code_interpreter_call", "image_generation_call", "mcp_call"}
 NO_LOGPROBS: list[dict[str, Any]] = []  # a TextRun's chunks have none: read, never changed
 STREAM_CHUNK = 24  # characters per delta of a built-in item's streamed field
+_EIGHTS = re.compile(".{8}")  # a padding's 8 characters, each in turn
 _URLSAFE = bytes.maketrans(b"+/", b"-_")  # base64.urlsafe_b64encode's alphabet, without its two calls per delta
 
 
@@ -99,7 +101,7 @@ class Entropy:
         words = array("H", self._padding.getrandbits(64 * count).to_bytes(8 * count, "little"))
         del words[2::4]
         text = b2a_base64(words.tobytes(), newline=False).translate(_URLSAFE).decode()
-        return [text[i:i + 8] for i in range(0, 8 * count, 8)]
+        return _EIGHTS.findall(text)
 
 
 class EventBuilder:
