@@ -2,10 +2,11 @@
 
 (a) Throughput and p50/p99 latency at speed 0, non-streaming and streaming, for 1/16/64/256
     closed-loop clients; the same against a bare WSGI app on the same gunicorn + gevent server
-    replaying LLMSim's recorded bytes (bench/bare.py). The ratio is LLMSim's own cost when both
-    servers' CPU (printed, over the measured window: ~100 % is saturated) is the limit, not the load:
-    the load is `wrk` (bench/wrk.py; bench/load.py's Python clients without it or with `--aiohttp`, which
-    need most of a core to keep bare.py busy), and windows alternate between the two servers.
+    replaying LLMSim's recorded bytes (bench/bare.py; LLMSim is seeded, so it makes that same answer each
+    time). The ratio is LLMSim's own cost when both servers' CPU (printed, over the measured window:
+    ~100 % is saturated) is the limit, not the load: the load is `wrk` (bench/wrk.py; bench/load.py's
+    Python clients without it or with `--aiohttp`, which need most of a core to keep bare.py busy), and
+    windows alternate between the two servers.
     Goal, one worker, 16 clients: JSON >= 0.5x and streaming >= 1.0x bare.
 (b) Timing fidelity at speed 1: measured TTFT and inter-token gaps (p50/p95/p99) against the
     quantiles the model's profile configures, at 1, 100 and 1,000 concurrent streams.
@@ -184,8 +185,10 @@ def overhead(args: argparse.Namespace) -> str:
     figure is the median of its windows and the ratio the median of the ratios of windows taken next to each
     other: this machine drifts by more than the margins measured here."""
     rows, goals = [], []
-    with ServerProcess("--speed", "0", "--workers", str(args.workers), "--store-max-entries", "1000") as llmsim, \
-            tempfile.TemporaryDirectory() as directory:
+    # Seeded, so that LLMSim answers every request with the answer bare.py replays: unseeded, each answer's length
+    # is drawn, and the one recorded for bare.py moved the streaming ratio by half between runs of the same code.
+    with ServerProcess("--speed", "0", "--workers", str(args.workers), "--store-max-entries", "1000",
+                       "--seed", "1") as llmsim, tempfile.TemporaryDirectory() as directory:
         bare = BareProcess(record(llmsim.base_url, args.overhead_model), args.workers)
         assert llmsim.process is not None
         pin(llmsim.process.pid, args.server_cpu)

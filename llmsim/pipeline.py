@@ -79,8 +79,8 @@ class Pipeline:
         `admit`: rate limits and faults (llmsim/api/chaos.py), checked once the prompt is known.
         `generate=False` (WebSocket mode's warm-up): a completed response with no output, to chain from.
         `text_mode`: the sim's text mode for this request (X-LLMSim-Text-Mode); None keeps the server's.
-        `paced_runs`: the transport sends a paced run's text deltas itself, each when due (SSE: api/sse.py);
-        a stream with a fault, in the background or not streamed waits for each delta here instead."""
+        `paced_runs`: the transport sends a run's text deltas itself, a paced run's each when due (SSE: api/sse.py);
+        a stream with a fault, in the background or not streamed has each delta as an event instead."""
         request = schema.parse(schema.CreateRequest, body)
         schema.check_metadata(request.metadata)
         toolspec.check(request)
@@ -112,6 +112,7 @@ class Pipeline:
         if request.background:
             return self._background(builder, deltas, record, request.stream)
         builder.quiet = not request.stream and admission.stream_fault is None  # nobody sees a text delta's event
+        builder.whole_runs = paced_runs
         if builder.quiet:  # so the turns are taken between deltas: a long answer makes few events
             deltas = fair(deltas)
         events = admission.events(builder, self._events(builder, deltas, record, request.store, request.stream),

@@ -13,7 +13,7 @@ import pytest
 
 from llmsim.backends.base import (Delta, Finish, ReasoningDelta, TextAnnotation, TextDelta, TextRun, ToolArgsDelta,
                                   ToolCallStart, ToolItem, Usage)
-from llmsim.responses.events import Entropy, EventBuilder, dumps
+from llmsim.responses.events import PACED_TEXT, TEXT_DELTA, Entropy, EventBuilder, dumps
 from llmsim.responses.replay import DeltaLog, Replay
 from llmsim.testing import ServerProcess
 
@@ -68,6 +68,26 @@ def test_text_runs_sent_as_the_builder_renders_them_replay_byte_for_byte(obfusca
             for event in builder.run(log.recording(iter(deltas)))]  # as the pipeline sends a stream
     assert sum(kind == "response.output_text.delta" for kind, _ in sent) == 5
     assert Replay(log, builder).events(builder.response) == sent
+
+
+@pytest.mark.parametrize("obfuscate", [False, True])
+def test_text_runs_handed_whole_to_the_transport_replay_byte_for_byte(obfuscate: bool) -> None:
+    deltas = [ReasoningDelta(summary="plan"), TextRun((("One", 1), (" two", 1), (' "3"', 2), ("\n✓", 1)), 5),
+              TextDelta("!", logprobs=[LOGPROB]), TextRun(((" and", 1), (" more", 1)), 2), Finish("stop", Usage(3, 9))]
+    builder = EventBuilder(start(), entropy=Entropy(), obfuscate=obfuscate, render=True)
+    builder.whole_runs = True  # as the pipeline sets it for an SSE stream: the transport frames a run at once
+    log = DeltaLog()
+    sent: list[tuple[str, str]] = []
+    for event in builder.run(log.recording(iter(deltas))):
+        if isinstance(event, tuple) and event[0] == PACED_TEXT:
+            assert event[1].pace is None
+            sent += [(TEXT_DELTA, data) for data in event[1].data]
+        else:
+            sent.append(event if isinstance(event, tuple) else (event["type"], dumps(event)))
+    assert [json.loads(data)["sequence_number"] for _, data in sent] == list(range(len(sent)))
+    assert sum(kind == TEXT_DELTA for kind, _ in sent) == 7
+    assert Replay(log, builder).events(builder.response) == sent
+    assert builder.response["output"][-1]["content"][0]["text"] == 'One two "3"\n✓! and more'
 
 
 def test_a_dumped_replay_loads_and_replays_byte_for_byte_as_does_one_dumped_before_hex_lengths() -> None:
@@ -135,3 +155,13 @@ def test_a_streamed_response_replays_the_bytes_it_sent(server: ServerProcess) ->
     response_id = json.loads(sent.split("data: ", 2)[1].split("\n", 1)[0])["response"]["id"]
     replayed = httpx.get(f"{server.base_url}/responses/{response_id}", params={"stream": "true"}).text
     assert '"obfuscation"' in sent and replayed == sent.rsplit("\n: ", 1)[0] + "\n"
+
+
+def test_a_plain_stream_replays_the_bytes_it_sent(server: ServerProcess) -> None:
+    """No logprobs: the answer's text comes in runs, framed at once by the SSE transport."""
+    body = {"model": "gpt-4o", "input": "Tell me a story", "stream": True}
+    sent = httpx.post(f"{server.base_url}/responses", json=body).text
+    response_id = json.loads(sent.split("data: ", 2)[1].split("\n", 1)[0])["response"]["id"]
+    replayed = httpx.get(f"{server.base_url}/responses/{response_id}", params={"stream": "true"}).text
+    assert sent.count("event: response.output_text.delta\n") > 20 and '"obfuscation"' in sent
+    assert replayed == sent.rsplit("\n: ", 1)[0] + "\n"

@@ -62,8 +62,7 @@ def store_gauges(found: Metrics, pipeline: Pipeline, scraping: bool = False) -> 
     is counted when scraped only: counting it costs round trips, and no request should fail for a gauge."""
     if not scraping and getattr(pipeline.store, "shared", False):
         return
-    found.store_entries.labels("responses").set(len(pipeline.store))
-    found.store_entries.labels("conversations").set(len(pipeline.conversations))
+    found.set_store_sizes(len(pipeline.store), len(pipeline.conversations), force=scraping)
 
 
 def _endpoint() -> str | None:
@@ -95,6 +94,6 @@ def install(app: Flask, found: Metrics, pipeline: Pipeline) -> None:
 def answered(found: Metrics, pipeline: Pipeline, endpoint: str, status: int, gauges: bool) -> None:
     """An API request answered: counted by endpoint and status. `gauges`: it may have stored something, so the
     store gauges are brought up to date."""
-    found.requests.labels(endpoint, str(status)).inc()
+    found.answered(endpoint, status)
     if gauges:
         store_gauges(found, pipeline)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Callable, Iterable, Iterator
-from itertools import chain, starmap
+from itertools import chain, repeat
 from typing import Any
 
 from flask import Response, request
@@ -24,24 +24,38 @@ CHUNK_CHARS = 64 * 1024  # a coalesced write's size, at most (about): what one s
 
 
 FRAME = "event: {}\ndata: {}\n\n"
+RUN_HEAD, RUN_END = FRAME.format(TEXT_DELTA, "{}").split("{}")  # a run's text delta's frame, around its data
 
 
 def frames(events: Iterable[tuple[str, Any]], trailer: Callable[[], str | None] | None = None,
            together: bool = False, client: Client | None = None) -> Iterator[str | bytes]:
     """`trailer`: a comment after the last event (clients ignore `:` lines), for what is known only at the end.
-    `together`: nothing waits between the events, so they are sent in as few writes as fit (framed by C-level
-    iterators: no Python step per event besides the batching). `client`: where a paced run's text deltas are
-    written (llmsim/timing/release.py)."""
+    `together`: nothing waits between the events, so they are sent in as few writes as fit. `client`: where a
+    paced run's text deltas are written (llmsim/timing/release.py)."""
     if together:
-        return batched(chain(starmap(FRAME.format, events), _comment(trailer)))
+        return batched(chain(map(_together, events), _comment(trailer)))
     return _frames(events, trailer, client)
+
+
+def _together(event: tuple[str, Any]) -> str:
+    """An event's frame; a run's text deltas' frames (a PacedText) all in one."""
+    kind, data = event
+    return "".join(chain.from_iterable(_run(data.data))) if kind == PACED_TEXT else FRAME.format(kind, data)
+
+
+def _run(data: list[str]) -> Iterator[tuple[str, str, str]]:
+    """The frames of a run's text deltas (their JSON `data`), in pieces to join: no format call each."""
+    return zip(repeat(RUN_HEAD), data, repeat(RUN_END))
 
 
 def _frames(events: Iterable[tuple[str, Any]], trailer: Callable[[], str | None] | None,
             client: Client | None) -> Iterator[str | bytes]:
     for kind, data in events:
+        if kind == PACED_TEXT and data.pace is None:  # a run's text deltas, not paced: sent at once
+            yield _together((kind, data))
+            continue
         if kind == PACED_TEXT:  # a paced run's text deltas: sent each when due
-            paced = [FRAME.format(TEXT_DELTA, json).encode() for json in data.data]
+            paced = list(map(str.encode, map("".join, _run(data.data))))
             yield from release(paced, data.pace, *(client or (None, False)))
             continue
         yield FRAME.format(kind, data)

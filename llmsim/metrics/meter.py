@@ -13,6 +13,7 @@ import bisect
 import math
 import time
 from collections.abc import Iterator
+from itertools import repeat
 from typing import Any
 
 from llmsim.backends.base import Finish
@@ -101,12 +102,12 @@ class Meter:
                     else:
                         add(now - last)
                     last = now
-                elif kind == PACED_TEXT:  # sent by the transport when due: timed as each left
+                elif kind == PACED_TEXT:  # sent by the transport: when due (timed as each left), or at once
                     pace = item[1].pace
                     try:
                         yield item
                     finally:
-                        for now in pace.sent:
+                        for now in pace.sent if pace is not None else repeat(clock(), len(item[1].data)):
                             if first is None:
                                 first = now
                             else:

@@ -96,11 +96,29 @@ class Metrics:
         self.background_queue = Gauge("llmsim_background_queue", "Background responses queued or running.",
                                       registry=r, multiprocess_mode="livesum")
         self.refresh: Callable[[], None] | None = None  # sets the gauges that follow a request (store sizes)
+        self.store_sizes: tuple[int, int] | None = None  # as the store gauges were last set
+        self._answered: dict[tuple[str, int], Any] = {}
         self._models: set[str] = set()
         self._series: dict[str, Series] = {}
         self._lock = threading.Lock()
         self.queues = Queues(self)
         self.background_queue.set(0)  # a series from the start, so a scrape shows the gauge before any job
+
+    def answered(self, endpoint: str, status: int) -> None:
+        """An API request answered, counted by endpoint and status (the labelled children kept, as in `series`)."""
+        child = self._answered.get((endpoint, status))
+        if child is None:
+            child = self._answered[(endpoint, status)] = self.requests.labels(endpoint, str(status))
+        child.inc()
+
+    def set_store_sizes(self, responses: int, conversations: int, force: bool = False) -> None:
+        """The store gauges, written only when a size changed or `force`: each write is a locked write to this
+        process's metrics file, and every request would make two. `force`: a gauge whose most recent writer
+        among the processes wins (a fleet's shared store) is written each time it is read."""
+        if force or self.store_sizes != (responses, conversations):
+            self.store_sizes = (responses, conversations)
+            self.store_entries.labels("responses").set(responses)
+            self.store_entries.labels("conversations").set(conversations)
 
     def model_label(self, name: str) -> str:
         """`name`, or "other" once this process has seen MAX_MODELS names: a client cannot grow the series."""

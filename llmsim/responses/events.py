@@ -15,10 +15,13 @@ import json
 import logging
 import os
 import random
+import re
 import secrets
 import time
+from array import array
 from binascii import b2a_base64
 from collections.abc import Iterable, Iterator
+from itertools import repeat
 from typing import Any
 
 from llmsim import ids
@@ -61,6 +64,7 @@ HOSTED_RESULTS = ("results", "outputs", "result", "output")  # null until the ca
 STATUSED = {"web_search_call", "file_search_call", "code_interpreter_call", "image_generation_call", "mcp_call"}
 NO_LOGPROBS: list[dict[str, Any]] = []  # a TextRun's chunks have none: read, never changed
 STREAM_CHUNK = 24  # characters per delta of a built-in item's streamed field
+_EIGHTS = re.compile(".{8}")  # a padding's 8 characters, each in turn
 _URLSAFE = bytes.maketrans(b"+/", b"-_")  # base64.urlsafe_b64encode's alphabet, without its two calls per delta
 
 
@@ -84,9 +88,20 @@ class Entropy:
         return "gAAAAA" + secrets.token_urlsafe(96)
 
     def obfuscation(self) -> str:
+        return self.obfuscations(1)[0]
+
+    def obfuscations(self, count: int) -> list[str]:
+        """The next `count` paddings: 6 random bytes each, in base64 8 characters with no `=`, so the padding of
+        all of them encoded at once and cut every 8 characters is each one's."""
         if self._padding is None:
             self._padding = random.Random(self.obfuscation_seed)
-        return b2a_base64(self._padding.randbytes(6), newline=False).translate(_URLSAFE).decode()
+        # randbytes(6) is getrandbits(48): two 32-bit words, the first whole and the top half of the second, in
+        # little-endian bytes. Drawn for all at once, the words come in the same order: each 8 bytes are one
+        # padding's 6 with the second word's low half (the 5th and 6th bytes) to drop.
+        words = array("H", self._padding.getrandbits(64 * count).to_bytes(8 * count, "little"))
+        del words[2::4]
+        text = b2a_base64(words.tobytes(), newline=False).translate(_URLSAFE).decode()
+        return _EIGHTS.findall(text)
 
 
 class EventBuilder:
@@ -102,6 +117,8 @@ class EventBuilder:
         # The events are sent as they come: a TextRun's deltas come already serialized (a SerializedEvent, not an
         # Event), the other events as dicts for `dumps_event`.
         self.render = render
+        # The transport sends a rendered run's text deltas itself (a PacedText): each when due, or all at once.
+        self.whole_runs = False
         self.entropy = entropy or Entropy()
         self.sequence = 0
         self.item: dict[str, Any] | None = None
@@ -131,7 +148,7 @@ class EventBuilder:
                         item, chunks = self.item, chunks[1:]
                     if self.quiet:  # nobody sees the chunks: the text grows once
                         item["content"][0]["text"] += "".join([text for text, _ in chunks])  # type: ignore[index]
-                    elif self.render and delta.pace is not None:  # type: ignore[union-attr]
+                    elif self.render and (self.whole_runs or delta.pace is not None):  # type: ignore[union-attr]
                         yield from self._paced_text(item, chunks, delta.pace)  # type: ignore[arg-type,union-attr]
                     elif self.render:
                         yield from self._rendered_text(item, chunks)  # type: ignore[arg-type,misc]
@@ -276,26 +293,44 @@ class EventBuilder:
             yield event
 
     def _rendered_text(self, item: dict[str, Any], chunks: tuple[tuple[str, int], ...]) -> Iterator[SerializedEvent]:
-        """A run's text deltas, serialized as `dumps_event` writes them, without a dict each: what is the same
-        for all of them (the item, its index) is written once."""
+        """A run's text deltas, serialized as `dumps_event` writes them (see `_rendered`); the text and sequence
+        numbers move on as each is taken, so a stream cut in the middle leaves the builder where it stopped."""
         part = item["content"][0]
-        head, middle = _text_delta_frame(item["id"], self._index, 0)
-        obfuscation = self.entropy.obfuscation if self.obfuscate else None
-        for text, _ in chunks:
+        texts = [text for text, _ in chunks]
+        sequence = self.sequence
+        for text, data in zip(texts, self._rendered(item, texts, sequence)):
             part["text"] += text
-            sequence = self.sequence
-            self.sequence = sequence + 1
-            tail = _text_delta_tail(obfuscation() if obfuscation else None)
-            yield TEXT_DELTA, f"{head}{sequence:d}{middle}{_string(text)}{tail}"
+            sequence += 1
+            self.sequence = sequence
+            yield TEXT_DELTA, data
 
     def _paced_text(self, item: dict[str, Any], chunks: tuple[tuple[str, int], ...], pace: Any
                     ) -> Iterator[SerializedEvent | tuple[str, PacedText]]:
-        """A paced run's text deltas: the first chunk's is due now, the others' all rendered now and handed on
-        as one PacedText, for the transport to send each when it is due (`pace`, llmsim/timing/pacing.py)."""
-        if len(chunks) > len(pace.delays):  # the first chunk did not open the message: its delta goes first
-            yield from self._rendered_text(item, chunks[:1])
+        """A run's text deltas for a transport that sends them itself. Paced: the first chunk's is due now, the
+        others' all rendered now and handed on as one PacedText, for the transport to send each when it is due
+        (`pace`, llmsim/timing/pacing.py). Not paced (`pace` None): all of them in one PacedText, sent at once."""
+        if pace is not None and len(chunks) > len(pace.delays):  # the first chunk did not open the message:
+            yield from self._rendered_text(item, chunks[:1])  # its delta goes first
             chunks = chunks[1:]
-        yield PACED_TEXT, PacedText([data for _, data in self._rendered_text(item, chunks)], pace)
+        texts = [text for text, _ in chunks]
+        data = self._rendered(item, texts, self.sequence)
+        item["content"][0]["text"] += "".join(texts)
+        self.sequence += len(texts)
+        yield PACED_TEXT, PacedText(data, pace)
+
+    def _rendered(self, item: dict[str, Any], texts: list[str], sequence: int) -> list[str]:
+        """The JSON of the text deltas carrying `texts`, numbered from `sequence`, as `dumps_event` writes them,
+        without a dict each: what is the same for all of them (the item, its index) is written once, and the
+        rest is joined by C-level iterators, with no Python step per delta."""
+        head, middle = _text_delta_frame(item["id"], self._index, 0)
+        count = len(texts)
+        fields: list[Iterable[str]] = [repeat(head, count), map(str, range(sequence, sequence + count)),
+                                       repeat(middle, count), map(_string, texts)]
+        if self.obfuscate:
+            fields += [repeat(_OBFUSCATED, count), self.entropy.obfuscations(count), repeat('"}', count)]
+        else:
+            fields.append(repeat(_text_delta_tail(None), count))
+        return list(map("".join, zip(*fields)))
 
     def _more_text(self, item: dict[str, Any], text: str, logprobs: list[dict[str, Any]]) -> Event | None:
         """The open message's text grows by `text`: its event, or None when the builder is quiet."""
@@ -416,8 +451,8 @@ class EventBuilder:
 
 
 class PacedText:
-    """Not an event: a paced run's text-delta events (their JSON), which a transport sends one by one, each when
-    `pace` says it is due, recording when each left in `pace.sent`. Only SSE transports ask for paced runs."""
+    """Not an event: a run's text-delta events (their JSON), which a transport sends one by one, each when `pace`
+    says it is due, recording when each left in `pace.sent`; with no `pace`, all at once. Only SSE asks for them."""
 
     __slots__ = ("data", "pace")
 
@@ -458,6 +493,9 @@ def _text_delta_frame(item_id: str, output_index: int, content_index: int) -> tu
 
 def _text_delta_tail(obfuscation: str | None) -> str:
     return f',"logprobs":[],"obfuscation":{_string(obfuscation)}}}' if obfuscation is not None else ',"logprobs":[]}'
+
+
+_OBFUSCATED = ',"logprobs":[],"obfuscation":"'  # a padding is URL-safe base64: nothing in it to escape in JSON
 
 
 def cancelled_event(response: dict[str, Any], sequence_number: int) -> Event:

@@ -24,6 +24,7 @@ from dataclasses import replace
 from typing import Protocol
 
 from llmsim.backends.base import Delta, Prompt, ReasoningDelta, TextDelta, TextRun, ToolArgsDelta, expand
+from llmsim.rng import for_request as rng_for
 from llmsim.timing import waits
 from llmsim.timing.latency import Concurrency, Timing
 
@@ -105,7 +106,7 @@ class Pacer:
         timing = prompt.profile.timing
         assert timing is not None
         load = self._load(prompt.profile.id, timing)
-        rng = random.Random(f"llmsim-pacing:{prompt.seed}") if prompt.seed is not None else random.Random()
+        rng = rng_for(None if prompt.seed is None else f"llmsim-pacing:{prompt.seed}")
         return self._paced(deltas if runs else expand(deltas), timing, load, rng, speed, prompt.input_tokens,
                            self.clock())
 

@@ -32,6 +32,8 @@ from llmsim.backends.base import (
 from llmsim.backends.sim import jsongen, prompted, text
 from llmsim.backends.sim.text import Answer
 from llmsim.backends.sim.tools import Call, Planner, Say, Step, last_user_text
+from llmsim.rng import for_request as rng_for
+from llmsim.rng import shared
 
 # Reasoning tokens per visible output token, by effort (spec R4.3.1).
 REASONING_MULTIPLIER = {"minimal": 0.5, "low": 1.5, "medium": 3.0, "high": 6.0, "xhigh": 10.0}
@@ -60,7 +62,7 @@ class SimBackend:
         self._faker_lock = threading.Lock()
 
     def generate(self, prompt: Prompt) -> Iterator[Delta]:
-        rng = random.Random(prompt.seed)
+        rng = rng_for(prompt.seed)
         encoding = prompt.profile.encoding
         mode = prompt.text_mode or self.text_mode
         low, high = self.length_range[prompt.verbosity]
@@ -68,7 +70,8 @@ class SimBackend:
         question = last_user_text(prompt.turns)
         with self._faker_lock:
             fake = self._faker
-            fake.seed_instance(rng.getrandbits(64))
+            if not shared(rng):  # an unseeded request's words need not repeat: Faker goes on as it is
+                fake.seed_instance(rng.getrandbits(64))
             steps = Planner(prompt, rng, fake, self.tool_call_rate).plan()
             says = {id(step): text.tokenize(step.text, encoding) if step.text is not None else
                     self._answer(prompt, fake, mode, question, target, rng, step.hints)
