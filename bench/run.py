@@ -51,6 +51,7 @@ from llmsim.testing import ServerProcess, free_port  # noqa: E402
 from llmsim.timing.profiles import load_catalog  # noqa: E402
 
 PROMPT = "Tell me a story about a lighthouse keeper."
+SEED = 1  # of the answer bare.py replays, and of LLMSim's in (a): the same bytes
 
 
 def quantile(values: list[float], q: float) -> float:
@@ -72,7 +73,7 @@ def table(headers: list[str], rows: list[list[str]]) -> str:
 def record(base_url: str, model: str) -> dict[str, object]:
     """One JSON answer and one stream's SSE frames, for the bare server to replay: seeded, so bare.py replays the
     same answer in every run."""
-    body, seeded = {"model": model, "input": PROMPT}, {SEED_HEADER: "14"}
+    body, seeded = {"model": model, "input": PROMPT}, {SEED_HEADER: str(SEED)}
     answer = httpx.post(f"{base_url}/responses", json=body, headers=seeded, timeout=60).text
     with httpx.stream("POST", f"{base_url}/responses", json={**body, "stream": True}, headers=seeded,
                       timeout=60) as stream:
@@ -188,7 +189,7 @@ def overhead(args: argparse.Namespace) -> str:
     # Seeded, so that LLMSim answers every request with the answer bare.py replays: unseeded, each answer's length
     # is drawn, and the one recorded for bare.py moved the streaming ratio by half between runs of the same code.
     with ServerProcess("--speed", "0", "--workers", str(args.workers), "--store-max-entries", "1000",
-                       "--seed", "1") as llmsim, tempfile.TemporaryDirectory() as directory:
+                       "--seed", str(SEED)) as llmsim, tempfile.TemporaryDirectory() as directory:
         bare = BareProcess(record(llmsim.base_url, args.overhead_model), args.workers)
         assert llmsim.process is not None
         pin(llmsim.process.pid, args.server_cpu)
