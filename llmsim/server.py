@@ -12,6 +12,7 @@ from __future__ import annotations
 import gc
 import io
 import json
+import logging
 import re
 import resource
 import socket
@@ -202,6 +203,7 @@ class LLMSimServer(BaseApplication):  # type: ignore[misc]
             "child_exit": multiprocess.child_exit,
             "on_exit": lambda _server: multiprocess.remove_dir(self.metrics_dir),
             "post_worker_init": _ready,
+            "worker_exit": _exiting,
         }
         for key, value in options.items():
             self.cfg.set(key, value)
@@ -223,6 +225,14 @@ def _ready(worker: Any) -> None:
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
     _announce(worker)
+
+
+def _exiting(_arbiter: Any, _worker: Any) -> None:
+    """Logging's handlers closed while gevent still works. Else, as the worker's interpreter shuts down, each
+    handler that dies calls back into logging, whose lock gevent has patched, after gevent's own module is gone:
+    a traceback on every stop ("Exception ignored in _removeHandlerRef")."""
+    logging.shutdown()
+    del logging._handlerList[:]  # type: ignore[attr-defined]  # the weak references whose callbacks would fire
 
 
 def _announce(worker: Any) -> None:

@@ -31,6 +31,21 @@ def test_serving_is_printed_once_the_server_answers() -> None:
         process.wait(timeout=10)
 
 
+def test_a_stopped_server_says_nothing_more() -> None:
+    """SIGTERM (a Ctrl-C, a container stopped) ends every worker quietly: no traceback at the interpreter's exit."""
+    port = free_port()
+    process = subprocess.Popen([sys.executable, "-m", "llmsim", "serve", "--port", str(port), "--workers", "2"],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert process.stdout is not None
+    assert "serving" in process.stdout.readline()
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/llmsim/health", timeout=5) as answer:
+        assert answer.status == 200
+    process.terminate()
+    output, _ = process.communicate(timeout=30)
+    assert process.returncode == 0
+    assert "Traceback" not in output and "Exception ignored" not in output, output
+
+
 def test_serving_is_not_printed_when_the_port_is_taken() -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
