@@ -18,6 +18,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from llmsim.store.redis_link import Link
+
 log = logging.getLogger("llmsim")
 PREFIX = "llmsim:"
 SCHEMES = ("redis://", "rediss://")
@@ -85,9 +87,9 @@ return first
 
 class Scripts:
     """The scripts' round trips, on the hot path of every request: commands packed by hiredis, written to the
-    socket of a redis-py connection (its handshake applies the URL's TLS, password and database) and read by a
-    hiredis reader of our own, without redis-py's layers per command (its retry wrapper, the pool's poll for
-    pending data, its parser's and observability hooks), which cost more CPU than the round trip itself.
+    socket of a redis-py connection and read by a hiredis reader of our own (llmsim/store/redis_link.py), without
+    redis-py's layers per command (its retry wrapper, the pool's poll for pending data, its parser's and
+    observability hooks), which cost more CPU than the round trip itself.
 
     A connection goes back to this pool only once every reply it was sent is read; when one fails, every idle
     one is closed too (Redis restarted: they are all dead) and the next call connects again."""
@@ -100,7 +102,7 @@ class Scripts:
         self._pack = hiredis.pack_command
         self._reader = functools.partial(hiredis.Reader, replyError=exceptions.ResponseError)
         self._errors = exceptions
-        self._idle: list[tuple[Any, Any]] = []  # (redis-py connection, hiredis reader)
+        self._idle: list[Link] = []
         self._joined: dict[tuple[Script, ...], Script] = {}  # see `guarded`
 
     def register(self, text: str) -> Script:
@@ -135,36 +137,22 @@ class Scripts:
         return replies
 
     def _send(self, commands: list[tuple[Any, ...]]) -> list[Any]:
-        connection = None
+        link = None
         try:
-            if self._idle:
-                connection, reader = self._idle.pop()
-            else:
-                connection, reader = self.pool.connection_class(**self.pool.connection_kwargs), self._reader()
-                connection.connect()
-            sock = connection._sock
-            sock.sendall(b"".join(map(self._pack, commands)))
-            replies: list[Any] = []
-            while len(replies) < len(commands):
-                reply = reader.gets()
-                if reply is False:
-                    data = sock.recv(65536)
-                    if not data:
-                        raise self._errors.ConnectionError("Redis closed the connection")
-                    reader.feed(data)
-                else:
-                    replies.append(reply)
+            link = self._idle.pop() if self._idle else Link(
+                self.pool.connection_class(**self.pool.connection_kwargs), self._reader())
+            replies = link.exchange(b"".join(map(self._pack, commands)), len(commands))
         except BaseException as error:
-            if connection is not None:  # replies may be left unread on it: it cannot be used again
-                connection.disconnect()
+            if link is not None:  # replies may be left unread on it: it cannot be used again
+                link.close()
             if isinstance(error, (OSError, self._errors.ConnectionError)):  # Redis went away: the idle ones too
                 while self._idle:
-                    self._idle.pop()[0].disconnect()
+                    self._idle.pop().close()
             if isinstance(error, OSError):
                 kind = self._errors.TimeoutError if isinstance(error, socket.timeout) else self._errors.ConnectionError
                 raise kind(f"Error talking to Redis: {error}") from error
             raise
-        self._idle.append((connection, reader))
+        self._idle.append(link)
         return replies
 
 
