@@ -508,3 +508,27 @@ def test_an_unreachable_redis_stops_start_up_with_a_message() -> None:
                             text=True, timeout=120)
     assert result.returncode == 2
     assert "--store: cannot use Redis at 127.0.0.1:" in result.stderr and "secret" not in result.stderr
+
+
+def test_each_wait_on_redis_has_the_whole_socket_timeout_and_a_hung_redis_gives_503s_then_recovers(
+        redis_server: RedisServer, connect: Callable[..., openai.OpenAI]) -> None:
+    """A worker's round trip waits for Redis' reply under the URL's `socket_timeout` (llmsim/store/redis_link.py):
+    each wait gets all of it, however long its connection has waited before; a Redis that stops answering gives a
+    503 once it runs out, and the next request after Redis answers again is served."""
+    url = redis_server.url.rsplit("/", 1)[0] + "/2?socket_timeout=0.5"
+    control = redis.Redis.from_url(redis_server.url)
+    with ServerProcess("--speed", "0", "--store", url, startup_timeout=120) as server:
+        client = connect(server)
+        ask(client)
+        for _ in range(5):  # 5 x 0.2 s of waiting on one connection: more than its timeout, never all at once
+            control.execute_command("CLIENT", "PAUSE", 200, "WRITE")
+            assert ask(client).status == "completed"
+        control.execute_command("CLIENT", "PAUSE", 3000, "WRITE")
+        started = time.monotonic()
+        with pytest.raises(openai.InternalServerError) as caught:
+            ask(client)
+        assert caught.value.status_code == 503 and time.monotonic() - started < 2.5
+        assert caught.value.body == {"message": "The server is overloaded or not ready yet.", "type": "server_error",
+                                     "param": None, "code": None}
+        control.execute_command("CLIENT", "UNPAUSE")
+        assert ask(client).status == "completed"
