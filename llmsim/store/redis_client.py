@@ -168,6 +168,17 @@ class Guard:
     accepted: Callable[[Any], bool]
 
 
+class _Hold:
+    """A request's held writes and its deferred admission (`Batch`)."""
+
+    __slots__ = ("held", "guard", "defer")
+
+    def __init__(self, defer: bool) -> None:
+        self.held: list[Call] = []
+        self.guard: Guard | None = None
+        self.defer = defer
+
+
 class Batch:
     """Script calls sent together on one round trip: what a request holds back until its answer leaves (a JSON
     answer's stored response and its request log entry), and what it sends with its next call. A JSON answer
@@ -178,54 +189,54 @@ class Batch:
 
     def __init__(self, scripts: Scripts) -> None:
         self.scripts = scripts
-        self._local = threading.local()
+        self._local = threading.local()  # .hold: this greenlet's _Hold, or None (one lookup per call)
 
     def hold(self, defer: bool = False) -> None:
         """From now until `release`, `write`s wait (nothing may read them before the answer leaves). `defer`: the
         request's admission may wait with them (`commit` is called once its answer is made)."""
-        self._local.held = []
-        self._local.guard = None
-        self._local.defer = defer
+        self._local.hold = _Hold(defer)
 
     def holding(self) -> bool:
         """Whether `write`s wait (between `hold` and `release`)."""
-        return getattr(self._local, "held", None) is not None
+        return getattr(self._local, "hold", None) is not None
 
     def deferrable(self) -> bool:
         """Whether this request's admission may be sent with its held writes (`defer`)."""
-        return getattr(self._local, "defer", False) and self.holding() and self._local.guard is None
+        hold = getattr(self._local, "hold", None)
+        return hold is not None and hold.defer and hold.guard is None
 
     def defer(self, guard: Guard) -> None:
         """Send `guard` (the request's admission) first with the held writes, which it lets through or not."""
-        self._local.guard = guard
+        self._local.hold.guard = guard
 
     def write(self, script: Script, keys: list[Any], args: list[Any]) -> None:
         """Run `script` now, or at `release` while held."""
-        held = getattr(self._local, "held", None)
-        if held is None:
+        hold = getattr(self._local, "hold", None)
+        if hold is None:
             script(keys=keys, args=args)
         else:
-            held.append((script, keys, args))
+            hold.held.append((script, keys, args))
 
     def commit(self) -> bool:
         """The answer is made: send a deferred admission with what is held so far, on one round trip. False: the
         admission was refused (the fleet's config moved on) and nothing was written; the request must be admitted
         again, the usual way (writes stay held, none deferred). True (also when nothing was deferred): go on."""
-        guard = getattr(self._local, "guard", None)
-        if guard is None:
+        hold = getattr(self._local, "hold", None)
+        if hold is None or hold.guard is None:
             return True
-        held, self._local.held, self._local.guard, self._local.defer = self._local.held, [], None, False
+        guard, held, hold.guard, hold.held, hold.defer = hold.guard, hold.held, None, [], False
         return self._send(guard, held)
 
     def release(self) -> None:
         """Send what was held, in order, on one round trip; raises as a call would (the answer must not leave)."""
-        held, self._local.held = getattr(self._local, "held", None), None
-        guard, self._local.guard, self._local.defer = getattr(self._local, "guard", None), None, False
-        if guard is not None:  # never committed (the request failed first): its admission is recorded as it ended
-            if not self._send(guard, held or []):
+        hold, self._local.hold = getattr(self._local, "hold", None), None
+        if hold is None:
+            return
+        if hold.guard is not None:  # never committed (the request failed first): its admission is recorded as it ended
+            if not self._send(hold.guard, hold.held):
                 log.warning("an answer made under the fleet's previous config was not recorded")
-        elif held:
-            self.scripts.run(held)
+        elif hold.held:
+            self.scripts.run(hold.held)
 
     def _send(self, guard: Guard, held: list[Call]) -> bool:
         call = self.scripts.guarded([(guard.script, guard.keys, guard.args()), *held])
