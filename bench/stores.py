@@ -205,6 +205,8 @@ def round_trips(redis_server: RedisServer) -> str:
         "create (rpm + tpm limits)": lambda: client.post("/v1/responses", json={"model": "gpt-4o", "input": PROMPT},
                                                          headers={"Authorization": "Bearer sk-limited"}),
         "retrieve": lambda: client.get(f"/v1/responses/{first}"),
+        "chat completion (json)": lambda: client.post("/v1/chat/completions", json={
+            "model": "gpt-4o", "messages": [{"role": "user", "content": PROMPT}]}),
     }
     first = client.post("/v1/responses", json={"model": "gpt-4o", "input": PROMPT}).get_json()["id"]
     rows = []
