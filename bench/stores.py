@@ -202,9 +202,11 @@ def round_trips(redis_server: RedisServer) -> str:
         "create (json)": lambda: client.post("/v1/responses", json={"model": "gpt-4o", "input": PROMPT}),
         "create (stream)": lambda: client.post("/v1/responses", json={"model": "gpt-4o", "input": PROMPT,
                                                                        "stream": True}).get_data(),
+        "chat completion (json)": lambda: client.post("/v1/chat/completions", json={
+            "model": "gpt-4o", "messages": [{"role": "user", "content": PROMPT}]}),
+        "retrieve": lambda: client.get(f"/v1/responses/{first}"),
         "create (rpm + tpm limits)": lambda: client.post("/v1/responses", json={"model": "gpt-4o", "input": PROMPT},
                                                          headers={"Authorization": "Bearer sk-limited"}),
-        "retrieve": lambda: client.get(f"/v1/responses/{first}"),
     }
     first = client.post("/v1/responses", json={"model": "gpt-4o", "input": PROMPT}).get_json()["id"]
     rows = []
@@ -212,7 +214,7 @@ def round_trips(redis_server: RedisServer) -> str:
     Scripts._send = counting_scripts  # type: ignore[method-assign]
     try:
         for name, call in requests.items():
-            if "limits" in name:
+            if "limits" in name:  # last: the limits stay
                 client.put("/llmsim/admin/faults", json={"rate_limits": {"rpm": 100000, "tpm": 100000000}})
             call()  # scripts loaded, config current
             sent.clear()

@@ -213,12 +213,18 @@ def test_a_json_answer_runs_one_redis_script_and_every_request_is_in_the_transcr
     entry = httpx.get(f"{a.url}/llmsim/admin/requests").json()["data"][-1]
     assert entry["status"] == 200 and entry["output_tokens"] == unstored.usage.output_tokens  # type: ignore[union-attr]
     assert entry["response_id"] == unstored.id
+    before = calls()
+    completion = client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hello"}])
+    assert calls() - before == 1  # a Chat Completions JSON answer too: admitted with its finished log entry
+    entry = httpx.get(f"{a.url}/llmsim/admin/requests").json()["data"][-1]
+    assert entry["endpoint"] == "chat.completions" and entry["status"] == 200
+    assert entry["output_tokens"] == completion.usage.completion_tokens  # type: ignore[union-attr]
 
     refused = httpx.post(f"{a.base_url}/responses", json={"model": "gpt-4o", "input": "hi"},
                          headers={"X-LLMSim-Fault": "no-such-fault"})
     assert refused.status_code == 400
     transcript = httpx.get(f"{a.url}/llmsim/admin/scenarios/transcript").json()["data"]
-    assert [entry["request"]["input"] for entry in transcript[-5:]] == ["hello"] * 4 + ["hi"]
+    assert [entry["request"].get("input") for entry in transcript[-6:]] == ["hello"] * 4 + [None, "hi"]
     assert [entry["index"] for entry in transcript] == list(range(len(transcript)))
 
 
@@ -253,6 +259,29 @@ def test_an_answer_made_under_a_config_the_fleet_has_left_is_admitted_and_made_a
     assert ask(on_a).output_text == "scripted"
     transcript = httpx.get(f"{b.url}/llmsim/admin/scenarios/transcript").json()["data"]
     assert [entry["step"] for entry in transcript] == ["turns[0]"]  # one turn, in the scenario B loaded
+
+
+def test_a_chat_completion_made_under_a_config_the_fleet_has_left_is_made_again(
+        fleet: Fleet, connect: Callable[..., openai.OpenAI]) -> None:
+    """As for /responses: A's answer, admitted from its own view of the fleet, is refused as it is recorded, and
+    made again under the `first: 1` fault B set meanwhile, which fires on it."""
+    a, b = fleet
+    on_a = connect(a)
+
+    def chat() -> openai.types.chat.ChatCompletion:
+        return on_a.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hello"}])
+
+    for _ in range(4):  # every worker of A has seen the fleet's config
+        assert chat().choices[0].message.content
+    config = httpx.put(f"{b.url}/llmsim/admin/faults", json={"faults": [{"kind": "server_error", "first": 1}]})
+    assert config.status_code == 200
+    with pytest.raises(openai.InternalServerError):
+        chat()
+    assert chat().choices[0].finish_reason == "stop"
+    counters = httpx.get(f"{b.url}/llmsim/admin/faults/counters").json()
+    assert counters["faults"] == {"server_error": 1} and counters["requests"] == 6
+    log = httpx.get(f"{b.url}/llmsim/admin/requests").json()["data"]
+    assert [(entry["index"], entry["status"]) for entry in log] == list(zip(range(1, 7), [200] * 4 + [500, 200]))
 
 
 def test_background_made_on_a_is_followed_and_cancelled_from_b(
@@ -479,3 +508,27 @@ def test_an_unreachable_redis_stops_start_up_with_a_message() -> None:
                             text=True, timeout=120)
     assert result.returncode == 2
     assert "--store: cannot use Redis at 127.0.0.1:" in result.stderr and "secret" not in result.stderr
+
+
+def test_each_wait_on_redis_has_the_whole_socket_timeout_and_a_hung_redis_gives_503s_then_recovers(
+        redis_server: RedisServer, connect: Callable[..., openai.OpenAI]) -> None:
+    """A worker's round trip waits for Redis' reply under the URL's `socket_timeout` (llmsim/store/redis_link.py):
+    each wait gets all of it, however long its connection has waited before; a Redis that stops answering gives a
+    503 once it runs out, and the next request after Redis answers again is served."""
+    url = redis_server.url.rsplit("/", 1)[0] + "/2?socket_timeout=0.5"
+    control = redis.Redis.from_url(redis_server.url)
+    with ServerProcess("--speed", "0", "--store", url, startup_timeout=120) as server:
+        client = connect(server)
+        ask(client)
+        for _ in range(5):  # 5 x 0.2 s of waiting on one connection: more than its timeout, never all at once
+            control.execute_command("CLIENT", "PAUSE", 200, "WRITE")
+            assert ask(client).status == "completed"
+        control.execute_command("CLIENT", "PAUSE", 3000, "WRITE")
+        started = time.monotonic()
+        with pytest.raises(openai.InternalServerError) as caught:
+            ask(client)
+        assert caught.value.status_code == 503 and time.monotonic() - started < 2.5
+        assert caught.value.body == {"message": "The server is overloaded or not ready yet.", "type": "server_error",
+                                     "param": None, "code": None}
+        control.execute_command("CLIENT", "UNPAUSE")
+        assert ask(client).status == "completed"

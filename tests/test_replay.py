@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from array import array
 from collections.abc import Iterator
 from typing import Any
 
@@ -90,15 +91,21 @@ def test_text_runs_handed_whole_to_the_transport_replay_byte_for_byte(obfuscate:
     assert builder.response["output"][-1]["content"][0]["text"] == 'One two "3"\n✓! and more'
 
 
-def test_a_dumped_replay_loads_and_replays_byte_for_byte_as_does_one_dumped_before_hex_lengths() -> None:
+@pytest.mark.parametrize("long_piece", [False, True])
+def test_a_dumped_replay_loads_and_replays_byte_for_byte_as_does_one_dumped_before_hex_lengths(
+        long_piece: bool) -> None:
     builder = EventBuilder(start(), entropy=Entropy(), obfuscate=True, encrypted_reasoning=True)
     log = DeltaLog()
-    sent = [(event["type"], dumps(event)) for event in builder.run(log.recording(iter(every_kind())))]
+    deltas = [TextDelta("x" * 300), *every_kind()] if long_piece else every_kind()
+    sent = [(event["type"], dumps(event)) for event in builder.run(log.recording(iter(deltas)))]
     dumped = Replay(log, builder).dump()
     assert Replay.load(dumped).events(builder.response) == sent
+    # Pieces shorter than 256 characters: their lengths as bytes; else as 32-bit words, as written before.
+    assert json.loads(dumped)[1].startswith("1:") is not long_piece
     older = json.loads(dumped)
+    older[1] = array("I", log.lengths).tobytes().hex()  # as a replay was written before lengths could be bytes
+    assert Replay.load(json.dumps(older)).events(builder.response) == sent
     older[1] = list(log.lengths)  # as a replay was written before: the lengths a JSON list
-    assert isinstance(json.loads(dumped)[1], str)
     assert Replay.load(json.dumps(older)).events(builder.response) == sent
 
 

@@ -12,12 +12,12 @@ from typing import Any
 from flask import Blueprint, Response, jsonify
 from flask.typing import ResponseReturnValue
 
-from llmsim.api import relay
+from llmsim.api import relay, writes
 from llmsim.api.chaos import gate
 from llmsim.api.http import json_body, seed_header, services, speed_header, text_mode_header
 from llmsim.api.sse import SSE_HEADERS, batched
 from llmsim.backends.base import Delta, Prompt
-from llmsim.chaos.faults import ConnectionDropped
+from llmsim.chaos.faults import Admission, ConnectionDropped
 from llmsim.chat import completions as chat
 from llmsim.errors import APIError
 from llmsim.pipeline import SerializedEvent, dumps
@@ -40,23 +40,45 @@ def create() -> ResponseReturnValue:
     seed = seed_header()
     prompt = chat.build_prompt(request, profile, pipeline.seed if seed is None else seed)
     prompt = replace(prompt, text_mode=text_mode_header() or prompt.text_mode)
-    prompt, admission = pipeline.admit(prompt, body, bool(request.stream), answer.admit or gate("chat.completions"))
     speed = speed_header()
+    whole = not request.stream and not pipeline.pacer.paces(prompt, speed)
+    if whole:
+        writes.hold()  # its admission goes to Redis with its request log entry as it is answered: one round trip
+    completion, events, admission = _made(request, profile, prompt, body, answer, speed, whole)
+    if request.stream:  # nothing paces, slows or cuts it: its frames go out in as few writes as fit
+        together = not pipeline.pacer.paces(prompt, speed) and admission.stream_fault is None
+        frames = batched(_frames(fair(events))) if together else _frames(fair(events))
+        return Response(frames, mimetype="text/event-stream", headers=SSE_HEADERS)
+    failed = _drain(events)
+    if not writes.commit():  # made under faults or a scenario the fleet has since changed: made again under its own
+        completion, events, admission = _made(request, profile, prompt, body, answer, speed, whole)
+        failed = _drain(events)
+    if failed is not None:
+        raise APIError(ErrorChunk.message(failed), status=500, type="server_error")
+    return jsonify(completion.body())
+
+
+def _drain(events: Iterator[SerializedEvent]) -> str | None:
+    """The chunks drawn (the choices keep what they said); the error chunk's data when the answer ended in one."""
+    for kind, data in events:
+        if kind == "error":
+            return data
+    return None
+
+
+def _made(request: Any, profile: Any, prompt: Prompt, body: Any, answer: relay.Answer, speed: float | None,
+          whole: bool) -> tuple[chat.Completion, Iterator[SerializedEvent], Admission]:
+    """The request admitted (scenarios, rate limits, faults) and its completion's chunks, not yet drawn."""
+    pipeline = services().pipeline
+    prompt, admission = pipeline.admit(prompt, body, bool(request.stream), answer.admit or gate("chat.completions"),
+                                       whole)
 
     def deltas(choice_prompt: Prompt) -> Iterator[Delta]:
         return admission.deltas(pipeline.generate(choice_prompt, speed))
 
     completion = chat.Completion(request, profile, prompt)
     chunks = _chunks(completion, chat.choice_prompts(prompt, request.n or 1), deltas)
-    events = admission.events(ErrorChunk(), chunks, ErrorChunk.dumps)  # type: ignore[arg-type]
-    if request.stream:  # nothing paces, slows or cuts it: its frames go out in as few writes as fit
-        together = not pipeline.pacer.paces(prompt, speed) and admission.stream_fault is None
-        frames = batched(_frames(fair(events))) if together else _frames(fair(events))
-        return Response(frames, mimetype="text/event-stream", headers=SSE_HEADERS)
-    for kind, data in events:  # the same chunks, drained: the choices keep what they said
-        if kind == "error":
-            raise APIError(ErrorChunk.message(data), status=500, type="server_error")
-    return jsonify(completion.body())
+    return completion, admission.events(ErrorChunk(), chunks, ErrorChunk.dumps), admission  # type: ignore[arg-type]
 
 
 def _chunks(completion: chat.Completion, prompts: list[Prompt],

@@ -184,13 +184,18 @@ class Replay:
 
     def dump(self) -> str:
         """The replay as one JSON value, for a store other processes read (Redis): a few hundred bytes where the
-        events would be tens of kilobytes. The lengths go as hex of little-endian 32-bit words: JSON writes a
+        events would be tens of kilobytes. The lengths go as hex: of bytes (`1:` first) when every piece is
+        shorter than 256 characters, as a token's text is, else of little-endian 32-bit words; JSON writes a
         list of numbers ~30 times slower (a JSON answer's store write makes one)."""
         log = self.log
-        lengths = log.lengths if _LITTLE else array("I", log.lengths)
-        if not _LITTLE:
-            lengths.byteswap()
-        return dumps([log.kinds, lengths.tobytes().hex(), log.text, [_encode_delta(d) for d in log.others],
+        try:
+            lengths = "1:" + array("B", log.lengths).tobytes().hex()
+        except OverflowError:
+            words = log.lengths if _LITTLE else array("I", log.lengths)
+            if not _LITTLE:
+                words.byteswap()
+            lengths = words.tobytes().hex()
+        return dumps([log.kinds, lengths, log.text, [_encode_delta(d) for d in log.others],
                       log.logprobs, log.failure, self.obfuscate, self.encrypted_reasoning, self.obfuscation_seed])
 
     @classmethod
@@ -200,7 +205,9 @@ class Replay:
         log = DeltaLog()
         log._pieces = None  # sealed: it records nothing more
         log.kinds, log.text = kinds, joined
-        if isinstance(lengths, str):
+        if isinstance(lengths, str) and lengths.startswith("1:"):
+            log.lengths = array("I", array("B", bytes.fromhex(lengths[2:])))
+        elif isinstance(lengths, str):
             log.lengths = array("I", bytes.fromhex(lengths))
             if not _LITTLE:
                 log.lengths.byteswap()

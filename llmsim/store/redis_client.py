@@ -18,6 +18,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from llmsim.store.redis_link import Link
+
 log = logging.getLogger("llmsim")
 PREFIX = "llmsim:"
 SCHEMES = ("redis://", "rediss://")
@@ -85,9 +87,9 @@ return first
 
 class Scripts:
     """The scripts' round trips, on the hot path of every request: commands packed by hiredis, written to the
-    socket of a redis-py connection (its handshake applies the URL's TLS, password and database) and read by a
-    hiredis reader of our own, without redis-py's layers per command (its retry wrapper, the pool's poll for
-    pending data, its parser's and observability hooks), which cost more CPU than the round trip itself.
+    socket of a redis-py connection and read by a hiredis reader of our own (llmsim/store/redis_link.py), without
+    redis-py's layers per command (its retry wrapper, the pool's poll for pending data, its parser's and
+    observability hooks), which cost more CPU than the round trip itself.
 
     A connection goes back to this pool only once every reply it was sent is read; when one fails, every idle
     one is closed too (Redis restarted: they are all dead) and the next call connects again."""
@@ -100,7 +102,7 @@ class Scripts:
         self._pack = hiredis.pack_command
         self._reader = functools.partial(hiredis.Reader, replyError=exceptions.ResponseError)
         self._errors = exceptions
-        self._idle: list[tuple[Any, Any]] = []  # (redis-py connection, hiredis reader)
+        self._idle: list[Link] = []
         self._joined: dict[tuple[Script, ...], Script] = {}  # see `guarded`
 
     def register(self, text: str) -> Script:
@@ -135,36 +137,22 @@ class Scripts:
         return replies
 
     def _send(self, commands: list[tuple[Any, ...]]) -> list[Any]:
-        connection = None
+        link = None
         try:
-            if self._idle:
-                connection, reader = self._idle.pop()
-            else:
-                connection, reader = self.pool.connection_class(**self.pool.connection_kwargs), self._reader()
-                connection.connect()
-            sock = connection._sock
-            sock.sendall(b"".join(map(self._pack, commands)))
-            replies: list[Any] = []
-            while len(replies) < len(commands):
-                reply = reader.gets()
-                if reply is False:
-                    data = sock.recv(65536)
-                    if not data:
-                        raise self._errors.ConnectionError("Redis closed the connection")
-                    reader.feed(data)
-                else:
-                    replies.append(reply)
+            link = self._idle.pop() if self._idle else Link(
+                self.pool.connection_class(**self.pool.connection_kwargs), self._reader())
+            replies = link.exchange(b"".join(map(self._pack, commands)), len(commands))
         except BaseException as error:
-            if connection is not None:  # replies may be left unread on it: it cannot be used again
-                connection.disconnect()
+            if link is not None:  # replies may be left unread on it: it cannot be used again
+                link.close()
             if isinstance(error, (OSError, self._errors.ConnectionError)):  # Redis went away: the idle ones too
                 while self._idle:
-                    self._idle.pop()[0].disconnect()
+                    self._idle.pop().close()
             if isinstance(error, OSError):
                 kind = self._errors.TimeoutError if isinstance(error, socket.timeout) else self._errors.ConnectionError
                 raise kind(f"Error talking to Redis: {error}") from error
             raise
-        self._idle.append((connection, reader))
+        self._idle.append(link)
         return replies
 
 
@@ -180,6 +168,17 @@ class Guard:
     accepted: Callable[[Any], bool]
 
 
+class _Hold:
+    """A request's held writes and its deferred admission (`Batch`)."""
+
+    __slots__ = ("held", "guard", "defer")
+
+    def __init__(self, defer: bool) -> None:
+        self.held: list[Call] = []
+        self.guard: Guard | None = None
+        self.defer = defer
+
+
 class Batch:
     """Script calls sent together on one round trip: what a request holds back until its answer leaves (a JSON
     answer's stored response and its request log entry), and what it sends with its next call. A JSON answer
@@ -190,54 +189,54 @@ class Batch:
 
     def __init__(self, scripts: Scripts) -> None:
         self.scripts = scripts
-        self._local = threading.local()
+        self._local = threading.local()  # .hold: this greenlet's _Hold, or None (one lookup per call)
 
     def hold(self, defer: bool = False) -> None:
         """From now until `release`, `write`s wait (nothing may read them before the answer leaves). `defer`: the
         request's admission may wait with them (`commit` is called once its answer is made)."""
-        self._local.held = []
-        self._local.guard = None
-        self._local.defer = defer
+        self._local.hold = _Hold(defer)
 
     def holding(self) -> bool:
         """Whether `write`s wait (between `hold` and `release`)."""
-        return getattr(self._local, "held", None) is not None
+        return getattr(self._local, "hold", None) is not None
 
     def deferrable(self) -> bool:
         """Whether this request's admission may be sent with its held writes (`defer`)."""
-        return getattr(self._local, "defer", False) and self.holding() and self._local.guard is None
+        hold = getattr(self._local, "hold", None)
+        return hold is not None and hold.defer and hold.guard is None
 
     def defer(self, guard: Guard) -> None:
         """Send `guard` (the request's admission) first with the held writes, which it lets through or not."""
-        self._local.guard = guard
+        self._local.hold.guard = guard
 
     def write(self, script: Script, keys: list[Any], args: list[Any]) -> None:
         """Run `script` now, or at `release` while held."""
-        held = getattr(self._local, "held", None)
-        if held is None:
+        hold = getattr(self._local, "hold", None)
+        if hold is None:
             script(keys=keys, args=args)
         else:
-            held.append((script, keys, args))
+            hold.held.append((script, keys, args))
 
     def commit(self) -> bool:
         """The answer is made: send a deferred admission with what is held so far, on one round trip. False: the
         admission was refused (the fleet's config moved on) and nothing was written; the request must be admitted
         again, the usual way (writes stay held, none deferred). True (also when nothing was deferred): go on."""
-        guard = getattr(self._local, "guard", None)
-        if guard is None:
+        hold = getattr(self._local, "hold", None)
+        if hold is None or hold.guard is None:
             return True
-        held, self._local.held, self._local.guard, self._local.defer = self._local.held, [], None, False
+        guard, held, hold.guard, hold.held, hold.defer = hold.guard, hold.held, None, [], False
         return self._send(guard, held)
 
     def release(self) -> None:
         """Send what was held, in order, on one round trip; raises as a call would (the answer must not leave)."""
-        held, self._local.held = getattr(self._local, "held", None), None
-        guard, self._local.guard, self._local.defer = getattr(self._local, "guard", None), None, False
-        if guard is not None:  # never committed (the request failed first): its admission is recorded as it ended
-            if not self._send(guard, held or []):
+        hold, self._local.hold = getattr(self._local, "hold", None), None
+        if hold is None:
+            return
+        if hold.guard is not None:  # never committed (the request failed first): its admission is recorded as it ended
+            if not self._send(hold.guard, hold.held):
                 log.warning("an answer made under the fleet's previous config was not recorded")
-        elif held:
-            self.scripts.run(held)
+        elif hold.held:
+            self.scripts.run(hold.held)
 
     def _send(self, guard: Guard, held: list[Call]) -> bool:
         call = self.scripts.guarded([(guard.script, guard.keys, guard.args()), *held])

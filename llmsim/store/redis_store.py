@@ -145,6 +145,14 @@ return redis.call('ZCARD', KEYS[1])
 _RECORD_FIELDS = [f.name for f in fields(StoredResponse)
                   if f.init and f.name not in ("response", "events", "replay")]  # the response: its own JSON
 LoadReplay = Callable[[bytes], Replayable]
+_EMPTY = {str: '""', list: "[]"}
+
+
+def _field_json(value: Any) -> str:
+    """A record's field as JSON: the empty values most fields hold (no worker, no owner, no history) at once."""
+    if value is None:
+        return "null"
+    return _EMPTY[type(value)] if not value and type(value) in _EMPTY else dumps(value)
 
 
 def _event(raw: bytes) -> SerializedEvent:
@@ -193,7 +201,7 @@ class RedisStore:
             return
         values = ["response", record.response_json(keep=True)]  # the JSON answer's own encoding too
         for name in _RECORD_FIELDS:
-            values += [name, dumps(getattr(record, name))]
+            values += [name, _field_json(getattr(record, name))]
         values += ["status", record.status]
         events = ""
         dumped = record.replay.dump() if record.replay is not None and self.load_replay is not None else None
