@@ -45,6 +45,21 @@ def test_references_to_items_of_any_stored_response(store_client: openai.OpenAI)
     assert caught.value.body["message"] == "Item with id 'msg_unknown' not found."  # type: ignore[index]
 
 
+def test_a_reference_whose_type_is_null_or_missing_is_a_reference(store_client: openai.OpenAI) -> None:
+    """The SDK's ItemReference has an optional `type`: `null` or none at all still names an item (was a 500)."""
+    first = store_client.responses.create(model="gpt-4o", input="Remember the word 'teal'.")
+    question = store_client.responses.input_items.list(first.id).data[0]
+    for reference in ({"type": None, "id": question.id}, {"id": question.id}):
+        second = store_client.responses.create(model="gpt-4o", input=[reference])  # type: ignore[list-item]
+        assert store_client.responses.input_items.list(second.id).data[0].id == question.id
+        counted = store_client.responses.input_tokens.count(model="gpt-4o", input=[reference])  # type: ignore[list-item]
+        assert counted.input_tokens == second.usage.input_tokens  # type: ignore[union-attr]
+        for call in (store_client.responses.create, store_client.responses.input_tokens.count):
+            with pytest.raises(openai.NotFoundError) as caught:
+                call(model="gpt-4o", input=[{**reference, "id": "msg_unknown"}])  # type: ignore[list-item,operator]
+            assert caught.value.body["message"] == "Item with id 'msg_unknown' not found."  # type: ignore[index]
+
+
 def test_a_reasoning_tool_loop_by_reference(store_client: openai.OpenAI) -> None:
     """The AI SDK's second step with gpt-5: reasoning and call by reference, then the call's output."""
     step = store_client.responses.create(model="gpt-5", input=[USER], tools=[WEATHER], tool_choice="required")  # type: ignore[list-item]

@@ -40,6 +40,7 @@ def normalize_items(items: list[Any], history: list[dict[str, Any]], lookup: Loo
     out: list[dict[str, Any]] = []
     for item in items:
         data = item.model_dump(by_alias=True, exclude_none=True)
+        data.setdefault("type", "item_reference")  # the only item whose type may be null (the SDK's ItemReference)
         if data["type"] == "item_reference":
             referenced = find(data["id"])
             if referenced is None:
