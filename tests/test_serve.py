@@ -37,7 +37,7 @@ def test_a_stopped_server_says_nothing_more() -> None:
     process = subprocess.Popen([sys.executable, "-m", "llmsim", "serve", "--port", str(port), "--workers", "2"],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert process.stdout is not None
-    assert "serving" in process.stdout.readline()
+    assert any("serving" in line for line in process.stdout)  # after a warning or two, by the environment
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/llmsim/health", timeout=5) as answer:
         assert answer.status == 200
     process.terminate()
