@@ -9,7 +9,8 @@
     SSE text deltas delivered per second and inter-token p99 at 1 and 4 workers
     (goal: 4 workers >= 1.7x one), with the CPU the servers, the load and redis-server took (a share of one
     core). The streams are more than four workers can pace on 2 cores (their inter-token p50 is above the
-    profile's): with fewer, four workers deliver every delta on time and the ratio measures the load.
+    profile's): with fewer, four workers deliver every delta on time and the ratio measures the load. The
+    ceiling under the table is what the cores left to four workers allow at one worker's deltas per core.
 
 Why (a) measures the way it does: the figure is the server's CPU per request, so the server's core must be
 the bottleneck in every window, and each row prints where the CPU went (the server's processes, the load's
@@ -351,8 +352,9 @@ def main() -> None:
     parser.add_argument("--window", type=float, default=3.0, help="seconds measured per window")
     parser.add_argument("--pacing-window", type=float, default=5.0, help="seconds measured per row of (b)")
     parser.add_argument("--paced-model", default="gpt-4o-mini", help="the shipped profile (b) paces")
-    parser.add_argument("--streams", type=int, default=600,
-                        help="open streams of (b): more than four workers can pace, so it measures what they deliver")
+    parser.add_argument("--streams", type=int, default=1200,
+                        help="open streams of (b): more than four workers can pace (one paces ~600), so it measures "
+                             "what they deliver")
     parser.add_argument("--pacing-warmup", type=float, default=5.0, help="seconds over which (b)'s streams start")
     parser.add_argument("--processes", type=int, default=2, help="client processes of (a)")
     parser.add_argument("--stream-processes", type=int, default=1, help="client processes of (b) without wrk")
