@@ -51,7 +51,9 @@ from llmsim.testing import ServerProcess, free_port  # noqa: E402
 from llmsim.timing.profiles import load_catalog  # noqa: E402
 
 PROMPT = "Tell me a story about a lighthouse keeper."
-SEED = 1  # of the answer bare.py replays, and of LLMSim's in (a): the same bytes
+# Of the answer bare.py replays, and of LLMSim's in (a): the same bytes. Its gpt-4o-mini answer to PROMPT has 112
+# output tokens, the mean of unseeded ones: (a)'s streaming ratio grows with the answer's length (seed 1: 81).
+SEED = 29
 
 
 def quantile(values: list[float], q: float) -> float:
