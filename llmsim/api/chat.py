@@ -41,12 +41,13 @@ def create() -> ResponseReturnValue:
     prompt = chat.build_prompt(request, profile, pipeline.seed if seed is None else seed)
     prompt = replace(prompt, text_mode=text_mode_header() or prompt.text_mode)
     speed = speed_header()
-    whole = not request.stream and not pipeline.pacer.paces(prompt, speed)
+    paced = pipeline.pacer.paces(prompt, speed)
+    whole = not request.stream and not paced
     if whole:
         writes.hold()  # its admission goes to Redis with its request log entry as it is answered: one round trip
     completion, events, admission = _made(request, profile, prompt, body, answer, speed, whole)
     if request.stream:  # nothing paces, slows or cuts it: its frames go out in as few writes as fit
-        together = not pipeline.pacer.paces(prompt, speed) and admission.stream_fault is None
+        together = not paced and admission.stream_fault is None
         frames = batched(_frames(fair(events))) if together else _frames(fair(events))
         return Response(frames, mimetype="text/event-stream", headers=SSE_HEADERS)
     failed = _drain(events)
