@@ -5,6 +5,10 @@ by one) without parsing, generating or pacing anything, so LLMSim's time over it
 LLMSim's own overhead. Given a model, it paces the frames as that model's profile does (TTFT before the
 first text delta, one inter-token gap before each further one) on LLMSim's pacing scheduler: the floor of
 a paced stream on this stack (gunicorn + gevent + the shared timer), with none of LLMSim's work per event.
+With `--floor`, LLMSim's own app answers instead, its create views replaced by one that parses the body and returns
+the recorded JSON: Flask and LLMSim's hooks (API key, request id, headers, the request log's and metrics' hooks)
+with none of the answer's work, the most a JSON answer can reach on this stack. With `--flask`, a Flask app of that
+one view and no hooks: Flask's own share.
 """
 
 from __future__ import annotations
@@ -51,17 +55,44 @@ def bare_app(recorded: dict[str, Any], timing: Timing | None = None) -> Callable
     return app
 
 
+def floor_app(recorded: dict[str, Any], settings: Settings, hooks: bool = True) -> Any:
+    from flask import Flask, current_app
+
+    from llmsim.api.http import json_body
+    from llmsim.app import create_app
+
+    app = create_app(settings) if hooks else Flask("flask")
+    body = recorded["json"]
+
+    def create() -> Any:
+        json_body()
+        return current_app.response_class(body, mimetype="application/json")
+
+    if not hooks:
+        app.post("/openai/v1/responses")(create)
+    for endpoint in list(app.view_functions):
+        if endpoint.startswith("responses") and endpoint.endswith(".create"):
+            app.view_functions[endpoint] = create
+    return app
+
+
 class BareServer(LLMSimServer):
-    def __init__(self, settings: Settings, recorded: dict[str, Any], timing: Timing | None = None) -> None:
+    def __init__(self, settings: Settings, recorded: dict[str, Any], timing: Timing | None = None,
+                 floor: str | None = None) -> None:
         self.recorded = recorded
         self.timing = timing
+        self.floor = floor
         super().__init__(settings)
 
     def load(self) -> Any:
+        if self.floor:
+            return floor_app(self.recorded, self.settings, hooks=self.floor == "--floor")
         return bare_app(self.recorded, self.timing)
 
 
-if __name__ == "__main__":  # python bench/bare.py PORT RECORDED.json WORKERS [MODEL to pace like]
+if __name__ == "__main__":  # python bench/bare.py PORT RECORDED.json WORKERS [MODEL to pace like | --floor | --flask]
     port, recorded_path, workers = int(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
-    pace = load_catalog([DEFAULT_PROFILES_DIR]).get(sys.argv[4]).timing if len(sys.argv) > 4 else None
-    BareServer(Settings(port=port, workers=workers), json.loads(recorded_path.read_text()), pace).run()
+    floor = sys.argv[4] if sys.argv[4:5] in (["--floor"], ["--flask"]) else None
+    pace = load_catalog([DEFAULT_PROFILES_DIR]).get(sys.argv[4]).timing if len(sys.argv) > 4 and not floor else None
+    BareServer(Settings(port=port, workers=workers, speed=0.0), json.loads(recorded_path.read_text()), pace,
+               floor).run()

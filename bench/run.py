@@ -7,7 +7,10 @@
     ~100 % is saturated) is the limit, not the load: the load is `wrk` (bench/wrk.py; bench/load.py's
     Python clients without it or with `--aiohttp`, which need most of a core to keep bare.py busy), and
     windows alternate between the two servers.
-    Goal, one worker, 16 clients: JSON >= 0.5x and streaming >= 1.0x bare.
+    Goal, one worker, 16 clients: JSON >= 0.5x and streaming >= 1.0x bare. For JSON, a third server gives the
+    floor: LLMSim's own app (Flask and its hooks) answering the recorded JSON with none of the answer's work
+    (bench/bare.py --floor), and Flask alone answering it (--flask): the most any JSON answer can reach on this
+    stack.
 (b) Timing fidelity at speed 1: measured TTFT and inter-token gaps (p50/p95/p99) against the
     quantiles the model's profile configures, at 1, 100 and 1,000 concurrent streams.
 (c) The knee at a real model's pace (gpt-4o): the most concurrent streams one worker serves with
@@ -34,6 +37,7 @@ import tempfile
 import threading
 import time
 import tracemalloc
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -140,16 +144,20 @@ def goal(label: str, value: float, target: float, unit: str = "x", higher: bool 
 
 
 class BareProcess:
-    def __init__(self, recorded: dict[str, object], workers: int, pace: str | None = None) -> None:
+    def __init__(self, recorded: dict[str, object], workers: int, pace: str | None = None, floor: str | None = None
+                 ) -> None:
         self.port = free_port()
         self.file = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
         json.dump(recorded, self.file)
         self.file.close()
+        extra = [floor] if floor else [pace] if pace else []
         self.process = subprocess.Popen([sys.executable, str(ROOT / "bench" / "bare.py"), str(self.port),
-                                         self.file.name, str(workers), *([pace] if pace else [])], cwd=ROOT)
+                                         self.file.name, str(workers), *extra], cwd=ROOT)
         for _ in range(300):
             try:
                 urllib.request.urlopen(f"{self.url}/", timeout=1)
+                return
+            except urllib.error.HTTPError:  # the floor's app: a 404 there, but it answers
                 return
             except OSError:
                 time.sleep(0.05)
@@ -187,28 +195,31 @@ def overhead(args: argparse.Namespace) -> str:
     """LLMSim and bare.py side by side on the server's core; `--repeats` windows alternate between them, each
     figure is the median of its windows and the ratio the median of the ratios of windows taken next to each
     other: this machine drifts by more than the margins measured here."""
-    rows, goals = [], []
+    rows, goals, floors = [], [], []
     # Seeded, so that LLMSim answers every request with the answer bare.py replays: unseeded, each answer's length
     # is drawn, and the one recorded for bare.py moved the streaming ratio by half between runs of the same code.
     with ServerProcess("--speed", "0", "--workers", str(args.workers), "--store-max-entries", "1000",
                        "--seed", str(SEED)) as llmsim, tempfile.TemporaryDirectory() as directory:
-        bare = BareProcess(record(llmsim.base_url, args.overhead_model), args.workers)
+        recorded = record(llmsim.base_url, args.overhead_model)
+        others = [BareProcess(recorded, args.workers, floor=floor) for floor in (None, "--floor", "--flask")]
         assert llmsim.process is not None
-        pin(llmsim.process.pid, args.server_cpu)
-        pin(bare.process.pid, args.server_cpu)
-        servers = [(f"{llmsim.base_url}/responses", llmsim.process.pid), (f"{bare.url}/responses", bare.process.pid)]
+        servers = [(f"{llmsim.base_url}/responses", llmsim.process.pid),
+                   *((f"{other.url}/openai/v1/responses", other.process.pid) for other in others)]
+        for _, pid in servers:
+            pin(pid, args.server_cpu)
         try:
             for stream in (False, True):
                 body = {"model": args.overhead_model, "input": PROMPT, "stream": stream}
                 for clients in args.clients:
-                    windows: list[list[list[float]]] = [[], []]
+                    sides = [0, 1] if stream else [0, 1, 2, 3]  # the floors answer JSON only
+                    windows: list[list[list[float]]] = [[], [], [], []]
                     for repeat in range(args.repeats):
-                        for side in (0, 1) if repeat % 2 == 0 else (1, 0):
+                        for side in sides if repeat % 2 == 0 else sides[::-1]:
                             windows[side].append(_window(*servers[side], body, clients, stream, args, directory))
-                    ratios = [ours[0] / theirs[0] for ours, theirs in zip(*windows) if theirs[0]]
+                    ratios = [ours[0] / theirs[0] for ours, theirs in zip(windows[0], windows[1]) if theirs[0]]
                     ratio = statistics.median(ratios) if ratios else float("nan")
                     cells = ["stream" if stream else "json", str(clients)]
-                    for measured in windows:
+                    for measured in windows[:2]:
                         middle = [statistics.median(w[i] for w in measured) for i in range(6)]
                         cells += [f"{middle[0]:.0f}", f"{middle[1]:.1f}", f"{middle[2]:.1f}",
                                   str(sum(int(w[3]) for w in measured)), f"{middle[4]:.0%} / {middle[5]:.0%}"]
@@ -218,12 +229,21 @@ def overhead(args: argparse.Namespace) -> str:
                     if clients == 16:
                         goals.append(goal(f"{'streaming' if stream else 'JSON'} llmsim/bare at 16 clients",
                                           ratio, 1.0 if stream else 0.5))
+                    if not stream:
+                        floors.append(f"{clients} clients: " + ", ".join(
+                            f"{name} {statistics.median(w[0] for w in windows[side]):.0f} req/s = "
+                            f"{statistics.median(f[0] / b[0] for f, b in zip(windows[side], windows[1])):.2f}x bare"
+                            for side, name in ((2, "LLMSim's app"), (3, "Flask alone"))))
         finally:
-            bare.stop()
+            for other in others:
+                other.stop()
     load = "wrk" if wrk.available() and not args.aiohttp else "bench/load.py"
     return f"load: {load}, {args.repeats} windows of {args.overhead_window:g} s each, medians\n" + table(
         ["mode", "clients", "llmsim req/s", "p50 ms", "p99 ms", "errors", "CPU server/load", "bare req/s", "p50 ms",
-         "p99 ms", "errors", "CPU server/load", "llmsim/bare"], rows) + "\n" + "\n".join(goals)
+         "p99 ms", "errors", "CPU server/load", "llmsim/bare"], rows) + "\n" + "\n".join(goals) + (
+        "\n  JSON's floor: the recorded JSON answered by LLMSim's app (Flask and its hooks) from its create view, "
+        "with none of the answer's work, and by Flask alone (one view, no hooks); no JSON answer made on this stack "
+        "can go past them.\n  " + "\n  ".join(floors))
 
 
 def fidelity(args: argparse.Namespace, model: str, levels: list[int]) -> tuple[str, int]:
