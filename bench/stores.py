@@ -26,8 +26,8 @@ Needs `redis-server` on PATH (Debian: apt-get install redis-server); it starts i
 (a)'s server runs on `--server-cpu`, the load on `--client-cpu` and redis-server on `--redis-cpu` (by
 default the load's: in a fleet Redis is a service of its own, not a cost on the server's cores). (b)'s
 servers and redis-server run on any core, since four workers can only beat one with more than one; its
-streams are kept open by `wrk` and a sample of them is timed on raw sockets (bench/stream_load.py), which
-leaves the servers most of the machine; `pacing` says how the windows alternate.
+streams are kept open by bench/lazy_streams.py (or `wrk`) and a sample of them is timed on raw sockets
+(bench/stream_load.py), which leaves the servers most of the machine; `pacing` says how the windows alternate.
 """
 
 from __future__ import annotations
@@ -249,43 +249,56 @@ def generated(url: str) -> float:
                if line.startswith("vllm:generation_tokens_total{"))
 
 
-def wrk_streams(server: ServerProcess, body: dict[str, object], args: argparse.Namespace,
-                directory: str) -> tuple[float, float, float, float, list[float]]:
+def sampled_streams(server: ServerProcess, body: dict[str, object], args: argparse.Namespace,
+                    directory: str) -> tuple[float, float, float, float, list[float]]:
     """`--streams` open streams: `--probe-streams` of them read by bench/stream_load.py, which times every delta,
-    the rest kept open by one `wrk` thread, which reads them in C for a few percent of a core (bench/stream_load.py
-    costs ~15 us of Python per delta, a quarter of a core at this rate). Every stream is served alike, so the
+    the rest kept open by bench/lazy_streams.py, which reads each socket once per `--poll` (or by one `wrk`
+    thread, which reads every delta as it comes: several times the CPU). Every stream is served alike, so the
     probe's deltas/s times streams/probe is what all of them got. Returns that, the server's own count of tokens
-    of the responses that ended in the window (a check: equal in a steady state), the load's CPU (wrk and the
-    probe), the server's CPU and the probe's inter-token gaps."""
+    of the responses that ended in the window (a check: equal in a steady state), the load's CPU (the streams'
+    reader and the probe), the server's CPU and the probe's inter-token gaps."""
     assert server.process is not None
-    script = Path(directory, "streams.lua")
     others = args.streams - args.probe_streams
-    script.write_text(_WRK_STREAMS.format(body=json.dumps(body), streams=others,
-                                          warmup_ms=int(args.pacing_warmup * 1000)))
     seconds = 1.0 + args.pacing_warmup + args.pacing_window + 1.0
-    load = subprocess.Popen(["wrk", "-t1", f"-c{others}", f"-d{seconds:g}s", "--timeout", "120s", "-s",
-                             str(script), f"{server.base_url}/responses"], stdout=subprocess.DEVNULL)
+    if args.stream_load == "lazy":
+        body_file = Path(directory, "stream.json")
+        body_file.write_text(json.dumps(body))
+        command = [sys.executable, str(ROOT / "bench" / "lazy_streams.py"), f"{server.base_url}/responses",
+                   str(body_file), str(others), str(args.pacing_warmup), f"{seconds:g}", str(args.poll)]
+    else:
+        script = Path(directory, "streams.lua")
+        script.write_text(_WRK_STREAMS.format(body=json.dumps(body), streams=others,
+                                              warmup_ms=int(args.pacing_warmup * 1000)))
+        command = ["wrk", "-t1", f"-c{others}", f"-d{seconds:g}s", "--timeout", "120s", "-s", str(script),
+                   f"{server.base_url}/responses"]
+    load = subprocess.Popen(command, stdout=subprocess.DEVNULL)
     marks: list[tuple[float, ...]] = []
-    for delay in (1.0 + args.pacing_warmup, 1.0 + args.pacing_warmup + args.pacing_window):
-        timer = threading.Timer(delay, lambda: marks.append(
-            (time.perf_counter(), generated(server.url), cpu_seconds(load.pid), cpu_seconds(server.process.pid))))
-        timer.daemon = True
+    def mark() -> None:  # the CPU when due; the token count when an overloaded server answers (at about when)
+        now, load_cpu, server_cpu = time.perf_counter(), cpu_seconds(load.pid), cpu_seconds(server.process.pid)
+        tokens = generated(server.url)
+        marks.append((now, load_cpu, server_cpu, (now + time.perf_counter()) / 2, tokens))
+
+    timers = [threading.Timer(delay, mark) for delay in (1.0 + args.pacing_warmup,
+                                                         1.0 + args.pacing_warmup + args.pacing_window)]
+    for timer in timers:
         timer.start()
     plan = Plan(f"{server.base_url}/responses", body, {}, args.probe_streams, warmup=args.pacing_warmup,
                 window=args.pacing_window, stream=True)
-    samples, probe_cpu = stream_load.run(plan)  # starts in 1 s, as wrk's connections do
+    samples, probe_cpu = stream_load.run(plan)  # starts in 1 s, as the other streams do
     load.wait()
-    (t0, tokens0, wrk0, server0), (t1, tokens1, wrk1, server1) = marks
+    for timer in timers:
+        timer.join()
+    (t0, wrk0, server0, at0, tokens0), (t1, wrk1, server1, at1, tokens1) = marks
     begin, end = plan.warmup, plan.warmup + plan.window
     gaps = [g for s in samples for g in s.gaps_ms(begin, end)]
     deltas = len(gaps) / plan.window * args.streams / args.probe_streams
-    return (deltas, (tokens1 - tokens0) / (t1 - t0), (wrk1 - wrk0) / (t1 - t0) + probe_cpu,
+    return (deltas, (tokens1 - tokens0) / (at1 - at0), (wrk1 - wrk0) / (t1 - t0) + probe_cpu,
             (server1 - server0) / (t1 - t0), gaps)
 
 
 def python_streams(server: ServerProcess, body: dict[str, object], args: argparse.Namespace,
                    _directory: str) -> tuple[float, float, float, float, list[float]]:
-    """wrk_streams' figures with every stream read by bench/stream_load.py (when `wrk` is missing)."""
+    """sampled_streams' figures with every stream read by bench/stream_load.py (when `wrk` is missing)."""
     assert server.process is not None
     plan = Plan(f"{server.base_url}/responses", body, {}, args.streams, warmup=args.pacing_warmup,
                 window=args.pacing_window, stream=True)
@@ -301,7 +314,8 @@ def pacing(args: argparse.Namespace, redis_server: RedisServer, directory: str) 
     of windows taken next to each other (the machine drifts as much as the ratio's margin between runs)."""
     assert redis_server.process is not None
     body = {"model": args.paced_model, "input": PROMPT, "stream": True}
-    measure = wrk_streams if wrk.available() and not args.aiohttp else python_streams
+    measure = sampled_streams if (args.stream_load == "lazy" or wrk.available()) and not args.aiohttp \
+        else python_streams
     redis.Redis.from_url(redis_server.url).flushall()
     runs: dict[int, list[tuple[float, ...]]] = {1: [], 4: []}
     gaps: dict[int, list[float]] = {1: [], 4: []}
@@ -359,6 +373,10 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=2, help="client processes of (a)")
     parser.add_argument("--stream-processes", type=int, default=1, help="client processes of (b) without wrk")
     parser.add_argument("--pacing-repeats", type=int, default=3, help="windows per worker count in (b)")
+    parser.add_argument("--stream-load", choices=["lazy", "wrk"], default="lazy",
+                        help="what keeps (b)'s other streams open: bench/lazy_streams.py, which reads each every "
+                             "--poll seconds, or wrk, which reads every delta as it comes (several times the CPU)")
+    parser.add_argument("--poll", type=float, default=0.05, help="seconds between bench/lazy_streams.py's reads")
     parser.add_argument("--probe-streams", type=int, default=60,
                         help="streams of (b) read in Python beside wrk's, for the inter-token gaps")
     parser.add_argument("--server-cpu", type=int, default=0, help="the core (a)'s server runs on (-1: any)")
