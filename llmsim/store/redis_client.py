@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmsim.store.redis_link import Link
+from llmsim.store.redis_pipe import Pipe
 
 log = logging.getLogger("llmsim")
 PREFIX = "llmsim:"
@@ -91,8 +92,10 @@ class Scripts:
     redis-py's layers per command (its retry wrapper, the pool's poll for pending data, its parser's and
     observability hooks), which cost more CPU than the round trip itself.
 
-    A connection goes back to this pool only once every reply it was sent is read; when one fails, every idle
-    one is closed too (Redis restarted: they are all dead) and the next call connects again."""
+    Under gevent, a worker's calls share one connection (llmsim/store/redis_pipe.py): the calls of one turn of
+    the event loop go out in one `send`. Elsewhere (TLS, plain threads) a connection goes back to this pool only
+    once every reply it was sent is read. When one fails, every idle one is closed too (Redis restarted: they are
+    all dead) and the next call connects again."""
 
     def __init__(self, client: Any) -> None:
         import hiredis  # with redis, in the `[redis]` extra
@@ -103,6 +106,7 @@ class Scripts:
         self._reader = functools.partial(hiredis.Reader, replyError=exceptions.ResponseError)
         self._errors = exceptions
         self._idle: list[Link] = []
+        self._pipe: Pipe | None = None  # the connection calls share under gevent
         self._joined: dict[tuple[Script, ...], Script] = {}  # see `guarded`
 
     def register(self, text: str) -> Script:
@@ -137,10 +141,19 @@ class Scripts:
         return replies
 
     def _send(self, commands: list[tuple[Any, ...]]) -> list[Any]:
+        pipe = self._pipe
+        if pipe is not None and pipe.usable:
+            return self._piped(pipe, commands)
         link = None
         try:
             link = self._idle.pop() if self._idle else Link(
                 self.pool.connection_class(**self.pool.connection_kwargs), self._reader())
+            if link.raw is not None:  # gevent's plain socket: shared from now on
+                if self._pipe is not None:
+                    self._pipe.retire()
+                pipe = self._pipe = Pipe(link)
+                link = None
+                return self._piped(pipe, commands)
             replies = link.exchange(b"".join(map(self._pack, commands)), len(commands))
         except BaseException as error:
             if link is not None:  # replies may be left unread on it: it cannot be used again
@@ -154,6 +167,13 @@ class Scripts:
             raise
         self._idle.append(link)
         return replies
+
+    def _piped(self, pipe: Pipe, commands: list[tuple[Any, ...]]) -> list[Any]:
+        try:
+            return pipe.exchange(b"".join(map(self._pack, commands)), len(commands))
+        except OSError as error:
+            kind = self._errors.TimeoutError if isinstance(error, socket.timeout) else self._errors.ConnectionError
+            raise kind(f"Error talking to Redis: {error}") from error
 
 
 @dataclass
