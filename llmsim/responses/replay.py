@@ -188,11 +188,12 @@ class Replay:
         shorter than 256 characters, as a token's text is, else of little-endian 32-bit words; JSON writes a
         list of numbers ~30 times slower (a JSON answer's store write makes one)."""
         log = self.log
-        try:
-            lengths = "1:" + array("B", log.lengths).tobytes().hex()
-        except OverflowError:
-            words = log.lengths if _LITTLE else array("I", log.lengths)
+        words = log.lengths
+        if not words or max(words) < 256:  # bytes: each word's low byte (every 4th of a little-endian array)
+            lengths = "1:" + (words.tobytes()[::4] if _LITTLE else array("B", words).tobytes()).hex()
+        else:
             if not _LITTLE:
+                words = array("I", words)
                 words.byteswap()
             lengths = words.tobytes().hex()
         return dumps([log.kinds, lengths, log.text, [_encode_delta(d) for d in log.others],
