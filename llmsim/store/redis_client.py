@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import logging
 import socket
 import threading
@@ -18,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from llmsim.compact import dumps  # noqa: F401  # compact JSON for what goes to Redis (the Redis modules import it here)
 from llmsim.store.redis_link import Link
 from llmsim.store.redis_pipe import Pipe
 
@@ -28,8 +28,6 @@ HEARTBEAT_SECONDS = 2.0  # how often a worker says it is alive
 HEARTBEAT_TTL_SECONDS = 10  # a worker silent this long is taken for dead: its background responses fail
 
 
-# Compact JSON, UTF-8 as is, for what goes to Redis; one encoder (json.dumps with options builds one per call).
-dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
 def is_redis_url(url: str) -> bool:
