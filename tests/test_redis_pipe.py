@@ -10,12 +10,16 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
+import httpx
+import openai
 import pytest
 import redis
 
-from llmsim.testing import RedisServer
+from llmsim.testing import RedisServer, ServerProcess
 
 SCRIPT = """
 from gevent import monkey; monkey.patch_all()
@@ -130,3 +134,35 @@ def test_a_lost_connection_fails_every_request_waiting_on_it_and_the_next_reconn
     assert [w["error"] for w in waiting] == ["ConnectionError"] * 5  # type: ignore[attr-defined,index]
     assert all(w["seconds"] < 1.0 for w in waiting)  # type: ignore[attr-defined,index]  # at once, not at the timeout
     assert result["next"] == 1
+
+
+def test_a_workers_concurrent_answers_wait_on_one_connection_each_for_its_own_reply(
+        redis_server: RedisServer) -> None:
+    """16 JSON answers at once on one worker while Redis holds its writes: all wait on one connection (one each
+    without pipelining), and each is answered, stored and logged once Redis goes on."""
+    url = redis_server.url.rsplit("/", 1)[0] + "/4"
+    control = redis.Redis.from_url(url)
+    control.flushdb()
+    with ServerProcess("--speed", "0", "--store", url, startup_timeout=120) as server:
+        client = openai.OpenAI(base_url=server.base_url, api_key="sk-test", max_retries=0)
+        client.responses.create(model="gpt-4o", input="warm up")  # the worker's scripts known to Redis
+        control.execute_command("CLIENT", "PAUSE", 5000, "WRITE")
+        try:
+            with ThreadPoolExecutor(16) as pool:
+                answers = [pool.submit(client.responses.create, model="gpt-4o", input=f"question {i}")
+                           for i in range(16)]
+                time.sleep(1.5)  # every request made and waiting for Redis
+                scripting = [c for c in control.client_list() if c["db"] == "4" and c["cmd"] in ("evalsha", "eval")]
+                assert not any(answer.done() for answer in answers)
+                control.execute_command("CLIENT", "UNPAUSE")
+                made = [answer.result() for answer in answers]
+        finally:
+            control.execute_command("CLIENT", "UNPAUSE")
+        assert len(scripting) == 1
+        assert len({answer.id for answer in made}) == 16
+        for answer in made:
+            assert client.responses.retrieve(answer.id).output_text == answer.output_text
+        log = [entry for entry in httpx.get(f"{server.url}/llmsim/admin/requests").json()["data"]
+               if entry["response_id"] in {answer.id for answer in made}]
+        assert len(log) == 16 and all(entry["status"] == 200 for entry in log)
+        client.close()
