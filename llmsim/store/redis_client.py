@@ -28,8 +28,6 @@ HEARTBEAT_SECONDS = 2.0  # how often a worker says it is alive
 HEARTBEAT_TTL_SECONDS = 10  # a worker silent this long is taken for dead: its background responses fail
 
 
-
-
 def is_redis_url(url: str) -> bool:
     return url.startswith(SCHEMES)
 
@@ -121,9 +119,14 @@ class Scripts:
             functions = "".join(f"calls[{i}] = function(KEYS, ARGV)\n{script.text}\nend\n"
                                 for i, script in enumerate(scripts, 1))
             joined = self._joined[scripts] = Script(self, "local calls = {}\n" + functions + _JOINED)
-        sizes = [n for _, keys, args in calls for n in (len(keys), len(args))]
-        return joined, [key for _, keys, _ in calls for key in keys], \
-            [len(calls), *sizes, *(arg for _, _, args in calls for arg in args)]
+        keys: list[Any] = []
+        sizes: list[Any] = [len(calls)]
+        args: list[Any] = []
+        for _, call_keys, call_args in calls:  # extended list by list: a generator per argument cost more
+            keys += call_keys
+            args += call_args
+            sizes += (len(call_keys), len(call_args))
+        return joined, keys, sizes + args
 
     def run(self, calls: Sequence[Call]) -> list[Any]:
         """The replies of `calls`, pipelined (no MULTI: each script is atomic by itself); raises the first error
@@ -146,13 +149,8 @@ class Scripts:
         try:
             link = self._idle.pop() if self._idle else Link(
                 self.pool.connection_class(**self.pool.connection_kwargs), self._reader())
-            if link.raw is not None:  # gevent's plain socket: shared from now on
-                if self._pipe is not None:
-                    self._pipe.retire()
-                pipe = self._pipe = Pipe(link)
-                link = None
-                return self._piped(pipe, commands)
-            replies = link.exchange(b"".join(map(self._pack, commands)), len(commands))
+            if link.raw is None:  # TLS, or outside gevent: a round trip of its own on a pooled connection
+                replies = link.exchange(b"".join(map(self._pack, commands)), len(commands))
         except BaseException as error:
             if link is not None:  # replies may be left unread on it: it cannot be used again
                 link.close()
@@ -163,6 +161,11 @@ class Scripts:
                 kind = self._errors.TimeoutError if isinstance(error, socket.timeout) else self._errors.ConnectionError
                 raise kind(f"Error talking to Redis: {error}") from error
             raise
+        if link.raw is not None:  # gevent's plain socket: this worker's calls share it from now on
+            if self._pipe is not None:
+                self._pipe.retire()
+            pipe = self._pipe = Pipe(link)
+            return self._piped(pipe, commands)
         self._idle.append(link)
         return replies
 
