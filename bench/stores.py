@@ -168,7 +168,8 @@ def throughput(args: argparse.Namespace, redis_server: RedisServer, directory: s
                     runs[kind].append(window(servers[kind], redis_server, body, args, directory))
                     row = runs[kind][-1]
                     print(f"  (a) {workers} {kind}: {row.rate:.0f} req/s, server {row.server_cpu:.2f}, "
-                          f"load core {row.load_core:.2f}, redis {row.redis_cpu:.2f}, redis reads/req {row.redis_reads:.2f}",
+                          f"load core {row.load_core:.2f}, redis {row.redis_cpu:.2f}, "
+                          f"redis reads/req {row.redis_reads:.2f}",
                           flush=True)
         for kind, measured in runs.items():
             ratio = statistics.median(r.rate / m.rate for r, m in zip(measured, runs["memory"]))

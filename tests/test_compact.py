@@ -9,7 +9,8 @@ import pytest
 from llmsim.compact import dumps
 
 VALUES = [
-    "plain", 'quotes " and \\ and \n\t and \x1e', "UTF-8 as is: ✓ é 日本", 0, -7, 2**70, 1.5, 1e-7, 1795505795.7281132,
+    "plain", 'quotes " and \\ and \n\t and \x1e', "UTF-8 as is: ✓ é 日本",
+    0, -7, 2**70, 1.5, 1e-7, 1795505795.7281132,
     True, False, None, [], {}, [1, "a", None, [2.5, {"k": "v"}]],
     {"id": "resp_1", "output": [{"type": "message", "content": [{"text": "hi ✓"}]}], "usage": None, "n": 3},
     (1, 2), float("inf"), float("nan"),

@@ -1,4 +1,4 @@
-"""One Redis connection a worker's greenlets share, their scripts pipelined on it (`Scripts`, llmsim/store/redis_client.py).
+"""One Redis connection a worker's greenlets share, their scripts pipelined (llmsim/store/redis_client.py `Scripts`).
 
 At speed 0 a worker's CPU, not Redis, limits it, and a round trip of its own per request cost each request a `send`
 and a `recv` (system calls, ~50 us together) and a wake-up of the event loop. Here the requests that reach Redis in
@@ -40,7 +40,7 @@ class Pipe:
     Its replies are read by a watcher of the event loop, which hands each request its own."""
 
     __slots__ = ("link", "hub", "queued", "outgoing", "unsent", "sent", "retired", "closed", "_reading",
-                 "_writing", "_flushing", "sends")
+                 "_writing", "_flushing")
 
     def __init__(self, link: Link) -> None:
         assert link.raw is not None and link.hub is not None, "a pipe needs gevent's plain socket"
@@ -52,7 +52,6 @@ class Pipe:
         self.sent: deque[_Slot] = deque()  # in the order their replies come
         self.retired = False  # takes no new request; closes once nothing is waiting on it
         self.closed = False
-        self.sends = 0  # the `send` calls made (each round trip of the slots it carried)
         loop, fileno = self.hub.loop, link.raw.fileno()
         self._reading = loop.io(fileno, 1, ref=False)
         self._writing = loop.io(fileno, 2, ref=False)
@@ -74,7 +73,6 @@ class Pipe:
         if not self._flushing:
             self._flushing = True
             self.hub.loop.run_callback(self._flush)
-            self._reading.ref = True  # the loop waits for the replies
         seconds = self.link.seconds
         timer = None
         if seconds is not None:
@@ -105,6 +103,7 @@ class Pipe:
         data = b"".join([self.unsent, *self.outgoing]) if self.unsent else b"".join(self.outgoing)
         self.outgoing = []
         self.sent.extend(slots)
+        self._reading.ref = True  # the loop waits for their replies
         self._send(data)
 
     def _send(self, data: bytes) -> None:
@@ -115,7 +114,6 @@ class Pipe:
         except OSError as error:
             self._fail(error)
             return
-        self.sends += 1
         self.unsent = data[sent:]
         if self.unsent and not self._writing.active:
             self._writing.start(self._writable)
@@ -138,6 +136,7 @@ class Pipe:
             self._fail(ConnectionResetError("Redis closed the connection"))
             return
         reader, sent, done = self.link.reader, self.sent, []
+        error: BaseException | None = None
         try:
             reader.feed(data)
             while sent:
@@ -148,15 +147,15 @@ class Pipe:
                 slot.replies.append(reply)
                 if len(slot.replies) == slot.count:
                     done.append(sent.popleft())
-        except Exception as error:  # a protocol error: the connection is out of step
-            self._fail(ConnectionError(f"Redis protocol error: {error}"))
-            return
-        if not sent and reader.gets() is not False:
-            self._fail(ConnectionError("Redis sent a reply nobody asked for"))
-            return
-        if not sent:
+            if not sent and reader.gets() is not False:
+                error = ConnectionError("Redis sent a reply nobody asked for")
+        except Exception as exc:  # a protocol error
+            error = ConnectionError(f"Redis protocol error: {exc}")
+        if error is not None:  # the connection is out of step: the requests still waiting fail
+            self._fail(error)
+        elif not sent and not self.queued:
             self._reading.ref = False  # a worker with nothing in flight may stop
-        for slot in done:
+        for slot in done:  # those answered in full have their replies
             if not slot.abandoned:
                 slot.waiter.switch(slot.replies)  # runs the request until it next waits, then comes back here
         self._close_if_done()
