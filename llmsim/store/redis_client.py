@@ -89,7 +89,7 @@ class Scripts:
     observability hooks), which cost more CPU than the round trip itself.
 
     Under gevent, a worker's calls share one connection (llmsim/store/redis_pipe.py): the calls of one turn of
-    the event loop go out in one `send`. Elsewhere (TLS, plain threads) a connection goes back to this pool only
+    the event loop go out in one `send`. Elsewhere (TLS, outside gevent) a connection goes back to this pool only
     once every reply it was sent is read. When one fails, every idle one is closed too (Redis restarted: they are
     all dead) and the next call connects again."""
 
