@@ -1,7 +1,8 @@
 """`python bench/stores.py`: what the memory, SQLite and Redis stores cost, and what workers buy.
 
 (a) Speed 0, non-streaming requests from closed-loop clients, on the memory, SQLite and Redis stores
-    at 1, 2 and 4 workers: requests/s, p50/p99 latency, and Redis/memory throughput (goal: >= 0.85).
+    at 1, 2 and 4 workers: requests/s, p50/p99 latency, and Redis/memory throughput (goal: >= 0.85), with
+    redis-server's socket reads per request (below 1: a worker's concurrent scripts share a write, pipelined).
     Then the Redis round trips each kind of request costs, counted in-process on the client's socket
     writes (a pipeline or a Lua script is one): one for a JSON answer nothing can intervene in (its admission
     goes with its stored response, llmsim/chaos/redis_state.py), two with rate limits.
@@ -95,6 +96,7 @@ class Row(NamedTuple):
     server_cpu: float  # the server's master and workers, a share of one core: ~1.0 when it is the bottleneck
     load_core: float  # how busy the load's core was (the generator and, by default, redis-server): a share
     redis_cpu: float  # redis-server's share of one core
+    redis_reads: float  # redis-server's socket reads per answered request: under 1 when scripts are pipelined
 
 
 def aiohttp_load(url: str, body: dict[str, object], clients: int, window: float, processes: int) -> tuple[float, ...]:
@@ -118,10 +120,14 @@ def core_busy(cpu: int | None) -> tuple[float, float]:
     raise ValueError(name)
 
 
-def window(server: ServerProcess, redis_pid: int, body: dict[str, object], args: argparse.Namespace,
+def window(server: ServerProcess, redis_server: RedisServer, body: dict[str, object], args: argparse.Namespace,
            directory: str) -> Row:
     """One measured window against `server`, with the CPU its processes, redis-server and the load's core took
-    in it (read when the load starts and when it ends)."""
+    in it (read when the load starts and when it ends), and redis-server's reads per request (the worker's
+    scripts of one event-loop turn go in one write: llmsim/store/redis_pipe.py)."""
+    assert redis_server.process is not None
+    redis_pid, stats = redis_server.process.pid, redis.Redis.from_url(redis_server.url)
+    reads = [stats.info("stats")["total_reads_processed"]]
     assert server.process is not None
     pid, url, use_wrk = server.process.pid, f"{server.base_url}/responses", wrk.available() and not args.aiohttp
     marks: list[tuple[float, ...]] = []
@@ -135,9 +141,10 @@ def window(server: ServerProcess, redis_pid: int, body: dict[str, object], args:
     else:
         rate, p50, p99, errors = aiohttp_load(url, body, args.clients, args.window, args.processes)
     time.sleep(0.05)  # the last reading
+    reads.append(stats.info("stats")["total_reads_processed"] - 1)  # less this INFO's own read
     (t0, server0, redis0, busy0, total0), (t1, server1, redis1, busy1, total1) = marks
     return Row(rate, p50, p99, errors, (server1 - server0) / (t1 - t0), (busy1 - busy0) / max(1, total1 - total0),
-               (redis1 - redis0) / (t1 - t0))
+               (redis1 - redis0) / (t1 - t0), (reads[1] - reads[0]) / max(1.0, rate * args.window))
 
 
 def throughput(args: argparse.Namespace, redis_server: RedisServer, directory: str) -> str:
@@ -158,19 +165,22 @@ def throughput(args: argparse.Namespace, redis_server: RedisServer, directory: s
             runs: dict[str, list[Row]] = {kind: [] for kind in servers}
             for repeat in range(args.repeats):
                 for kind in servers if repeat % 2 == 0 else reversed(servers):
-                    runs[kind].append(window(servers[kind], redis_server.process.pid, body, args, directory))
+                    runs[kind].append(window(servers[kind], redis_server, body, args, directory))
                     row = runs[kind][-1]
                     print(f"  (a) {workers} {kind}: {row.rate:.0f} req/s, server {row.server_cpu:.2f}, "
-                          f"load core {row.load_core:.2f}, redis {row.redis_cpu:.2f}", flush=True)
+                          f"load core {row.load_core:.2f}, redis {row.redis_cpu:.2f}, "
+                          f"redis reads/req {row.redis_reads:.2f}",
+                          flush=True)
         for kind, measured in runs.items():
             ratio = statistics.median(r.rate / m.rate for r, m in zip(measured, runs["memory"]))
             middle = lambda field: statistics.median(getattr(r, field) for r in measured)  # noqa: E731
             rows.append([kind, str(workers), f"{middle('rate'):.0f}", f"{min(r.rate for r in measured):.0f}-"
                          f"{max(r.rate for r in measured):.0f}", f"{middle('p50'):.1f}", f"{middle('p99'):.1f}",
                          str(sum(r.errors for r in measured)), f"{middle('server_cpu'):.2f}",
-                         f"{middle('load_core'):.2f}", f"{middle('redis_cpu'):.2f}", f"{ratio:.2f}"])
+                         f"{middle('load_core'):.2f}", f"{middle('redis_cpu'):.2f}",
+                         f"{middle('redis_reads'):.2f}" if kind == "redis" else "-", f"{ratio:.2f}"])
     return table(["store", "workers", "req/s", "range", "p50 ms", "p99 ms", "errors", "server CPU", "load core",
-                  "redis CPU", "vs memory"], rows)
+                  "redis CPU", "redis reads/req", "vs memory"], rows)
 
 
 def round_trips(redis_server: RedisServer) -> str:

@@ -512,7 +512,7 @@ def test_an_unreachable_redis_stops_start_up_with_a_message() -> None:
 
 def test_each_wait_on_redis_has_the_whole_socket_timeout_and_a_hung_redis_gives_503s_then_recovers(
         redis_server: RedisServer, connect: Callable[..., openai.OpenAI]) -> None:
-    """A worker's round trip waits for Redis' reply under the URL's `socket_timeout` (llmsim/store/redis_link.py):
+    """A worker's round trip waits for Redis' reply under the URL's `socket_timeout` (llmsim/store/redis_pipe.py):
     each wait gets all of it, however long its connection has waited before; a Redis that stops answering gives a
     503 once it runs out, and the next request after Redis answers again is served."""
     url = redis_server.url.rsplit("/", 1)[0] + "/2?socket_timeout=0.5"

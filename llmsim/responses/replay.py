@@ -18,7 +18,8 @@ from typing import Any
 
 from llmsim.backends.base import (Delta, Finish, ReasoningDelta, TextAnnotation, TextDelta, TextRun, ToolArgsDelta,
                                   ToolCallStart, ToolItem, Usage)
-from llmsim.responses.events import NO_LOGPROBS, Entropy, EventBuilder, SerializedEvent, dumps, dumps_event
+from llmsim.compact import dumps as compact
+from llmsim.responses.events import NO_LOGPROBS, Entropy, EventBuilder, SerializedEvent, dumps_event
 
 TEXT, REASONING, SUMMARY, ARGS, OTHER = "T", "R", "S", "A", "O"
 _LITTLE = sys.byteorder == "little"
@@ -188,15 +189,19 @@ class Replay:
         shorter than 256 characters, as a token's text is, else of little-endian 32-bit words; JSON writes a
         list of numbers ~30 times slower (a JSON answer's store write makes one)."""
         log = self.log
-        try:
-            lengths = "1:" + array("B", log.lengths).tobytes().hex()
-        except OverflowError:
-            words = log.lengths if _LITTLE else array("I", log.lengths)
+        words = log.lengths
+        raw = words.tobytes()
+        if _LITTLE and not (raw[1::4] + raw[2::4] + raw[3::4]).strip(b"\0"):  # every piece under 256: low bytes
+            lengths = "1:" + raw[::4].hex()
+        elif not _LITTLE and (not words or max(words) < 256):
+            lengths = "1:" + array("B", words).tobytes().hex()
+        else:
             if not _LITTLE:
+                words = array("I", words)
                 words.byteswap()
             lengths = words.tobytes().hex()
-        return dumps([log.kinds, lengths, log.text, [_encode_delta(d) for d in log.others],
-                      log.logprobs, log.failure, self.obfuscate, self.encrypted_reasoning, self.obfuscation_seed])
+        return compact([log.kinds, lengths, log.text, [_encode_delta(d) for d in log.others], log.logprobs,
+                        log.failure, self.obfuscate, self.encrypted_reasoning, self.obfuscation_seed])
 
     @classmethod
     def load(cls, text: str | bytes) -> Replay:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import logging
 import socket
 import threading
@@ -18,17 +17,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from llmsim.compact import dumps  # noqa: F401  # compact JSON for what goes to Redis (the Redis modules import it here)
 from llmsim.store.redis_link import Link
+from llmsim.store.redis_pipe import Pipe
 
 log = logging.getLogger("llmsim")
 PREFIX = "llmsim:"
 SCHEMES = ("redis://", "rediss://")
 HEARTBEAT_SECONDS = 2.0  # how often a worker says it is alive
 HEARTBEAT_TTL_SECONDS = 10  # a worker silent this long is taken for dead: its background responses fail
-
-
-# Compact JSON, UTF-8 as is, for what goes to Redis; one encoder (json.dumps with options builds one per call).
-dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
 def is_redis_url(url: str) -> bool:
@@ -91,8 +88,10 @@ class Scripts:
     redis-py's layers per command (its retry wrapper, the pool's poll for pending data, its parser's and
     observability hooks), which cost more CPU than the round trip itself.
 
-    A connection goes back to this pool only once every reply it was sent is read; when one fails, every idle
-    one is closed too (Redis restarted: they are all dead) and the next call connects again."""
+    Under gevent, a worker's calls share one connection (llmsim/store/redis_pipe.py): the calls of one turn of
+    the event loop go out in one `send`. Elsewhere (TLS, outside gevent) a connection goes back to this pool only
+    once every reply it was sent is read. When one fails, every idle one is closed too (Redis restarted: they are
+    all dead) and the next call connects again."""
 
     def __init__(self, client: Any) -> None:
         import hiredis  # with redis, in the `[redis]` extra
@@ -103,6 +102,7 @@ class Scripts:
         self._reader = functools.partial(hiredis.Reader, replyError=exceptions.ResponseError)
         self._errors = exceptions
         self._idle: list[Link] = []
+        self._pipe: Pipe | None = None  # the connection calls share under gevent
         self._joined: dict[tuple[Script, ...], Script] = {}  # see `guarded`
 
     def register(self, text: str) -> Script:
@@ -119,9 +119,14 @@ class Scripts:
             functions = "".join(f"calls[{i}] = function(KEYS, ARGV)\n{script.text}\nend\n"
                                 for i, script in enumerate(scripts, 1))
             joined = self._joined[scripts] = Script(self, "local calls = {}\n" + functions + _JOINED)
-        sizes = [n for _, keys, args in calls for n in (len(keys), len(args))]
-        return joined, [key for _, keys, _ in calls for key in keys], \
-            [len(calls), *sizes, *(arg for _, _, args in calls for arg in args)]
+        keys: list[Any] = []
+        sizes: list[Any] = [len(calls)]
+        args: list[Any] = []
+        for _, call_keys, call_args in calls:  # extended list by list: a generator per argument cost more
+            keys += call_keys
+            args += call_args
+            sizes += (len(call_keys), len(call_args))
+        return joined, keys, sizes + args
 
     def run(self, calls: Sequence[Call]) -> list[Any]:
         """The replies of `calls`, pipelined (no MULTI: each script is atomic by itself); raises the first error
@@ -137,11 +142,15 @@ class Scripts:
         return replies
 
     def _send(self, commands: list[tuple[Any, ...]]) -> list[Any]:
+        pipe = self._pipe
+        if pipe is not None and pipe.usable:
+            return self._piped(pipe, commands)
         link = None
         try:
             link = self._idle.pop() if self._idle else Link(
                 self.pool.connection_class(**self.pool.connection_kwargs), self._reader())
-            replies = link.exchange(b"".join(map(self._pack, commands)), len(commands))
+            if link.raw is None:  # TLS, or outside gevent: a round trip of its own on a pooled connection
+                replies = link.exchange(b"".join(map(self._pack, commands)), len(commands))
         except BaseException as error:
             if link is not None:  # replies may be left unread on it: it cannot be used again
                 link.close()
@@ -152,8 +161,20 @@ class Scripts:
                 kind = self._errors.TimeoutError if isinstance(error, socket.timeout) else self._errors.ConnectionError
                 raise kind(f"Error talking to Redis: {error}") from error
             raise
+        if link.raw is not None:  # gevent's plain socket: this worker's calls share it from now on
+            if self._pipe is not None:
+                self._pipe.retire()
+            pipe = self._pipe = Pipe(link)
+            return self._piped(pipe, commands)
         self._idle.append(link)
         return replies
+
+    def _piped(self, pipe: Pipe, commands: list[tuple[Any, ...]]) -> list[Any]:
+        try:
+            return pipe.exchange(b"".join(map(self._pack, commands)), len(commands))
+        except OSError as error:
+            kind = self._errors.TimeoutError if isinstance(error, socket.timeout) else self._errors.ConnectionError
+            raise kind(f"Error talking to Redis: {error}") from error
 
 
 @dataclass
