@@ -9,8 +9,9 @@ the whole of a small write whenever the buffer has room, and only what is left g
 gunicorn writes a response's head, its body (each chunk the app yields) and, for a chunked body, its last
 empty chunk each on its own: three `send`s for a stream nothing paces, two for a JSON answer, where one
 would do. A connection may hold its writes back (`hold`): the head until the write that follows it
-(which gunicorn makes at once), or every write until `flush` (`cork`, for an answer whose whole body is
-ready: nothing waits between its writes). The worker flushes what is held when a request ends.
+(which gunicorn makes at once), or every write until `flush` (`cork`: for an answer whose whole body is
+ready, or the events that end a paced stream, which nothing waits between). The worker flushes what is held
+when a request ends, and a request's waits (llmsim/timing/waits.py) before they wait.
 """
 
 from __future__ import annotations
@@ -64,6 +65,10 @@ class Connection(gsocket.socket):  # type: ignore[misc]
             sent = 0
         if sent < len(data):
             super().sendall(memoryview(data)[sent:], flags)
+
+    def release_held(self) -> None:
+        """Send what is held, before a wait (llmsim/timing/waits.py, which knows the connection, not this module)."""
+        flush(self)
 
     def send(self, data: Any, *args: Any, **kwargs: Any) -> int:
         held = _held.get(self)

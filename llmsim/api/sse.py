@@ -57,8 +57,11 @@ def _frames(events: Iterable[tuple[str, Any]], trailer: Callable[[], str | None]
             continue
         if kind == PACED_TEXT:  # a paced run's text deltas: sent each when due
             paced = list(map(str.encode, map("".join, _run(data.data))))
-            yield from release(paced, data.pace, *(client or (None, False)))
-            continue
+            sock, chunked = client or (None, False)
+            sockets.flush(sock)  # what the socket holds goes first: the run is written to it directly
+            yield from release(paced, data.pace, sock, chunked)
+            sockets.cork(sock)  # the events that end the run's item and the response: one write, at the end or the
+            continue  # next wait (llmsim/timing/waits.py sends what is held before it waits)
         yield FRAME.format(kind, data)
     yield from _comment(trailer)
 
