@@ -12,6 +12,7 @@ import textwrap
 
 import httpx
 
+from llmsim.api import sockets
 from llmsim.testing import ServerProcess
 
 SCRIPT = textwrap.dedent("""
@@ -175,15 +176,9 @@ def test_held_writes_leave_together_and_in_order() -> None:
     out = json.loads(result.stdout)
     assert out["head alone"] == 0 and out["head and body"] == ["head;body;"]
     assert out["corked"] == 0 and out["flushed"] == ["head;body;end;"]
-    assert out["past the limit"] == [sockets_limit()]  # held no further than the limit
+    assert out["past the limit"] == [sockets.CORK_LIMIT]  # held no further than the limit
     assert out["before a wait"] == ["before;"]
     assert out["stream"] == "head;body;head;body;end;XYbefore;head;file;"
-
-
-def sockets_limit() -> int:
-    from llmsim.api import sockets
-
-    return sockets.CORK_LIMIT
 
 
 def _data_segments(sock: socket.socket) -> int:
