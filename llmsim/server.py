@@ -106,12 +106,18 @@ class Worker(GeventWorker):  # type: ignore[misc]
     def handle_request(self, listener_name: Any, req: Any, sock: socket.socket, addr: Any) -> Any:
         if any(name == "UPGRADE" and value.lower() == "websocket" for name, value in req.headers):
             sock.settimeout(None)  # a WebSocket may rightly stay quiet between responses
-        elif req.body is not None:
-            self._read_body(req, sock)
+        else:
+            if req.body is not None:
+                self._read_body(req, sock)
+            sockets.hold(sock)  # the response's head leaves with its first piece of body: one write, not two
         self.waiting.pop(sock, None)
         try:
             return super().handle_request(listener_name, req, sock, addr)
         finally:
+            try:
+                sockets.flush(sock)  # what the response held back (its head, or a corked body)
+            except OSError:
+                pass  # the client has left: its connection ends as after any failed write
             self.waiting[sock] = None  # back to waiting for its next request, the newest in line
             # A client that sends its next request at once finds it already read: without a turn here, one
             # keep-alive connection keeps the worker while the others' requests wait (fair turns, as within one).

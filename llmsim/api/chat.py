@@ -15,7 +15,7 @@ from flask.typing import ResponseReturnValue
 from llmsim.api import relay, writes
 from llmsim.api.chaos import gate
 from llmsim.api.http import json_body, seed_header, services, speed_header, text_mode_header
-from llmsim.api.sse import SSE_HEADERS, batched
+from llmsim.api.sse import SSE_HEADERS, batched, cork
 from llmsim.backends.base import Delta, Prompt
 from llmsim.chaos.faults import Admission, ConnectionDropped
 from llmsim.chat import completions as chat
@@ -49,6 +49,8 @@ def create() -> ResponseReturnValue:
     if request.stream:  # nothing paces, slows or cuts it: its frames go out in as few writes as fit
         together = not paced and admission.stream_fault is None
         frames = batched(_frames(fair(events))) if together else _frames(fair(events))
+        if together:
+            cork()
         return Response(frames, mimetype="text/event-stream", headers=SSE_HEADERS)
     failed = _drain(events)
     if not writes.commit():  # made under faults or a scenario the fleet has since changed: made again under its own

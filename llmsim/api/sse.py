@@ -13,6 +13,7 @@ from typing import Any
 
 from flask import Response, request
 
+from llmsim.api import sockets
 from llmsim.responses.events import PACED_TEXT, TEXT_DELTA
 from llmsim.timing import waits
 from llmsim.timing.release import release
@@ -56,8 +57,11 @@ def _frames(events: Iterable[tuple[str, Any]], trailer: Callable[[], str | None]
             continue
         if kind == PACED_TEXT:  # a paced run's text deltas: sent each when due
             paced = list(map(str.encode, map("".join, _run(data.data))))
-            yield from release(paced, data.pace, *(client or (None, False)))
-            continue
+            sock, chunked = client or (None, False)
+            sockets.flush(sock)  # what the socket holds goes first: the run is written to it directly
+            yield from release(paced, data.pace, sock, chunked)
+            sockets.cork(sock)  # the events that end the run's item and the response: one write, at the end or the
+            continue  # next wait (llmsim/timing/waits.py sends what is held before it waits)
         yield FRAME.format(kind, data)
     yield from _comment(trailer)
 
@@ -87,4 +91,12 @@ def sse_response(events: Iterable[tuple[str, Any]], trailer: Callable[[], str | 
                  together: bool = False) -> Response:
     """The events as an SSE body; a paced run's text deltas go straight to this request's client connection."""
     client = (waits.watched(), request.environ.get("SERVER_PROTOCOL") != "HTTP/1.0")  # 1.1: gunicorn chunks the body
+    if together:
+        cork()
     return Response(frames(events, trailer, together, client), mimetype="text/event-stream", headers=SSE_HEADERS)
+
+
+def cork() -> None:
+    """This response's whole body is ready at once (nothing waits in it): its head, body and end leave in one
+    write when the request ends (llmsim/api/sockets.py), not one each."""
+    sockets.cork(request.environ.get("gunicorn.socket"))

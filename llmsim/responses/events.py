@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator
 from itertools import repeat
 from typing import Any
 
-from llmsim import ids
+from llmsim import ids, wire
 from llmsim.backends.base import (
     Delta,
     Finish,
@@ -461,8 +461,7 @@ class PacedText:
         self.pace = pace
 
 
-_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)  # json.dumps would build one per call
-_encode = _ENCODER.encode
+_encode = wire.dumps
 _string = json.encoder.encode_basestring  # a str as JSON, UTF-8 as is: what the encoder does with one
 _TEXT_DELTA_KEYS = ("type", "sequence_number", "item_id", "output_index", "content_index", "delta", "logprobs",
                     "obfuscation")

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from llmsim import wire
 
 SerializedEvent = tuple[str, str]  # (event type, JSON data); an event's sequence_number is its index
 # Statuses after which a response changes no more.
 FINAL_STATUSES = frozenset({"completed", "failed", "incomplete", "cancelled"})
 # Compact JSON, UTF-8 as is: what Flask's jsonify writes (with a newline) for this app (llmsim/app.py).
-_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+_dumps = wire.dumps
 
 
 @dataclass

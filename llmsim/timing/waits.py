@@ -69,6 +69,12 @@ def wait(seconds: float) -> None:
     if watched is None:
         ticks.sleep(seconds)
         return
+    held = getattr(watched.sock, "release_held", None)  # the transport's writes held back (llmsim/api/sockets.py)
+    if held is not None:
+        try:
+            held()  # leave before the wait, not after it
+        except OSError:
+            raise ClientGone() from None
     now = time.monotonic()
     if seconds < CHECK_EVERY:
         if now - watched.checked >= CHECK_EVERY:
