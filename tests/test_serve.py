@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import gc
 import socket
 import subprocess
 import sys
+import types
 import urllib.request
 
+import pytest
+
+from llmsim import server, tokens
+from llmsim.app import create_app
+from llmsim.config import Settings
 from llmsim.testing import free_port
 
 
@@ -55,3 +62,18 @@ def test_serving_is_not_printed_when_the_port_is_taken() -> None:
     assert process.returncode != 0
     assert "serving" not in output
     assert "in use" in output
+
+
+def test_a_worker_loads_its_models_encodings_before_its_first_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Loaded when the worker is ready, before `gc.freeze`: the first request does not wait ~0.5 s for them, and
+    the collector never walks them."""
+    app = create_app(Settings())
+    catalog = app.extensions["llmsim"].catalog
+    wanted = {profile.encoding for profile in (*catalog.profiles, catalog.default)}
+    assert wanted == {"o200k_base", "cl100k_base"}  # the shipped profiles use both
+    frozen: list[int] = []
+    monkeypatch.setattr(gc, "freeze", lambda: frozen.append(tokens.encoding.cache_info().currsize))
+    monkeypatch.setattr(gc, "set_threshold", lambda *_: None)
+    tokens.encoding.cache_clear()
+    server._ready(types.SimpleNamespace(wsgi=app, age=2))
+    assert frozen == [len(wanted)]
