@@ -280,3 +280,27 @@ def test_each_response_on_a_websocket_is_measured(start_server: Callable[..., Se
     assert value(samples, "vllm:request_success_total", finished_reason="stop", **gpt4o) == 2
     assert value(samples, "vllm:time_to_first_token_seconds_count", **gpt4o) == 2
     assert value(samples, "vllm:num_requests_running", **gpt4o) == 0
+
+
+def test_one_worker_keeps_its_metrics_in_memory_and_shows_what_two_workers_show(
+        start_server: Callable[..., ServerProcess], sdk_client: Callable[..., openai.OpenAI], tmp_path: Path) -> None:
+    """Multiprocess mode's files cost a lock and an mmap write per update: a server of one worker has none, and its
+    scrape has the same series, with the same counts, as a server of two (no `_created` series in either)."""
+    scraped = {}
+    for workers in ("1", "2"):
+        directory = tmp_path / workers
+        directory.mkdir()
+        server = start_server("--workers", workers, "--seed", "7", env={"TMPDIR": str(directory)})
+        assert bool(glob.glob(str(directory / "llmsim-metrics-*"))) == (workers == "2")
+        client = sdk_client(server)
+        client.responses.create(model="gpt-4o", input="Hi there.")
+        with client.responses.stream(model="gpt-4o-mini", input="Tell me about tides.") as events:
+            events.get_final_response()
+        text = httpx.get(f"{server.url}/metrics", timeout=10).text
+        scraped[workers] = {(sample.name, frozenset(sample.labels.items())): sample.value
+                            for family in text_string_to_metric_families(text) for sample in family.samples
+                            if "_bucket" not in sample.name and "_sum" not in sample.name}
+    assert not [key for key in scraped["1"] if key[0].endswith("_created")]
+    assert scraped["1"].keys() == scraped["2"].keys()
+    counts = [key for key in scraped["1"] if key[0].endswith(("tokens_total", "requests_total", "_count"))]
+    assert counts and all(scraped["1"][key] == scraped["2"][key] for key in counts)

@@ -1,4 +1,4 @@
-"""One metrics directory per server, for prometheus-client's multiprocess mode under gunicorn.
+"""One metrics directory per server of several workers, for prometheus-client's multiprocess mode under gunicorn.
 
 The master makes a fresh directory before it forks (stale files from another run would add their counts),
 marks each worker dead as it exits (its live gauges stop counting, its counters stay in the sums), and
@@ -24,6 +24,11 @@ def make_dir() -> str:
     path = tempfile.mkdtemp(prefix="llmsim-metrics-")
     os.environ[MULTIPROC_ENV] = path
     return path
+
+
+def no_dir() -> None:
+    """No directory: a server of one worker keeps its metrics in that worker's memory."""
+    os.environ.pop(MULTIPROC_ENV, None)
 
 
 def child_exit(_server: Any, worker: Any) -> None:

@@ -13,7 +13,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, values
+from prometheus_client import (CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics, generate_latest,
+                               values)
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from llmsim.metrics.multiprocess import current_dir
@@ -56,6 +57,7 @@ class Metrics:
         # prometheus_client picks its value class (in memory, or mmapped files) when first imported, and the
         # server's master imports it before it makes the directory: pick again now that the choice is known.
         values.ValueClass = _value_class()
+        disable_created_metrics()  # multiprocess mode has no `_created` series: a server of one worker shows none either
         self.registry = CollectorRegistry()
         r = self.registry
         model = ["model_name"]
