@@ -12,6 +12,7 @@
     core). The streams are more than four workers can pace on 2 cores (their inter-token p50 is above the
     profile's): with fewer, four workers deliver every delta on time and the ratio measures the load. The
     ceiling under the table is what the cores left to four workers allow at one worker's deltas per core.
+    Then the most streams one and four workers pace on time (inter-token p50 and p99 within 10 %).
 
 Why (a) measures the way it does: the figure is the server's CPU per request, so the server's core must be
 the bottleneck in every window, and each row prints where the CPU went (the server's processes, the load's
@@ -60,7 +61,9 @@ import wrk  # noqa: E402
 from load import Plan, run  # noqa: E402
 from run import PROMPT, CpuMeter, _children, cpu_seconds, machine, quantile, table  # noqa: E402
 
+from llmsim.config import DEFAULT_PROFILES_DIR  # noqa: E402
 from llmsim.testing import RedisServer, ServerProcess  # noqa: E402
+from llmsim.timing.profiles import load_catalog  # noqa: E402
 
 
 def place(pid: int, cpu: int | None) -> None:
@@ -80,7 +83,7 @@ def store_url(kind: str, redis_server: RedisServer, directory: str) -> str:
 
 
 def warm(server: ServerProcess, body: dict[str, object], workers: int) -> None:
-    """A few requests on every worker first: each loads its tokenizer on its first request."""
+    """A few requests on every worker first: its caches and its Redis connection made before the windows."""
     with ThreadPoolExecutor(8 * workers) as pool:
         list(pool.map(lambda _: httpx.post(f"{server.base_url}/responses", json={**body, "stream": False},
                                            headers={"X-LLMSim-Speed": "0"}, timeout=120), range(16 * workers)))
@@ -363,6 +366,42 @@ def pacing(args: argparse.Namespace, redis_server: RedisServer, directory: str) 
         "workers, at one worker's deltas per core)")
 
 
+def capacity(args: argparse.Namespace, redis_server: RedisServer, directory: str) -> str:
+    """The most streams one and four workers pace on time: inter-token p50 and p99 within 10 % of the profile's
+    (as bench/run.py's knee), trying `--capacity-streams` in turn until a level fails. Deltas/s past saturation
+    (`pacing`) favour a late server: a late stream's deltas fall due together and leave in one write."""
+    body = {"model": args.paced_model, "input": PROMPT, "stream": True}
+    timing = load_catalog([DEFAULT_PROFILES_DIR]).get(args.paced_model).timing  # type: ignore[union-attr]
+    want = [timing.itl_ms.quantile(q) for q in (0.5, 0.99)]  # type: ignore[union-attr]
+    measure = sampled_streams if (args.stream_load == "lazy" or wrk.available()) and not args.aiohttp \
+        else python_streams
+    redis.Redis.from_url(redis_server.url).flushall()
+    rows, knees = [], {}
+    for workers in (1, 4):
+        knees[workers] = 0
+        with ServerProcess("--speed", "1", "--workers", str(workers), "--store", redis_server.url,
+                           startup_timeout=180) as server:
+            warm(server, body, workers)
+            for streams in args.capacity_streams:
+                level = argparse.Namespace(**{**vars(args), "streams": streams})
+                deltas, _, load_cpu, server_cpu, gaps = measure(server, body, level, directory)
+                got = [quantile(gaps, 0.5), quantile(gaps, 0.99)]
+                errors = [(g - w) / w * 100 for g, w in zip(got, want)]
+                on_time = all(abs(e) <= 10 for e in errors)
+                rows.append([str(workers), str(streams), f"{deltas:.0f}", f"{got[0]:.1f} ({errors[0]:+.1f}%)",
+                             f"{got[1]:.1f} ({errors[1]:+.1f}%)", f"{server_cpu:.2f}", f"{load_cpu:.2f}",
+                             "yes" if on_time else "NO"])
+                print("  (b) capacity:", " ".join(rows[-1]), flush=True)
+                if not on_time:
+                    break
+                knees[workers] = streams
+    ratio = knees[4] / knees[1] if knees[1] else float("nan")
+    return table(["workers", "streams", "deltas/s", "inter-token p50 ms", "p99 ms", "server CPU", "load CPU",
+                  "on time"], rows) + (
+        f"\nprofile inter-token p50/p99: {want[0]:.1f}/{want[1]:.1f} ms; streams paced on time: one worker "
+        f"{knees[1]}, four {knees[4]}: {ratio:.2f}x (goal: 4 workers >= 1.7x one)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--part", choices=["a", "b", "all"], default="all")
@@ -387,6 +426,9 @@ def main() -> None:
                         help="what keeps (b)'s other streams open: bench/lazy_streams.py, which reads each every "
                              "--poll seconds, or wrk, which reads every delta as it comes (several times the CPU)")
     parser.add_argument("--poll", type=float, default=0.05, help="seconds between bench/lazy_streams.py's reads")
+    parser.add_argument("--capacity-streams", type=lambda v: [int(x) for x in v.split(",")],
+                        default=[300, 450, 600, 750, 900, 1050, 1200, 1350, 1500],
+                        help="the stream counts (b)'s capacity tries, in turn, for one and four workers")
     parser.add_argument("--probe-streams", type=int, default=60,
                         help="streams of (b) read in Python beside wrk's, for the inter-token gaps")
     parser.add_argument("--server-cpu", type=int, default=0, help="the core (a)'s server runs on (-1: any)")
@@ -418,6 +460,8 @@ def main() -> None:
             place(redis_server.process.pid, None)
             out.append(f"(b) speed 1, {args.streams} streams of {args.paced_model} on Redis "
                        "(goal: 4 workers >= 1.7x one)\n" + pacing(args, redis_server, directory))
+            out.append(f"(b) speed 1, the most {args.paced_model} streams paced on time on Redis\n"
+                       + capacity(args, redis_server, directory))
     out.append(f"{machine()} at the end")
     print("\n\n".join(out))
 
