@@ -57,7 +57,7 @@ class Metrics:
         # prometheus_client picks its value class (in memory, or mmapped files) when first imported, and the
         # server's master imports it before it makes the directory: pick again now that the choice is known.
         values.ValueClass = _value_class()
-        disable_created_metrics()  # multiprocess mode has no `_created` series: a server of one worker shows none either
+        disable_created_metrics()  # multiprocess mode has no `_created` series: one worker's server shows none either
         self.registry = CollectorRegistry()
         r = self.registry
         model = ["model_name"]
