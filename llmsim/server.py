@@ -208,8 +208,8 @@ class LLMSimServer(BaseApplication):  # type: ignore[misc]
             "accesslog": None,
             "errorlog": "-",
             "loglevel": "warning",
-            "child_exit": multiprocess.child_exit if self.metrics_dir else lambda _server, _worker: None,
-            "on_exit": lambda _server: multiprocess.remove_dir(self.metrics_dir) if self.metrics_dir else None,
+            "child_exit": multiprocess.child_exit,
+            "on_exit": lambda _server: multiprocess.remove_dir(self.metrics_dir),
             "post_worker_init": _ready,
             "worker_exit": _exiting,
         }

@@ -33,10 +33,13 @@ def no_dir() -> None:
 
 def child_exit(_server: Any, worker: Any) -> None:
     """gunicorn's child_exit hook: a worker that is gone no longer counts in the live gauges."""
+    if current_dir() is None:  # one worker's metrics live in its memory
+        return
     from prometheus_client import multiprocess
 
     multiprocess.mark_process_dead(worker.pid)
 
 
-def remove_dir(path: str) -> None:
-    shutil.rmtree(path, ignore_errors=True)
+def remove_dir(path: str | None) -> None:
+    if path is not None:
+        shutil.rmtree(path, ignore_errors=True)
