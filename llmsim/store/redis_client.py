@@ -158,8 +158,7 @@ class Scripts:
                 while self._idle:
                     self._idle.pop().close()
             if isinstance(error, OSError):
-                kind = self._errors.TimeoutError if isinstance(error, socket.timeout) else self._errors.ConnectionError
-                raise kind(f"Error talking to Redis: {error}") from error
+                raise self._redis_error(error) from error
             raise
         if link.raw is not None:  # gevent's plain socket: this worker's calls share it from now on
             if self._pipe is not None:
@@ -173,8 +172,12 @@ class Scripts:
         try:
             return pipe.exchange(b"".join(map(self._pack, commands)), len(commands))
         except OSError as error:
-            kind = self._errors.TimeoutError if isinstance(error, socket.timeout) else self._errors.ConnectionError
-            raise kind(f"Error talking to Redis: {error}") from error
+            raise self._redis_error(error) from error
+
+    def _redis_error(self, error: OSError) -> Exception:
+        """A socket's failure as redis-py's own error (the app answers those with a 503)."""
+        kind = self._errors.TimeoutError if isinstance(error, socket.timeout) else self._errors.ConnectionError
+        return kind(f"Error talking to Redis: {error}")  # type: ignore[no-any-return]
 
 
 @dataclass
