@@ -46,6 +46,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import NamedTuple
@@ -321,14 +322,19 @@ def python_streams(server: ServerProcess, body: dict[str, object], args: argpars
     return len(gaps) / plan.window, float("nan"), load_cpu, meter.share(), gaps
 
 
+def stream_measure(args: argparse.Namespace) -> Callable[..., tuple[float, float, float, float, list[float]]]:
+    """How (b) keeps its streams open and times them: a sample beside a cheap load, or all in Python."""
+    sampled = (args.stream_load == "lazy" or wrk.available()) and not args.aiohttp
+    return sampled_streams if sampled else python_streams
+
+
 def pacing(args: argparse.Namespace, redis_server: RedisServer, directory: str) -> str:
     """One server of one and one of four workers side by side on Redis, both warmed; windows alternate between
     them `--pacing-repeats` times, a figure is the median of its windows and the ratio the median of the ratios
     of windows taken next to each other (the machine drifts as much as the ratio's margin between runs)."""
     assert redis_server.process is not None
     body = {"model": args.paced_model, "input": PROMPT, "stream": True}
-    measure = sampled_streams if (args.stream_load == "lazy" or wrk.available()) and not args.aiohttp \
-        else python_streams
+    measure = stream_measure(args)
     redis.Redis.from_url(redis_server.url).flushall()
     runs: dict[int, list[tuple[float, ...]]] = {1: [], 4: []}
     gaps: dict[int, list[float]] = {1: [], 4: []}
@@ -373,8 +379,7 @@ def capacity(args: argparse.Namespace, redis_server: RedisServer, directory: str
     body = {"model": args.paced_model, "input": PROMPT, "stream": True}
     timing = load_catalog([DEFAULT_PROFILES_DIR]).get(args.paced_model).timing  # type: ignore[union-attr]
     want = [timing.itl_ms.quantile(q) for q in (0.5, 0.99)]  # type: ignore[union-attr]
-    measure = sampled_streams if (args.stream_load == "lazy" or wrk.available()) and not args.aiohttp \
-        else python_streams
+    measure = stream_measure(args)
     redis.Redis.from_url(redis_server.url).flushall()
     rows, knees = [], {}
     for workers in (1, 4):
