@@ -3,8 +3,9 @@
 It returns the bytes LLMSim returned for the same request (JSON, or the SSE frames one
 by one) without parsing, generating or pacing anything, so LLMSim's time over it is
 LLMSim's own overhead. Given a model, it paces the frames as that model's profile does (TTFT before the
-first text delta, one inter-token gap before each further one) on LLMSim's pacing scheduler: the floor of
-a paced stream on this stack (gunicorn + gevent + the shared timer), with none of LLMSim's work per event.
+first text delta, one inter-token gap before each further one), the deltas sent by LLMSim's own pacing writer:
+the floor of a paced stream on this stack (gunicorn + gevent + the shared timer and writer), with none of
+LLMSim's work per request or per event.
 With `--floor`, LLMSim's own app answers instead, its create views replaced by one that parses the body and returns
 the recorded JSON: Flask and LLMSim's hooks (API key, request id, headers, the request log's and metrics' hooks)
 with none of the answer's work, the most a JSON answer can reach on this stack. With `--flask`, a Flask app of that
@@ -16,28 +17,38 @@ from __future__ import annotations
 import json
 import random
 import sys
+import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from llmsim.api import sockets
 from llmsim.config import DEFAULT_PROFILES_DIR, Settings
 from llmsim.server import LLMSimServer
 from llmsim.timing import ticks
 from llmsim.timing.latency import Timing
+from llmsim.timing.pacing import ModelLoad, RunPace, Schedule
 from llmsim.timing.profiles import load_catalog
+from llmsim.timing.release import release
 
 DELTA = b"event: response.output_text.delta\n"
 
 
-def paced(frames: list[bytes], timing: Timing) -> Iterator[bytes]:
-    """`frames`, each text delta after its wait (TTFT for the first, an inter-token gap for the others)."""
+def paced(frames: list[bytes], timing: Timing, client: Any) -> Iterator[bytes]:
+    """`frames` as the model's profile paces them: the TTFT before the first text delta, one inter-token gap
+    before each further one, which LLMSim's own writer sends from the worker's pacing timer, as it does a
+    paced run's (llmsim/timing/release.py)."""
     rng = random.Random()
-    first = True
-    for frame in frames:
-        if frame.startswith(DELTA):
-            ticks.sleep((timing.ttft_ms if first else timing.itl_ms).sample(rng) / 1000)
-            first = False
-        yield frame
+    deltas = [i for i, frame in enumerate(frames) if frame.startswith(DELTA)]
+    first, last = deltas[0], deltas[-1]
+    yield from frames[:first]
+    ticks.sleep(timing.ttft_ms.sample(rng) / 1000)
+    yield frames[first]
+    schedule = Schedule(time.monotonic(), ModelLoad(None), 1.0, time.monotonic, ticks.sleep)
+    sockets.flush(client)
+    yield from release(frames[first + 1:last + 1], RunPace(schedule, timing.itl_ms.samples(rng, last - first)),
+                       client, True)
+    yield from frames[last + 1:]
 
 
 def bare_app(recorded: dict[str, Any], timing: Timing | None = None) -> Callable[..., Iterable[bytes]]:
@@ -48,7 +59,9 @@ def bare_app(recorded: dict[str, Any], timing: Timing | None = None) -> Callable
         request = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
         if b'"stream": true' in request or b'"stream":true' in request:
             start_response("200 OK", [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache")])
-            return iter(frames) if timing is None else paced(frames, timing)
+            if timing is None:
+                return iter(frames)
+            return paced(frames, timing, environ["gunicorn.socket"])
         start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
         return [body]
 

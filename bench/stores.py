@@ -12,7 +12,10 @@
     core). The streams are more than four workers can pace on 2 cores (their inter-token p50 is above the
     profile's): with fewer, four workers deliver every delta on time and the ratio measures the load. The
     ceiling under the table is what the cores left to four workers allow at one worker's deltas per core.
-    Then the most streams one and four workers pace on time (inter-token p50 and p99 within 10 %).
+    Then the same for the stack's floor, bench/bare.py, replaying one of these streams (paced by LLMSim's own
+    writer, with no work per request): what four workers of this stack gain over one on this machine, for a
+    stream that costs next to nothing. Then the most streams one and four workers pace on time (inter-token p50
+    and p99 within 10 %).
 
 Why (a) measures the way it does: the figure is the server's CPU per request, so the server's core must be
 the bottleneck in every window, and each row prints where the CPU went (the server's processes, the load's
@@ -49,7 +52,7 @@ from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import httpx
 import redis
@@ -60,7 +63,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 import stream_load  # noqa: E402
 import wrk  # noqa: E402
 from load import Plan, run  # noqa: E402
-from run import PROMPT, CpuMeter, _children, cpu_seconds, machine, quantile, table  # noqa: E402
+from run import PROMPT, BareProcess, CpuMeter, _children, cpu_seconds, machine, quantile, record, table  # noqa: E402
 
 from llmsim.config import DEFAULT_PROFILES_DIR  # noqa: E402
 from llmsim.testing import RedisServer, ServerProcess  # noqa: E402
@@ -328,48 +331,93 @@ def stream_measure(args: argparse.Namespace) -> Callable[..., tuple[float, float
     return sampled_streams if sampled else python_streams
 
 
-def pacing(args: argparse.Namespace, redis_server: RedisServer, directory: str) -> str:
-    """One server of one and one of four workers side by side on Redis, both warmed; windows alternate between
-    them `--pacing-repeats` times, a figure is the median of its windows and the ratio the median of the ratios
-    of windows taken next to each other (the machine drifts as much as the ratio's margin between runs)."""
+def alternate(servers: dict[int, Any], body: dict[str, object], args: argparse.Namespace, directory: str,
+              redis_server: RedisServer) -> dict[int, list[tuple[float, ...]]]:
+    """Windows alternating between `servers` (by worker count, all warmed) `--pacing-repeats` times: each one's
+    deltas/s, tokens/s ended, server, load and redis-server CPU, and inter-token p50 and p99. Side by side, as
+    the machine drifts by as much as the ratio's margin between runs."""
     assert redis_server.process is not None
-    body = {"model": args.paced_model, "input": PROMPT, "stream": True}
     measure = stream_measure(args)
+    runs: dict[int, list[tuple[float, ...]]] = {workers: [] for workers in servers}
+    for repeat in range(args.pacing_repeats):
+        for workers in servers if repeat % 2 == 0 else reversed(servers):
+            redis_before, started = cpu_seconds(redis_server.process.pid), time.perf_counter()
+            deltas, ended, load_cpu, server_cpu, gaps = measure(servers[workers], body, args, directory)
+            redis_cpu = (cpu_seconds(redis_server.process.pid) - redis_before) / (time.perf_counter() - started)
+            runs[workers].append((deltas, ended, server_cpu, load_cpu, redis_cpu, quantile(gaps, 0.5),
+                                  quantile(gaps, 0.99)))
+            print(f"  (b) {workers} workers, {args.streams} streams: {deltas:.0f} deltas/s, {ended:.0f} tokens/s "
+                  f"ended, server {server_cpu:.2f}, load {load_cpu:.2f}, redis {redis_cpu:.2f}", flush=True)
+    return runs
+
+
+def ratios(runs: dict[int, list[tuple[float, ...]]], streams: int) -> tuple[list[list[str]], float]:
+    """(b)'s rows: the medians of each worker count's windows, and the median ratio of windows taken next to
+    each other; and four workers' ratio."""
+    rows, found = [], {}
+    for workers, measured in runs.items():
+        found[workers] = statistics.median(w[0] / one[0] for w, one in zip(measured, runs[1]))
+        middle = [statistics.median(w[i] for w in measured) for i in range(7)]
+        rows.append([str(workers), str(streams), f"{middle[0]:.0f}", f"{min(w[0] for w in measured):.0f}-"
+                     f"{max(w[0] for w in measured):.0f}", f"{middle[1]:.0f}", f"{middle[5]:.1f}", f"{middle[6]:.1f}",
+                     *(f"{v:.2f}" for v in middle[2:5]), f"{middle[0] / middle[2]:.0f}", f"{found[workers]:.2f}x"])
+    return rows, found[4]
+
+
+HEADERS = ["workers", "streams", "deltas/s", "range", "tokens/s ended", "inter-token p50 ms", "p99 ms", "server CPU",
+           "load CPU", "redis CPU", "deltas/s per server core", "vs 1 worker"]
+
+
+def pacing(args: argparse.Namespace, redis_server: RedisServer, directory: str) -> str:
+    """One server of one and one of four workers side by side on Redis, both warmed, their windows alternating;
+    then the same for bench/bare.py (`floor`). A figure is the median of its windows."""
+    body = {"model": args.paced_model, "input": PROMPT, "stream": True}
     redis.Redis.from_url(redis_server.url).flushall()
-    runs: dict[int, list[tuple[float, ...]]] = {1: [], 4: []}
-    gaps: dict[int, list[float]] = {1: [], 4: []}
     with contextlib.ExitStack() as stack:
         servers = {}
-        for workers in runs:
+        for workers in (1, 4):
             servers[workers] = stack.enter_context(ServerProcess(
                 "--speed", "1", "--workers", str(workers), "--store", redis_server.url, startup_timeout=180))
             warm(servers[workers], body, workers)
             place(servers[workers].process.pid, None)  # type: ignore[union-attr]
-        for repeat in range(args.pacing_repeats):
-            for workers in runs if repeat % 2 == 0 else reversed(runs):
-                redis_before, started = cpu_seconds(redis_server.process.pid), time.perf_counter()
-                deltas, ended, load_cpu, server_cpu, window_gaps = measure(servers[workers], body, args, directory)
-                redis_cpu = (cpu_seconds(redis_server.process.pid) - redis_before) / (time.perf_counter() - started)
-                runs[workers].append((deltas, ended, server_cpu, load_cpu, redis_cpu))
-                gaps[workers] += window_gaps
-                print(f"  (b) {workers} workers: {deltas:.0f} deltas/s, {ended:.0f} tokens/s ended, server "
-                      f"{server_cpu:.2f}, load {load_cpu:.2f}, redis {redis_cpu:.2f}", flush=True)
-    rows = []
-    for workers, measured in runs.items():
-        ratio = statistics.median(w[0] / one[0] for w, one in zip(measured, runs[1]))
-        middle = [statistics.median(w[i] for w in measured) for i in range(5)]
-        rows.append([str(workers), str(args.streams), f"{middle[0]:.0f}", f"{min(w[0] for w in measured):.0f}-"
-                     f"{max(w[0] for w in measured):.0f}", f"{middle[1]:.0f}", f"{quantile(gaps[workers], 0.5):.1f}",
-                     f"{quantile(gaps[workers], 0.99):.1f}", *(f"{v:.2f}" for v in middle[2:]),
-                     f"{middle[0] / middle[2]:.0f}", f"{ratio:.2f}x"])
+        recorded = record(servers[1].base_url, args.paced_model)
+        runs = alternate(servers, body, args, directory, redis_server)
+    rows, ratio = ratios(runs, args.streams)
     # What four workers could deliver at best: every core the load and redis-server leave them, at one worker's
-    # deltas per core (a saturated worker: its CPU ~1.00). Past it, only another machine for the load helps.
+    # deltas per core (a saturated worker: its CPU ~1.00).
     left = statistics.median((os.cpu_count() or 1) - w[3] - w[4] for w in runs[4])
     ceiling = left / statistics.median(w[2] for w in runs[1])
-    return table(["workers", "streams", "deltas/s", "range", "tokens/s ended", "inter-token p50 ms", "p99 ms",
-                  "server CPU", "load CPU", "redis CPU", "deltas/s per server core", "vs 1 worker"], rows) + (
-        f"\nceiling on this machine: {ceiling:.2f}x (the {left:.2f} cores the load and redis-server leave four "
-        "workers, at one worker's deltas per core)")
+    floor_rows, floor_ratio = floor(args, recorded, body, redis_server, directory)
+    return table(HEADERS, rows) + (
+        f"\nfour workers: {ratio:.2f}x one (goal: >= 1.7x); at one worker's deltas per core on the {left:.2f} cores "
+        f"the load and redis-server leave them: {ceiling:.2f}x"
+        f"\nbench/bare.py, the stack's floor (the same streams' recorded bytes, paced by LLMSim's writer, no LLMSim "
+        f"work per request), {args.floor_streams} streams:\n" + table(HEADERS, floor_rows) +
+        f"\nthe floor's four workers: {floor_ratio:.2f}x one: what this stack's workers gain on this machine")
+
+
+def floor(args: argparse.Namespace, recorded: dict[str, object], body: dict[str, object], redis_server: RedisServer,
+          directory: str) -> tuple[list[list[str]], float]:
+    """bench/bare.py at one and four workers under the same load as `pacing`'s: what four workers gain over one
+    when a stream costs only the stack's own work (gunicorn, gevent, the pacing timer and writer, the kernel's
+    loopback) and the load's. More streams than LLMSim's, as each costs the floor far less; none touch Redis."""
+    level = argparse.Namespace(**{**vars(args), "streams": args.floor_streams})
+    with contextlib.ExitStack() as stack:
+        servers = {}
+        for workers in (1, 4):
+            bare = BareProcess(recorded, workers, pace=args.paced_model)
+            stack.callback(bare.stop)
+            place(bare.process.pid, None)
+            servers[workers] = Served(f"{bare.url}/openai/v1", bare.url, bare.process)
+        return ratios(alternate(servers, body, level, directory, redis_server), args.floor_streams)
+
+
+class Served(NamedTuple):
+    """bench/bare.py as `sampled_streams` measures a server (its /metrics count no tokens: 0 ended)."""
+
+    base_url: str
+    url: str
+    process: subprocess.Popen[bytes]
 
 
 def capacity(args: argparse.Namespace, redis_server: RedisServer, directory: str) -> str:
@@ -420,9 +468,11 @@ def main() -> None:
     parser.add_argument("--window", type=float, default=3.0, help="seconds measured per window")
     parser.add_argument("--pacing-window", type=float, default=5.0, help="seconds measured per row of (b)")
     parser.add_argument("--paced-model", default="gpt-4o-mini", help="the shipped profile (b) paces")
-    parser.add_argument("--streams", type=int, default=1200,
-                        help="open streams of (b): more than four workers can pace (one paces ~600), so it measures "
+    parser.add_argument("--streams", type=int, default=1500,
+                        help="open streams of (b): more than four workers can pace (one paces ~700), so it measures "
                              "what they deliver")
+    parser.add_argument("--floor-streams", type=int, default=3600,
+                        help="open streams of (b)'s floor, bench/bare.py: more than its four workers can pace")
     parser.add_argument("--pacing-warmup", type=float, default=5.0, help="seconds over which (b)'s streams start")
     parser.add_argument("--processes", type=int, default=2, help="client processes of (a)")
     parser.add_argument("--stream-processes", type=int, default=1, help="client processes of (b) without wrk")
@@ -430,12 +480,13 @@ def main() -> None:
     parser.add_argument("--stream-load", choices=["lazy", "wrk"], default="lazy",
                         help="what keeps (b)'s other streams open: bench/lazy_streams.py, which reads each every "
                              "--poll seconds, or wrk, which reads every delta as it comes (several times the CPU)")
-    parser.add_argument("--poll", type=float, default=0.05, help="seconds between bench/lazy_streams.py's reads")
+    parser.add_argument("--poll", type=float, default=0.1, help="seconds between bench/lazy_streams.py's reads")
     parser.add_argument("--capacity-streams", type=lambda v: [int(x) for x in v.split(",")],
                         default=[300, 450, 600, 750, 900, 1050, 1200, 1350, 1500],
                         help="the stream counts (b)'s capacity tries, in turn, for one and four workers")
-    parser.add_argument("--probe-streams", type=int, default=60,
-                        help="streams of (b) read in Python beside wrk's, for the inter-token gaps")
+    parser.add_argument("--probe-streams", type=int, default=20,
+                        help="streams of (b) read in Python beside the others, for the inter-token gaps (each read "
+                             "as it comes: the load's costliest part)")
     parser.add_argument("--server-cpu", type=int, default=0, help="the core (a)'s server runs on (-1: any)")
     parser.add_argument("--client-cpu", type=int, default=1, help="the core the load runs on (-1: any)")
     parser.add_argument("--redis-cpu", type=int, default=None,
