@@ -12,7 +12,6 @@ from __future__ import annotations
 import socket
 from typing import Any
 
-from gevent import get_hub
 from gevent import socket as gsocket
 
 RECV_BYTES = 65536
@@ -23,7 +22,7 @@ class Link:
     of its own. Used by one greenlet at a time; dropped (`close`) after any failure, since replies may be left
     unread on it."""
 
-    __slots__ = ("connection", "reader", "sock", "raw", "hub", "seconds")
+    __slots__ = ("connection", "reader", "sock", "raw")
 
     def __init__(self, connection: Any, reader: Any) -> None:
         connection.connect()
@@ -31,11 +30,8 @@ class Link:
         self.reader = reader
         self.sock = connection._sock
         self.raw: socket.socket | None = None  # the non-blocking socket under gevent's, when there is one
-        self.hub: Any = None
-        self.seconds: float | None = self.sock.timeout  # how long a wait for a reply may take
         if type(self.sock) is gsocket.socket:  # gevent's plain socket (its TLS one is a subclass)
             self.raw = self.sock._sock
-            self.hub = get_hub()
 
     def exchange(self, data: bytes, count: int) -> list[Any]:
         """Send `data` (packed commands) and read `count` replies; raises OSError when the socket fails or times

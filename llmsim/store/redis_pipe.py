@@ -18,6 +18,7 @@ import socket
 from collections import deque
 from typing import Any
 
+from gevent import get_hub
 from gevent.hub import Waiter
 
 from llmsim.store.redis_link import RECV_BYTES, Link
@@ -43,9 +44,9 @@ class Pipe:
                  "_writing", "_flushing")
 
     def __init__(self, link: Link) -> None:
-        assert link.raw is not None and link.hub is not None, "a pipe needs gevent's plain socket"
+        assert link.raw is not None, "a pipe needs gevent's plain socket"
         self.link = link
-        self.hub = link.hub
+        self.hub = get_hub()
         self.queued: list[_Slot] = []  # waiting for the turn's flush, their commands in `outgoing`
         self.outgoing: list[bytes] = []
         self.unsent = b""  # what one `send` could not take (the socket's buffer was full)
@@ -73,7 +74,7 @@ class Pipe:
         if not self._flushing:
             self._flushing = True
             self.hub.loop.run_callback(self._flush)
-        seconds = self.link.seconds
+        seconds = self.link.sock.timeout  # how long a wait for its replies may take
         timer = None
         if seconds is not None:
             timer = self.hub.loop.timer(seconds, ref=False)
