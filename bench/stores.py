@@ -49,7 +49,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -331,6 +331,18 @@ def stream_measure(args: argparse.Namespace) -> Callable[..., tuple[float, float
     return sampled_streams if sampled else python_streams
 
 
+@contextlib.contextmanager
+def paced_server(workers: int, redis_server: RedisServer, body: dict[str, object]) -> Iterator[ServerProcess]:
+    """A server pacing at speed 1 on Redis, warmed, free to use every core (this process, which it forks from, is
+    on the load's)."""
+    with ServerProcess("--speed", "1", "--workers", str(workers), "--store", redis_server.url,
+                       startup_timeout=180) as server:
+        assert server.process is not None
+        warm(server, body, workers)  # by then every worker is forked (gunicorn spawns them a moment apart)
+        place(server.process.pid, None)
+        yield server
+
+
 def alternate(servers: dict[int, Any], body: dict[str, object], args: argparse.Namespace, directory: str,
               redis_server: RedisServer) -> dict[int, list[tuple[float, ...]]]:
     """Windows alternating between `servers` (by worker count, all warmed) `--pacing-repeats` times: each one's
@@ -374,12 +386,7 @@ def pacing(args: argparse.Namespace, redis_server: RedisServer, directory: str) 
     body = {"model": args.paced_model, "input": PROMPT, "stream": True}
     redis.Redis.from_url(redis_server.url).flushall()
     with contextlib.ExitStack() as stack:
-        servers = {}
-        for workers in (1, 4):
-            servers[workers] = stack.enter_context(ServerProcess(
-                "--speed", "1", "--workers", str(workers), "--store", redis_server.url, startup_timeout=180))
-            warm(servers[workers], body, workers)
-            place(servers[workers].process.pid, None)  # type: ignore[union-attr]
+        servers = {workers: stack.enter_context(paced_server(workers, redis_server, body)) for workers in (1, 4)}
         recorded = record(servers[1].base_url, args.paced_model)
         runs = alternate(servers, body, args, directory, redis_server)
     rows, ratio = ratios(runs, args.streams)
@@ -432,9 +439,7 @@ def capacity(args: argparse.Namespace, redis_server: RedisServer, directory: str
     rows, knees = [], {}
     for workers in (1, 4):
         knees[workers] = 0
-        with ServerProcess("--speed", "1", "--workers", str(workers), "--store", redis_server.url,
-                           startup_timeout=180) as server:
-            warm(server, body, workers)
+        with paced_server(workers, redis_server, body) as server:
             for streams in args.capacity_streams:
                 level = argparse.Namespace(**{**vars(args), "streams": streams})
                 deltas, _, load_cpu, server_cpu, gaps = measure(server, body, level, directory)
