@@ -31,8 +31,9 @@ Needs `redis-server` on PATH (Debian: apt-get install redis-server); it starts i
 (a)'s server runs on `--server-cpu`, the load on `--client-cpu` and redis-server on `--redis-cpu` (by
 default the load's: in a fleet Redis is a service of its own, not a cost on the server's cores). (b)'s
 servers and redis-server run on any core, since four workers can only beat one with more than one; its
-streams are kept open by bench/lazy_streams.py (or `wrk`) and a sample of them is timed on raw sockets
-(bench/stream_load.py), which leaves the servers most of the machine; `pacing` says how the windows alternate.
+streams are kept open by bench/lazy_streams.py, which reads each once a `--poll` and counts the deltas it read,
+and a sample of them is timed on raw sockets (bench/stream_load.py), which leaves the servers most of the machine;
+`pacing` says how the windows alternate.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -63,7 +64,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 import stream_load  # noqa: E402
 import wrk  # noqa: E402
 from load import Plan, run  # noqa: E402
-from run import PROMPT, BareProcess, CpuMeter, _children, cpu_seconds, machine, quantile, record, table  # noqa: E402
+from run import PROMPT, BareProcess, _children, cpu_seconds, machine, quantile, record, table  # noqa: E402
 
 from llmsim.config import DEFAULT_PROFILES_DIR  # noqa: E402
 from llmsim.testing import RedisServer, ServerProcess  # noqa: E402
@@ -245,20 +246,6 @@ def round_trips(redis_server: RedisServer) -> str:
     return table(["request", "Redis round trips"], rows)
 
 
-_WRK_STREAMS = """
-wrk.method = "POST"
-wrk.body = [==[{body}]==]
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["Connection"] = "close"  -- each stream on a new connection, which any worker may accept, as the probe's
-local started = 0
-function delay()  -- the first request of each connection spread over the warm-up, then none
-  started = started + 1
-  if started <= {streams} then return math.floor(started * {warmup_ms} / {streams}) end
-  return 0
-end
-"""
-
-
 def generated(url: str) -> float:
     """The output tokens the server has counted so far (every worker: prometheus-client's multiprocess files)."""
     text = httpx.get(f"{url}/metrics", timeout=30).text
@@ -266,29 +253,21 @@ def generated(url: str) -> float:
                if line.startswith("vllm:generation_tokens_total{"))
 
 
-def sampled_streams(server: ServerProcess, body: dict[str, object], args: argparse.Namespace,
+def sampled_streams(server: ServerProcess | Served, body: dict[str, object], args: argparse.Namespace,
                     directory: str) -> tuple[float, float, float, float, list[float]]:
     """`--streams` open streams: `--probe-streams` of them read by bench/stream_load.py, which times every delta,
-    the rest kept open by bench/lazy_streams.py, which reads each socket once per `--poll` (or by one `wrk`
-    thread, which reads every delta as it comes: several times the CPU). Every stream is served alike, so the
-    probe's deltas/s times streams/probe is what all of them got. Returns that, the server's own count of tokens
-    of the responses that ended in the window (a check: equal in a steady state), the load's CPU (the streams'
-    reader and the probe), the server's CPU and the probe's inter-token gaps."""
+    the rest kept open by bench/lazy_streams.py, which reads each socket once per `--poll` and counts the deltas
+    it read in the window. Returns the deltas/s of all streams, the server's own count of tokens of the responses
+    that ended in the window (a check: equal in a steady state), the load's CPU (the streams' reader and the
+    probe), the server's CPU and the probe's inter-token gaps."""
     assert server.process is not None
-    others = args.streams - args.probe_streams
+    body_file = Path(directory, "stream.json")
+    body_file.write_text(json.dumps(body))
     seconds = 1.0 + args.pacing_warmup + args.pacing_window + 1.0
-    if args.stream_load == "lazy":
-        body_file = Path(directory, "stream.json")
-        body_file.write_text(json.dumps(body))
-        command = [sys.executable, str(ROOT / "bench" / "lazy_streams.py"), f"{server.base_url}/responses",
-                   str(body_file), str(others), str(args.pacing_warmup), f"{seconds:g}", str(args.poll)]
-    else:
-        script = Path(directory, "streams.lua")
-        script.write_text(_WRK_STREAMS.format(body=json.dumps(body), streams=others,
-                                              warmup_ms=int(args.pacing_warmup * 1000)))
-        command = ["wrk", "-t1", f"-c{others}", f"-d{seconds:g}s", "--timeout", "120s", "-s", str(script),
-                   f"{server.base_url}/responses"]
-    load = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+    command = [sys.executable, str(ROOT / "bench" / "lazy_streams.py"), f"{server.base_url}/responses",
+               str(body_file), str(args.streams - args.probe_streams), str(args.pacing_warmup), f"{seconds:g}",
+               str(args.poll), str(1.0 + args.pacing_warmup), str(args.pacing_window)]
+    load = subprocess.Popen(command, stdout=subprocess.PIPE)
     marks: list[tuple[float, ...]] = []
     def mark() -> None:  # the CPU when due; the token count when an overloaded server answers (at about when)
         now, load_cpu, server_cpu = time.perf_counter(), cpu_seconds(load.pid), cpu_seconds(server.process.pid)
@@ -302,33 +281,15 @@ def sampled_streams(server: ServerProcess, body: dict[str, object], args: argpar
     plan = Plan(f"{server.base_url}/responses", body, {}, args.probe_streams, warmup=args.pacing_warmup,
                 window=args.pacing_window, stream=True)
     samples, probe_cpu = stream_load.run(plan)  # starts in 1 s, as the other streams do
-    load.wait()
+    lazy = json.loads(load.communicate()[0])
     for timer in timers:
         timer.join()
-    (t0, wrk0, server0, at0, tokens0), (t1, wrk1, server1, at1, tokens1) = marks
+    (t0, load0, server0, at0, tokens0), (t1, load1, server1, at1, tokens1) = marks
     begin, end = plan.warmup, plan.warmup + plan.window
+    probed = sum(begin <= t < end for s in samples for t in s.deltas)
     gaps = [g for s in samples for g in s.gaps_ms(begin, end)]
-    deltas = len(gaps) / plan.window * args.streams / args.probe_streams
-    return (deltas, (tokens1 - tokens0) / (at1 - at0), (wrk1 - wrk0) / (t1 - t0) + probe_cpu,
-            (server1 - server0) / (t1 - t0), gaps)
-
-
-def python_streams(server: ServerProcess, body: dict[str, object], args: argparse.Namespace,
-                   _directory: str) -> tuple[float, float, float, float, list[float]]:
-    """sampled_streams' figures with every stream read by bench/stream_load.py (when `wrk` is missing)."""
-    assert server.process is not None
-    plan = Plan(f"{server.base_url}/responses", body, {}, args.streams, warmup=args.pacing_warmup,
-                window=args.pacing_window, stream=True)
-    meter = CpuMeter(server.process.pid, 1.0 + plan.warmup, plan.window)  # the load starts in 1 s
-    samples, load_cpu = stream_load.run(plan, processes=args.stream_processes)
-    gaps = [g for s in samples for g in s.gaps_ms(plan.warmup, plan.warmup + plan.window)]
-    return len(gaps) / plan.window, float("nan"), load_cpu, meter.share(), gaps
-
-
-def stream_measure(args: argparse.Namespace) -> Callable[..., tuple[float, float, float, float, list[float]]]:
-    """How (b) keeps its streams open and times them: a sample beside a cheap load, or all in Python."""
-    sampled = (args.stream_load == "lazy" or wrk.available()) and not args.aiohttp
-    return sampled_streams if sampled else python_streams
+    return ((lazy["deltas"] + probed) / plan.window, (tokens1 - tokens0) / (at1 - at0),
+            (load1 - load0) / (t1 - t0) + probe_cpu, (server1 - server0) / (t1 - t0), gaps)
 
 
 @contextlib.contextmanager
@@ -349,12 +310,11 @@ def alternate(servers: dict[int, Any], body: dict[str, object], args: argparse.N
     deltas/s, tokens/s ended, server, load and redis-server CPU, and inter-token p50 and p99. Side by side, as
     the machine drifts by as much as the ratio's margin between runs."""
     assert redis_server.process is not None
-    measure = stream_measure(args)
     runs: dict[int, list[tuple[float, ...]]] = {workers: [] for workers in servers}
     for repeat in range(args.pacing_repeats):
         for workers in servers if repeat % 2 == 0 else reversed(servers):
             redis_before, started = cpu_seconds(redis_server.process.pid), time.perf_counter()
-            deltas, ended, load_cpu, server_cpu, gaps = measure(servers[workers], body, args, directory)
+            deltas, ended, load_cpu, server_cpu, gaps = sampled_streams(servers[workers], body, args, directory)
             redis_cpu = (cpu_seconds(redis_server.process.pid) - redis_before) / (time.perf_counter() - started)
             runs[workers].append((deltas, ended, server_cpu, load_cpu, redis_cpu, quantile(gaps, 0.5),
                                   quantile(gaps, 0.99)))
@@ -434,7 +394,6 @@ def capacity(args: argparse.Namespace, redis_server: RedisServer, directory: str
     body = {"model": args.paced_model, "input": PROMPT, "stream": True}
     timing = load_catalog([DEFAULT_PROFILES_DIR]).get(args.paced_model).timing  # type: ignore[union-attr]
     want = [timing.itl_ms.quantile(q) for q in (0.5, 0.99)]  # type: ignore[union-attr]
-    measure = stream_measure(args)
     redis.Redis.from_url(redis_server.url).flushall()
     rows, knees = [], {}
     for workers in (1, 4):
@@ -442,7 +401,7 @@ def capacity(args: argparse.Namespace, redis_server: RedisServer, directory: str
         with paced_server(workers, redis_server, body) as server:
             for streams in args.capacity_streams:
                 level = argparse.Namespace(**{**vars(args), "streams": streams})
-                deltas, _, load_cpu, server_cpu, gaps = measure(server, body, level, directory)
+                deltas, _, load_cpu, server_cpu, gaps = sampled_streams(server, body, level, directory)
                 got = [quantile(gaps, 0.5), quantile(gaps, 0.99)]
                 errors = [(g - w) / w * 100 for g, w in zip(got, want)]
                 on_time = all(abs(e) <= 10 for e in errors)
@@ -473,19 +432,17 @@ def main() -> None:
     parser.add_argument("--window", type=float, default=3.0, help="seconds measured per window")
     parser.add_argument("--pacing-window", type=float, default=5.0, help="seconds measured per row of (b)")
     parser.add_argument("--paced-model", default="gpt-4o-mini", help="the shipped profile (b) paces")
-    parser.add_argument("--streams", type=int, default=1500,
+    parser.add_argument("--streams", type=int, default=2400,
                         help="open streams of (b): more than four workers can pace (one paces ~700), so it measures "
-                             "what they deliver")
+                             "what they deliver, with room for the streams that ended and wait for the next --poll")
     parser.add_argument("--floor-streams", type=int, default=3600,
                         help="open streams of (b)'s floor, bench/bare.py: more than its four workers can pace")
     parser.add_argument("--pacing-warmup", type=float, default=5.0, help="seconds over which (b)'s streams start")
     parser.add_argument("--processes", type=int, default=2, help="client processes of (a)")
-    parser.add_argument("--stream-processes", type=int, default=1, help="client processes of (b) without wrk")
     parser.add_argument("--pacing-repeats", type=int, default=3, help="windows per worker count in (b)")
-    parser.add_argument("--stream-load", choices=["lazy", "wrk"], default="lazy",
-                        help="what keeps (b)'s other streams open: bench/lazy_streams.py, which reads each every "
-                             "--poll seconds, or wrk, which reads every delta as it comes (several times the CPU)")
-    parser.add_argument("--poll", type=float, default=0.1, help="seconds between bench/lazy_streams.py's reads")
+    parser.add_argument("--poll", type=float, default=1.0,
+                        help="seconds between bench/lazy_streams.py's reads of a stream (a second's deltas fit in "
+                             "its socket's buffer: the server writes each alike, read or not)")
     parser.add_argument("--capacity-streams", type=lambda v: [int(x) for x in v.split(",")],
                         default=[300, 450, 600, 750, 900, 1050, 1200, 1350, 1500],
                         help="the stream counts (b)'s capacity tries, in turn, for one and four workers")
