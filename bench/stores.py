@@ -246,19 +246,11 @@ def round_trips(redis_server: RedisServer) -> str:
     return table(["request", "Redis round trips"], rows)
 
 
-def generated(url: str) -> float:
-    """The output tokens the server has counted so far (every worker: prometheus-client's multiprocess files)."""
-    text = httpx.get(f"{url}/metrics", timeout=30).text
-    return sum(float(line.rpartition(" ")[2]) for line in text.splitlines()
-               if line.startswith("vllm:generation_tokens_total{"))
-
-
 def sampled_streams(server: ServerProcess | Served, body: dict[str, object], args: argparse.Namespace,
-                    directory: str) -> tuple[float, float, float, float, list[float]]:
+                    directory: str) -> tuple[float, float, float, list[float]]:
     """`--streams` open streams: `--probe-streams` of them read by bench/stream_load.py, which times every delta,
     the rest kept open by bench/lazy_streams.py, which reads each socket once per `--poll` and counts the deltas
-    it read in the window. Returns the deltas/s of all streams, the server's own count of tokens of the responses
-    that ended in the window (a check: equal in a steady state), the load's CPU (the streams' reader and the
+    it read in the window. Returns the deltas/s of all streams, the load's CPU (the streams' reader and the
     probe), the server's CPU and the probe's inter-token gaps."""
     assert server.process is not None
     body_file = Path(directory, "stream.json")
@@ -269,10 +261,8 @@ def sampled_streams(server: ServerProcess | Served, body: dict[str, object], arg
                str(args.poll), str(1.0 + args.pacing_warmup), str(args.pacing_window)]
     load = subprocess.Popen(command, stdout=subprocess.PIPE)
     marks: list[tuple[float, ...]] = []
-    def mark() -> None:  # the CPU when due; the token count when an overloaded server answers (at about when)
-        now, load_cpu, server_cpu = time.perf_counter(), cpu_seconds(load.pid), cpu_seconds(server.process.pid)
-        tokens = generated(server.url)
-        marks.append((now, load_cpu, server_cpu, (now + time.perf_counter()) / 2, tokens))
+    def mark() -> None:
+        marks.append((time.perf_counter(), cpu_seconds(load.pid), cpu_seconds(server.process.pid)))
 
     timers = [threading.Timer(delay, mark) for delay in (1.0 + args.pacing_warmup,
                                                          1.0 + args.pacing_warmup + args.pacing_window)]
@@ -284,12 +274,12 @@ def sampled_streams(server: ServerProcess | Served, body: dict[str, object], arg
     lazy = json.loads(load.communicate()[0])
     for timer in timers:
         timer.join()
-    (t0, load0, server0, at0, tokens0), (t1, load1, server1, at1, tokens1) = marks
+    (t0, load0, server0), (t1, load1, server1) = marks
     begin, end = plan.warmup, plan.warmup + plan.window
     probed = sum(begin <= t < end for s in samples for t in s.deltas)
     gaps = [g for s in samples for g in s.gaps_ms(begin, end)]
-    return ((lazy["deltas"] + probed) / plan.window, (tokens1 - tokens0) / (at1 - at0),
-            (load1 - load0) / (t1 - t0) + probe_cpu, (server1 - server0) / (t1 - t0), gaps)
+    return ((lazy["deltas"] + probed) / plan.window, (load1 - load0) / (t1 - t0) + probe_cpu,
+            (server1 - server0) / (t1 - t0), gaps)
 
 
 @contextlib.contextmanager
@@ -307,19 +297,19 @@ def paced_server(workers: int, redis_server: RedisServer, body: dict[str, object
 def alternate(servers: dict[int, Any], body: dict[str, object], args: argparse.Namespace, directory: str,
               redis_server: RedisServer) -> dict[int, list[tuple[float, ...]]]:
     """Windows alternating between `servers` (by worker count, all warmed) `--pacing-repeats` times: each one's
-    deltas/s, tokens/s ended, server, load and redis-server CPU, and inter-token p50 and p99. Side by side, as
+    deltas/s, server, load and redis-server CPU, and inter-token p50 and p99. Side by side, as
     the machine drifts by as much as the ratio's margin between runs."""
     assert redis_server.process is not None
     runs: dict[int, list[tuple[float, ...]]] = {workers: [] for workers in servers}
     for repeat in range(args.pacing_repeats):
         for workers in servers if repeat % 2 == 0 else reversed(servers):
             redis_before, started = cpu_seconds(redis_server.process.pid), time.perf_counter()
-            deltas, ended, load_cpu, server_cpu, gaps = sampled_streams(servers[workers], body, args, directory)
+            deltas, load_cpu, server_cpu, gaps = sampled_streams(servers[workers], body, args, directory)
             redis_cpu = (cpu_seconds(redis_server.process.pid) - redis_before) / (time.perf_counter() - started)
-            runs[workers].append((deltas, ended, server_cpu, load_cpu, redis_cpu, quantile(gaps, 0.5),
+            runs[workers].append((deltas, server_cpu, load_cpu, redis_cpu, quantile(gaps, 0.5),
                                   quantile(gaps, 0.99)))
-            print(f"  (b) {workers} workers, {args.streams} streams: {deltas:.0f} deltas/s, {ended:.0f} tokens/s "
-                  f"ended, server {server_cpu:.2f}, load {load_cpu:.2f}, redis {redis_cpu:.2f}", flush=True)
+            print(f"  (b) {workers} workers, {args.streams} streams: {deltas:.0f} deltas/s, server {server_cpu:.2f}, "
+                  f"load {load_cpu:.2f}, redis {redis_cpu:.2f}", flush=True)
     return runs
 
 
@@ -329,15 +319,15 @@ def ratios(runs: dict[int, list[tuple[float, ...]]], streams: int) -> tuple[list
     rows, found = [], {}
     for workers, measured in runs.items():
         found[workers] = statistics.median(w[0] / one[0] for w, one in zip(measured, runs[1]))
-        middle = [statistics.median(w[i] for w in measured) for i in range(7)]
+        middle = [statistics.median(w[i] for w in measured) for i in range(6)]
         rows.append([str(workers), str(streams), f"{middle[0]:.0f}", f"{min(w[0] for w in measured):.0f}-"
-                     f"{max(w[0] for w in measured):.0f}", f"{middle[1]:.0f}", f"{middle[5]:.1f}", f"{middle[6]:.1f}",
-                     *(f"{v:.2f}" for v in middle[2:5]), f"{middle[0] / middle[2]:.0f}", f"{found[workers]:.2f}x"])
+                     f"{max(w[0] for w in measured):.0f}", f"{middle[4]:.1f}", f"{middle[5]:.1f}",
+                     *(f"{v:.2f}" for v in middle[1:4]), f"{middle[0] / middle[1]:.0f}", f"{found[workers]:.2f}x"])
     return rows, found[4]
 
 
-HEADERS = ["workers", "streams", "deltas/s", "range", "tokens/s ended", "inter-token p50 ms", "p99 ms", "server CPU",
-           "load CPU", "redis CPU", "deltas/s per server core", "vs 1 worker"]
+HEADERS = ["workers", "streams", "deltas/s", "range", "inter-token p50 ms", "p99 ms", "server CPU", "load CPU",
+           "redis CPU", "deltas/s per server core", "vs 1 worker"]
 
 
 def pacing(args: argparse.Namespace, redis_server: RedisServer, directory: str) -> str:
@@ -352,8 +342,8 @@ def pacing(args: argparse.Namespace, redis_server: RedisServer, directory: str) 
     rows, ratio = ratios(runs, args.streams)
     # What four workers could deliver at best: every core the load and redis-server leave them, at one worker's
     # deltas per core (a saturated worker: its CPU ~1.00).
-    left = statistics.median((os.cpu_count() or 1) - w[3] - w[4] for w in runs[4])
-    ceiling = left / statistics.median(w[2] for w in runs[1])
+    left = statistics.median((os.cpu_count() or 1) - w[2] - w[3] for w in runs[4])
+    ceiling = left / statistics.median(w[1] for w in runs[1])
     floor_rows, floor_ratio = floor(args, recorded, body, redis_server, directory)
     return table(HEADERS, rows) + (
         f"\nfour workers: {ratio:.2f}x one (goal: >= 1.7x); at one worker's deltas per core on the {left:.2f} cores "
@@ -375,15 +365,14 @@ def floor(args: argparse.Namespace, recorded: dict[str, object], body: dict[str,
             bare = BareProcess(recorded, workers, pace=args.paced_model)
             stack.callback(bare.stop)
             place(bare.process.pid, None)
-            servers[workers] = Served(f"{bare.url}/openai/v1", bare.url, bare.process)
+            servers[workers] = Served(f"{bare.url}/openai/v1", bare.process)
         return ratios(alternate(servers, body, level, directory, redis_server), args.floor_streams)
 
 
 class Served(NamedTuple):
-    """bench/bare.py as `sampled_streams` measures a server (its /metrics count no tokens: 0 ended)."""
+    """bench/bare.py as `sampled_streams` measures a server."""
 
     base_url: str
-    url: str
     process: subprocess.Popen[bytes]
 
 
@@ -401,7 +390,7 @@ def capacity(args: argparse.Namespace, redis_server: RedisServer, directory: str
         with paced_server(workers, redis_server, body) as server:
             for streams in args.capacity_streams:
                 level = argparse.Namespace(**{**vars(args), "streams": streams})
-                deltas, _, load_cpu, server_cpu, gaps = sampled_streams(server, body, level, directory)
+                deltas, load_cpu, server_cpu, gaps = sampled_streams(server, body, level, directory)
                 got = [quantile(gaps, 0.5), quantile(gaps, 0.99)]
                 errors = [(g - w) / w * 100 for g, w in zip(got, want)]
                 on_time = all(abs(e) <= 10 for e in errors)
