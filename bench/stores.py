@@ -294,35 +294,47 @@ def paced_server(workers: int, redis_server: RedisServer, body: dict[str, object
         yield server
 
 
+class Window(NamedTuple):
+    """One window of (b): the deltas/s of all streams, the CPU the server, the load and redis-server took (a
+    share of one core), and the probe's inter-token p50 and p99."""
+
+    deltas: float
+    server_cpu: float
+    load_cpu: float
+    redis_cpu: float
+    p50: float
+    p99: float
+
+
 def alternate(servers: dict[int, Any], body: dict[str, object], args: argparse.Namespace, directory: str,
-              redis_server: RedisServer) -> dict[int, list[tuple[float, ...]]]:
-    """Windows alternating between `servers` (by worker count, all warmed) `--pacing-repeats` times: each one's
-    deltas/s, server, load and redis-server CPU, and inter-token p50 and p99. Side by side, as
-    the machine drifts by as much as the ratio's margin between runs."""
+              redis_server: RedisServer) -> dict[int, list[Window]]:
+    """Windows alternating between `servers` (by worker count, all warmed) `--pacing-repeats` times. Side by side,
+    as the machine drifts by as much as the ratio's margin between runs."""
     assert redis_server.process is not None
-    runs: dict[int, list[tuple[float, ...]]] = {workers: [] for workers in servers}
+    runs: dict[int, list[Window]] = {workers: [] for workers in servers}
     for repeat in range(args.pacing_repeats):
         for workers in servers if repeat % 2 == 0 else reversed(servers):
             redis_before, started = cpu_seconds(redis_server.process.pid), time.perf_counter()
             deltas, load_cpu, server_cpu, gaps = sampled_streams(servers[workers], body, args, directory)
             redis_cpu = (cpu_seconds(redis_server.process.pid) - redis_before) / (time.perf_counter() - started)
-            runs[workers].append((deltas, server_cpu, load_cpu, redis_cpu, quantile(gaps, 0.5),
-                                  quantile(gaps, 0.99)))
+            runs[workers].append(Window(deltas, server_cpu, load_cpu, redis_cpu, quantile(gaps, 0.5),
+                                        quantile(gaps, 0.99)))
             print(f"  (b) {workers} workers, {args.streams} streams: {deltas:.0f} deltas/s, server {server_cpu:.2f}, "
                   f"load {load_cpu:.2f}, redis {redis_cpu:.2f}", flush=True)
     return runs
 
 
-def ratios(runs: dict[int, list[tuple[float, ...]]], streams: int) -> tuple[list[list[str]], float]:
+def ratios(runs: dict[int, list[Window]], streams: int) -> tuple[list[list[str]], float]:
     """(b)'s rows: the medians of each worker count's windows, and the median ratio of windows taken next to
     each other; and four workers' ratio."""
     rows, found = [], {}
     for workers, measured in runs.items():
-        found[workers] = statistics.median(w[0] / one[0] for w, one in zip(measured, runs[1]))
-        middle = [statistics.median(w[i] for w in measured) for i in range(6)]
-        rows.append([str(workers), str(streams), f"{middle[0]:.0f}", f"{min(w[0] for w in measured):.0f}-"
-                     f"{max(w[0] for w in measured):.0f}", f"{middle[4]:.1f}", f"{middle[5]:.1f}",
-                     *(f"{v:.2f}" for v in middle[1:4]), f"{middle[0] / middle[1]:.0f}", f"{found[workers]:.2f}x"])
+        found[workers] = statistics.median(w.deltas / one.deltas for w, one in zip(measured, runs[1]))
+        m = Window(*(statistics.median(values) for values in zip(*measured)))
+        rows.append([str(workers), str(streams), f"{m.deltas:.0f}", f"{min(w.deltas for w in measured):.0f}-"
+                     f"{max(w.deltas for w in measured):.0f}", f"{m.p50:.1f}", f"{m.p99:.1f}", f"{m.server_cpu:.2f}",
+                     f"{m.load_cpu:.2f}", f"{m.redis_cpu:.2f}", f"{m.deltas / m.server_cpu:.0f}",
+                     f"{found[workers]:.2f}x"])
     return rows, found[4]
 
 
@@ -342,8 +354,8 @@ def pacing(args: argparse.Namespace, redis_server: RedisServer, directory: str) 
     rows, ratio = ratios(runs, args.streams)
     # What four workers could deliver at best: every core the load and redis-server leave them, at one worker's
     # deltas per core (a saturated worker: its CPU ~1.00).
-    left = statistics.median((os.cpu_count() or 1) - w[2] - w[3] for w in runs[4])
-    ceiling = left / statistics.median(w[1] for w in runs[1])
+    left = statistics.median((os.cpu_count() or 1) - w.load_cpu - w.redis_cpu for w in runs[4])
+    ceiling = left / statistics.median(w.server_cpu for w in runs[1])
     floor_rows, floor_ratio = floor(args, recorded, body, redis_server, directory)
     return table(HEADERS, rows) + (
         f"\nfour workers: {ratio:.2f}x one (goal: >= 1.7x); at one worker's deltas per core on the {left:.2f} cores "
@@ -422,7 +434,7 @@ def main() -> None:
     parser.add_argument("--pacing-window", type=float, default=5.0, help="seconds measured per row of (b)")
     parser.add_argument("--paced-model", default="gpt-4o-mini", help="the shipped profile (b) paces")
     parser.add_argument("--streams", type=int, default=2400,
-                        help="open streams of (b): more than four workers can pace (one paces ~700), so it measures "
+                        help="open streams of (b): more than four workers can pace (one paces ~600), so it measures "
                              "what they deliver, with room for the streams that ended and wait for the next --poll")
     parser.add_argument("--floor-streams", type=int, default=3600,
                         help="open streams of (b)'s floor, bench/bare.py: more than its four workers can pace")
