@@ -213,6 +213,8 @@ class LLMSimServer(BaseApplication):  # type: ignore[misc]
             "post_worker_init": _ready,
             "worker_exit": _exiting,
         }
+        if "control_socket_disable" in self.cfg.settings:  # gunicorn >= 25.1 would open a Unix socket, one path
+            options["control_socket_disable"] = True  # for every server of the user's, to manage its workers
         for key, value in options.items():
             self.cfg.set(key, value)
 

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import gc
+import os
 import socket
 import subprocess
 import sys
 import types
 import urllib.request
+from pathlib import Path
 
 import pytest
 
 from llmsim import server, tokens
 from llmsim.app import create_app
 from llmsim.config import Settings
-from llmsim.testing import free_port
+from llmsim.testing import ServerProcess, free_port
 
 
 def _serve(port: int) -> subprocess.Popen[str]:
@@ -36,6 +38,15 @@ def test_serving_is_printed_once_the_server_answers() -> None:
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+def test_a_server_of_two_workers_opens_no_control_socket(tmp_path: Path) -> None:
+    """gunicorn (25.1 on) would open one in $XDG_RUNTIME_DIR or ~/.gunicorn, the same path for every server of
+    the user's: a second server would take the first's, and anyone with the path could change its workers."""
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_RUNTIME_DIR": str(tmp_path)}
+    with ServerProcess("--workers", "2", env=env) as served:
+        assert urllib.request.urlopen(f"{served.url}/llmsim/health", timeout=5).status == 200
+        assert list(tmp_path.iterdir()) == []
 
 
 def test_a_stopped_server_says_nothing_more() -> None:

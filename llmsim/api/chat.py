@@ -17,11 +17,12 @@ from llmsim.api.chaos import gate
 from llmsim.api.http import json_body, seed_header, services, speed_header, text_mode_header
 from llmsim.api.sse import SSE_HEADERS, batched, cork
 from llmsim.backends.base import Delta, Prompt
-from llmsim.chaos.faults import Admission, ConnectionDropped
+from llmsim.chaos.faults import Admission
 from llmsim.chat import completions as chat
 from llmsim.errors import APIError
 from llmsim.pipeline import SerializedEvent, dumps
 from llmsim.timing.fairness import fair
+from llmsim.timing.waits import ClientGone
 
 bp = Blueprint("chat", __name__)
 log = logging.getLogger("llmsim")
@@ -92,7 +93,7 @@ def _chunks(completion: chat.Completion, prompts: list[Prompt],
             with closing(deltas(choice_prompt)) as stream:  # type: ignore[type-var]
                 for chunk in completion.chunks(stream, index):
                     yield CHUNK, dumps(chunk)
-    except ConnectionDropped:
+    except ClientGone:  # the client left mid-wait, or a fault cuts the stream: no failure of the model
         raise
     except Exception:  # noqa: BLE001 - a backend failure mid-way becomes the stream's error chunk, not its details
         log.exception("generation failed")

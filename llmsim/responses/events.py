@@ -37,6 +37,7 @@ from llmsim.backends.base import (
     ToolItem,
     Usage,
 )
+from llmsim.timing.waits import ClientGone
 
 Event = dict[str, Any]
 log = logging.getLogger("llmsim")
@@ -165,6 +166,8 @@ class EventBuilder:
                 yield from self.feed(delta)
                 if self.finish is not None:
                     break
+        except ClientGone:  # the client left mid-wait (or a fault cuts it): no failure of the model, nothing to send
+            raise
         except Exception:  # a backend failure becomes response.failed, never a broken stream (nor its details)
             log.exception("generation failed")
             yield from self.fail("server_error", "The model failed to generate a response.")
