@@ -33,7 +33,12 @@ default the load's: in a fleet Redis is a service of its own, not a cost on the 
 servers and redis-server run on any core, since four workers can only beat one with more than one; its
 streams are kept open by bench/lazy_streams.py, which reads each once a `--poll` and counts the deltas it read,
 and a sample of them is timed on raw sockets (bench/stream_load.py), which leaves the servers most of the machine;
-`pacing` says how the windows alternate.
+`pacing` says how the windows alternate. The streams start over `--pacing-warmup` seconds and the window follows:
+over 15 s a server is in its steady state by then. Over 5 s (480 new streams a second, then at once the window)
+one worker's capacity on time was 600 streams (750-900 over 15 s), and a lone worker of a two-worker server (its
+sibling stopped) delivered 0.925x a one-worker server's deltas per core: 0.99x once it accepted as a worker
+of a one-worker server does (gunicorn has each worker of several accept one connection per turn of its event
+loop, up to 100 with one worker), and 1.00x as it is with the 15 s warm-up.
 """
 
 from __future__ import annotations
@@ -434,13 +439,15 @@ def main() -> None:
     parser.add_argument("--pacing-window", type=float, default=5.0, help="seconds measured per row of (b)")
     parser.add_argument("--paced-model", default="gpt-4o-mini", help="the shipped profile (b) paces")
     parser.add_argument("--streams", type=int, default=2400,
-                        help="open streams of (b): more than four workers can pace (one paces ~600), so it measures "
+                        help="open streams of (b): more than four workers can pace (one paces 750-900), so it measures "
                              "what they deliver, with room for the streams that ended and wait for the next --poll")
     parser.add_argument("--floor-streams", type=int, default=3600,
                         help="open streams of (b)'s floor, bench/bare.py: more than its four workers can pace")
-    parser.add_argument("--pacing-warmup", type=float, default=5.0, help="seconds over which (b)'s streams start")
+    parser.add_argument("--pacing-warmup", type=float, default=15.0,
+                        help="seconds over which (b)'s streams start, before its window: its steady state")
     parser.add_argument("--processes", type=int, default=2, help="client processes of (a)")
-    parser.add_argument("--pacing-repeats", type=int, default=3, help="windows per worker count in (b)")
+    parser.add_argument("--pacing-repeats", type=int, default=5,
+                        help="windows per worker count in (b) (one window may be off by 10 %%: the machine drifts)")
     parser.add_argument("--poll", type=float, default=1.0,
                         help="seconds between bench/lazy_streams.py's reads of a stream (a second's deltas fit in "
                              "its socket's buffer: the server writes each alike, read or not)")
