@@ -66,9 +66,9 @@ def wait_for(condition: Callable[[], bool], seconds: float) -> bool:
 @contextmanager
 def waiting(server: ServerProcess, count: int, headers: dict[str, str], path: str = "/openai/v1/responses",
             **fields: object) -> Iterator[list]:
-    body = {"model": "gpt-4o-mini", **fields}
-    body.setdefault("messages" if path.endswith("/chat/completions") else "input",
-                    [{"role": "user", "content": "hi"}] if path.endswith("/chat/completions") else "hi")
+    chat = path.endswith("/chat/completions")
+    prompt = {"messages": [{"role": "user", "content": "hi"}]} if chat else {"input": "hi"}
+    body = {"model": "gpt-4o-mini", **prompt, **fields}
     socks = [send(server, body, headers, path) for _ in range(count)]
     try:
         yield socks
