@@ -260,17 +260,16 @@ def sampled_streams(server: ServerProcess | Served, body: dict[str, object], arg
     assert server.process is not None
     body_file = Path(directory, "stream.json")
     body_file.write_text(json.dumps(body))
-    seconds = 1.0 + args.pacing_warmup + args.pacing_window + 1.0
+    window = (1.0 + args.pacing_warmup, 1.0 + args.pacing_warmup + args.pacing_window)  # stream_load starts in 1 s
     command = [sys.executable, str(ROOT / "bench" / "lazy_streams.py"), f"{server.base_url}/responses",
-               str(body_file), str(args.streams - args.probe_streams), str(args.pacing_warmup), f"{seconds:g}",
-               str(args.poll), str(1.0 + args.pacing_warmup), str(args.pacing_window)]
+               str(body_file), str(args.streams - args.probe_streams), str(args.pacing_warmup), f"{window[1] + 1.0:g}",
+               str(args.poll), str(window[0]), str(args.pacing_window)]
     load = subprocess.Popen(command, stdout=subprocess.PIPE)
     marks: list[tuple[float, ...]] = []
     def mark() -> None:
         marks.append((time.perf_counter(), cpu_seconds(load.pid), cpu_seconds(server.process.pid)))
 
-    timers = [threading.Timer(delay, mark) for delay in (1.0 + args.pacing_warmup,
-                                                         1.0 + args.pacing_warmup + args.pacing_window)]
+    timers = [threading.Timer(delay, mark) for delay in window]
     for timer in timers:
         timer.start()
     plan = Plan(f"{server.base_url}/responses", body, {}, args.probe_streams, warmup=args.pacing_warmup,
