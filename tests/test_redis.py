@@ -107,6 +107,15 @@ def statuses(clients: list[openai.OpenAI], n: int) -> list[int]:
         return list(pool.map(one, range(n)))
 
 
+def test_a_fleet_server_starts_and_answers_without_a_warning(fleet: Fleet,
+                                                             connect: Callable[..., openai.OpenAI]) -> None:
+    """The redis package, imported in the process that forks the workers to check that Redis answers, held ssl's
+    classes from before gevent patched them in each worker: a MonkeyPatchWarning per worker, in every user's log."""
+    for server in fleet:
+        assert ask(connect(server)).status == "completed"
+        assert "Warning" not in server.log(), server.log()
+
+
 def test_rpm_admits_exactly_its_limit_fleet_wide(fleet: Fleet, connect: Callable[..., openai.OpenAI]) -> None:
     a, b = fleet
     limits = {"rate_limits": {"rpm": 8, "tpm": 1_000_000}}

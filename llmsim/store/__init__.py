@@ -3,6 +3,7 @@ Redis (`--store redis://host:port/db`, shared by a fleet of servers)."""
 
 from __future__ import annotations
 
+import multiprocessing
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -48,21 +49,31 @@ def parse_store_url(url: str) -> str | None:
 
 
 def prepare_store(url: str) -> None:
-    """Check `url` and create the SQLite schema once, before worker processes open the file; Redis must answer."""
+    """Check `url` and create the SQLite schema once, before worker processes open the file; Redis must answer.
+    Redis is asked from a child process: the `redis` package imported here, in the process that forks the workers,
+    would hold `ssl`'s classes from before gevent patches them in each worker (a MonkeyPatchWarning per worker)."""
     if is_redis_url(url):
-        from llmsim.store.redis_client import connect
-
-        client = connect(url)
-        try:
-            client.ping()
-        except Exception as exc:  # the message names what failed (refused, auth, TLS, unknown host)
-            raise ValueError(f"cannot use Redis at {url.rpartition('@')[2]}: {exc}") from None
-        finally:
-            client.close()
+        with multiprocessing.get_context("fork").Pool(1) as child:
+            failure = child.apply(_ping_redis, (url,))
+        if failure is not None:  # the message names what failed (refused, auth, TLS, unknown host)
+            raise ValueError(f"cannot use Redis at {url.rpartition('@')[2]}: {failure}")
         return
     path = parse_store_url(url)
     if path is not None:
         Database(path).close()
+
+
+def _ping_redis(url: str) -> str | None:
+    from llmsim.store.redis_client import connect
+
+    client = connect(url)
+    try:
+        client.ping()
+    except Exception as exc:  # noqa: BLE001 - any failure is the message start-up stops with
+        return str(exc)
+    finally:
+        client.close()
+    return None
 
 
 def open_stores(url: str, max_entries: int, ttl_seconds: float,
