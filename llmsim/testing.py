@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -81,25 +83,58 @@ class ServerProcess:
 class RedisServer:
     """`with RedisServer() as redis: redis.url` → a real `redis-server` on a free port (Debian: `apt-get install
     redis-server`), writing every change to its append-only file before answering, so a `restart()` keeps all
-    that was acknowledged."""
+    that was acknowledged. With `password` and `tls` it asks what a production Redis asks, and `url` gives both."""
 
-    def __init__(self, startup_timeout: float = 10.0, fsync: str = "always") -> None:
+    def __init__(self, startup_timeout: float = 10.0, fsync: str = "always", password: str = "",
+                 tls: bool = False) -> None:
         self.startup_timeout = startup_timeout
         self.fsync = fsync
+        self.password = password  # required of every client (`requirepass`)
+        self.tls = tls  # TLS only, with a certificate for 127.0.0.1 from a CA made here (`ca`)
         self.port = free_port()
         self.dir = tempfile.mkdtemp(prefix="llmsim-redis-")
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        auth = f":{self.password}@" if self.password else ""
+        if self.tls:
+            return f"rediss://{auth}127.0.0.1:{self.port}/0?ssl_ca_certs={self.ca}"
+        return f"redis://{auth}127.0.0.1:{self.port}/0"
+
+    @property
+    def ca(self) -> str:
+        return os.path.join(self.dir, "ca.pem")
+
+    def _arguments(self) -> list[str]:
+        arguments = ["--requirepass", self.password] if self.password else []
+        if not self.tls:
+            return [*arguments, "--port", str(self.port)]
+        if not os.path.exists(self.ca):
+            import trustme  # the [test] extra's
+
+            authority = trustme.CA()
+            authority.cert_pem.write_to_path(self.ca)
+            issued = authority.issue_cert("127.0.0.1")
+            issued.private_key_pem.write_to_path(os.path.join(self.dir, "key.pem"))
+            issued.cert_chain_pems[0].write_to_path(os.path.join(self.dir, "cert.pem"))
+        return [*arguments, "--port", "0", "--tls-port", str(self.port), "--tls-auth-clients", "no",
+                "--tls-ca-cert-file", self.ca, "--tls-cert-file", os.path.join(self.dir, "cert.pem"),
+                "--tls-key-file", os.path.join(self.dir, "key.pem")]
+
+    def _answers(self) -> bool:
+        with socket.create_connection(("127.0.0.1", self.port), timeout=1) as plain, (
+                ssl.create_default_context(cafile=self.ca).wrap_socket(plain, server_hostname="127.0.0.1")
+                if self.tls else contextlib.nullcontext(plain)) as sock:
+            sock.sendall((f"AUTH {self.password}\r\n" if self.password else "").encode() + b"PING\r\n")
+            return sock.recv(64).endswith(b"+PONG\r\n")
 
     def start(self) -> "RedisServer":
         binary = shutil.which("redis-server")
         if binary is None:
             raise RuntimeError("redis-server not found: apt-get install redis-server")
         self.process = subprocess.Popen(
-            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", self.dir, "--save", "",
+            [binary, *self._arguments(), "--bind", "127.0.0.1", "--dir", self.dir, "--save", "",
              "--appendonly", "yes", "--appendfsync", self.fsync, "--logfile", os.path.join(self.dir, "log")],
             stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + self.startup_timeout
@@ -107,10 +142,8 @@ class RedisServer:
             if self.process.poll() is not None:
                 raise RuntimeError(f"redis-server exited with {self.process.returncode}")
             try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1) as sock:
-                    sock.sendall(b"PING\r\n")
-                    if sock.recv(16).startswith(b"+PONG"):
-                        return self
+                if self._answers():
+                    return self
             except OSError:
                 pass
             time.sleep(0.02)

@@ -7,6 +7,7 @@ acknowledged is lost when it returns.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -517,6 +518,35 @@ def test_an_unreachable_redis_stops_start_up_with_a_message() -> None:
                             text=True, timeout=120)
     assert result.returncode == 2
     assert "--store: cannot use Redis at 127.0.0.1:" in result.stderr and "secret" not in result.stderr
+
+
+def test_a_fleet_on_a_redis_that_takes_only_tls_and_a_password(connect: Callable[..., openai.OpenAI]) -> None:
+    """`rediss://` and a password in the URL: every connection's handshake applies both (a worker's scripts then
+    go over the TLS socket's own calls, llmsim/store/redis_link.py, not the plain socket's pipe). Without the
+    password, or without TLS, start-up stops with a message that does not show the password."""
+    with RedisServer(fsync="everysec", password="pw-4b1d", tls=True) as guarded:
+        assert guarded.url.startswith("rediss://:pw-4b1d@")
+        servers = [ServerProcess("--speed", "0", "--store", guarded.url, "--workers", "2", startup_timeout=120)
+                   for _ in range(2)]
+        with ThreadPoolExecutor(2) as pool, contextlib.ExitStack() as started:
+            for server in servers:
+                started.callback(server.stop)
+            list(pool.map(ServerProcess.start, servers))
+            a, b = (connect(server) for server in servers)
+            first = ask(a, "remember the tls fleet")
+            second = ask(b, "and then?", previous_response_id=first.id)
+            assert b.responses.retrieve(first.id).output_text == first.output_text
+            with b.responses.stream(model="gpt-4o", input="stream it", previous_response_id=second.id) as stream:
+                streamed = stream.get_final_response()
+            assert a.responses.retrieve(streamed.id).output_text == streamed.output_text
+            assert redis.Redis.from_url(guarded.url).exists(f"llmsim:r:{streamed.id}") == 1
+            for server in servers:
+                assert "Warning" not in server.log() and "Traceback" not in server.log(), server.log()
+        for url in (guarded.url.replace("pw-4b1d", "not-it-7e"), guarded.url.replace("rediss://", "redis://")):
+            result = subprocess.run([sys.executable, "-m", "llmsim", "serve", "--store", url], capture_output=True,
+                                    text=True, timeout=120)
+            assert result.returncode == 2 and "--store: cannot use Redis at 127.0.0.1:" in result.stderr
+            assert "not-it-7e" not in result.stderr and "pw-4b1d" not in result.stderr
 
 
 def test_each_wait_on_redis_has_the_whole_socket_timeout_and_a_hung_redis_gives_503s_then_recovers(
