@@ -511,6 +511,15 @@ def test_store_limits_expiry_and_unfinished_responses(redis_url: str) -> None:
     assert short.responses.get("resp_short") is None and short.conversations.get("conv_short") is None
     assert len(short.responses) == 0
 
+    # Open, their heartbeats beat every 2 s; closed, they stop: none beats on (and warns) once Redis is gone.
+    alive, control = stores.heartbeat.key(stores.heartbeat.worker), redis.Redis.from_url(redis_url)
+    control.delete(alive)
+    until(lambda: control.exists(alive), timeout=5)
+    assert [t.name for t in threading.enumerate()].count("llmsim-heartbeat") >= 2
+    stores.close()
+    short.close()
+    until(lambda: "llmsim-heartbeat" not in [t.name for t in threading.enumerate()], timeout=5)
+
 
 def test_an_unreachable_redis_stops_start_up_with_a_message() -> None:
     url = f"redis://:secret@127.0.0.1:{free_port()}/0"

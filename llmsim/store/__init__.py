@@ -36,6 +36,15 @@ class Stores:
     conversations: ConversationStore
     redis: Any = None  # the Redis client, when the fleet's chaos state lives there too
     batch: Any = None  # its Batch (llmsim/store/redis_client.py): writes sent together
+    heartbeat: Any = None  # this process's Heartbeat there
+
+    def close(self) -> None:
+        """Stop the heartbeat and close the client: for a process that opens stores for a while (a test), whose
+        heartbeat would otherwise outlive the Redis it beats to."""
+        if self.heartbeat is not None:
+            self.heartbeat.stop()
+        if self.redis is not None:
+            self.redis.close()
 
 
 def parse_store_url(url: str) -> str | None:
@@ -90,7 +99,7 @@ def open_stores(url: str, max_entries: int, ttl_seconds: float,
         heartbeat.start()
         batch = Batch(Scripts(client))
         return Stores(RedisStore(client, max_entries, ttl_seconds, heartbeat, load_replay, batch),
-                      RedisConversations(client, max_entries, ttl_seconds, batch), client, batch)
+                      RedisConversations(client, max_entries, ttl_seconds, batch), client, batch, heartbeat)
     path = parse_store_url(url)
     if path is None:
         return Stores(MemoryStore(max_entries, ttl_seconds), MemoryConversations(max_entries, ttl_seconds))

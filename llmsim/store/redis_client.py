@@ -12,7 +12,6 @@ import hashlib
 import logging
 import socket
 import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -283,6 +282,7 @@ class Heartbeat:
         self.worker = worker
         self._started = False
         self._lock = threading.Lock()
+        self._stopped = threading.Event()
 
     def key(self, worker: str) -> str:
         return f"{PREFIX}worker:{worker}"
@@ -304,7 +304,9 @@ class Heartbeat:
         except unavailable_errors():
             log.warning("redis unavailable: heartbeat skipped")
 
+    def stop(self) -> None:
+        self._stopped.set()
+
     def _run(self) -> None:
-        while True:
-            time.sleep(HEARTBEAT_SECONDS)
+        while not self._stopped.wait(HEARTBEAT_SECONDS):
             self._beat()
