@@ -438,7 +438,7 @@ def main() -> None:
     parser.add_argument("--pacing-window", type=float, default=5.0, help="seconds measured per row of (b)")
     parser.add_argument("--paced-model", default="gpt-4o-mini", help="the shipped profile (b) paces")
     parser.add_argument("--streams", type=int, default=2400,
-                        help="open streams of (b): more than four workers can pace (one paces 750-900), so it measures "
+                        help="open streams of (b): more than four workers can pace (one paces 600-900), so it measures "
                              "what they deliver, with room for the streams that ended and wait for the next --poll")
     parser.add_argument("--floor-streams", type=int, default=3600,
                         help="open streams of (b)'s floor, bench/bare.py: more than its four workers can pace")
