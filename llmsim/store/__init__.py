@@ -62,27 +62,45 @@ def prepare_store(url: str) -> None:
     Redis is asked from a child process: the `redis` package imported here, in the process that forks the workers,
     would hold `ssl`'s classes from before gevent patches them in each worker (a MonkeyPatchWarning per worker)."""
     if is_redis_url(url):
-        with multiprocessing.get_context("fork").Pool(1) as child:
-            failure = child.apply(_ping_redis, (url,))
-        if failure is not None:  # the message names what failed (refused, auth, TLS, unknown host)
-            raise ValueError(f"cannot use Redis at {url.rpartition('@')[2]}: {failure}")
+        if failure := _in_child(_redis_failure, url):
+            raise ValueError(failure)
         return
     path = parse_store_url(url)
     if path is not None:
         Database(path).close()
 
 
-def _ping_redis(url: str) -> str | None:
+def _redis_failure(url: str) -> str:
+    """'' when Redis answers at `url`, else why not (without the URL's password)."""
     from llmsim.store.redis_client import connect
 
-    client = connect(url)
+    try:
+        client = connect(url)
+    except ValueError as exc:  # no redis package: the message says which extra to install
+        return str(exc)
     try:
         client.ping()
-    except Exception as exc:  # noqa: BLE001 - any failure is the message start-up stops with
-        return str(exc)
+    except Exception as exc:  # noqa: BLE001 - the message names what failed (refused, auth, TLS, unknown host)
+        return f"cannot use Redis at {url.rpartition('@')[2]}: {exc}"
     finally:
         client.close()
-    return None
+    return ""
+
+
+def _in_child(check: Callable[[str], str], url: str) -> str:
+    """`check(url)` run in a forked child process (a pipe back, nothing that needs shared memory)."""
+    context = multiprocessing.get_context("fork")
+    receive, send = context.Pipe(duplex=False)
+    child = context.Process(target=lambda: send.send(check(url)), daemon=True)
+    child.start()
+    send.close()
+    try:
+        return str(receive.recv())
+    except EOFError:
+        return f"the check of {url.rpartition('@')[2]} ended without an answer"
+    finally:
+        receive.close()
+        child.join()
 
 
 def open_stores(url: str, max_entries: int, ttl_seconds: float,
