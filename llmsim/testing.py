@@ -110,17 +110,17 @@ class RedisServer:
         arguments = ["--requirepass", self.password] if self.password else []
         if not self.tls:
             return [*arguments, "--port", str(self.port)]
+        key, cert = os.path.join(self.dir, "key.pem"), os.path.join(self.dir, "cert.pem")
         if not os.path.exists(self.ca):
             import trustme  # the [test] extra's
 
             authority = trustme.CA()
             authority.cert_pem.write_to_path(self.ca)
             issued = authority.issue_cert("127.0.0.1")
-            issued.private_key_pem.write_to_path(os.path.join(self.dir, "key.pem"))
-            issued.cert_chain_pems[0].write_to_path(os.path.join(self.dir, "cert.pem"))
+            issued.private_key_pem.write_to_path(key)
+            issued.cert_chain_pems[0].write_to_path(cert)
         return [*arguments, "--port", "0", "--tls-port", str(self.port), "--tls-auth-clients", "no",
-                "--tls-ca-cert-file", self.ca, "--tls-cert-file", os.path.join(self.dir, "cert.pem"),
-                "--tls-key-file", os.path.join(self.dir, "key.pem")]
+                "--tls-ca-cert-file", self.ca, "--tls-cert-file", cert, "--tls-key-file", key]
 
     def _answers(self) -> bool:
         with socket.create_connection(("127.0.0.1", self.port), timeout=1) as plain, (

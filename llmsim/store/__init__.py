@@ -62,7 +62,7 @@ def prepare_store(url: str) -> None:
     Redis is asked from a child process: the `redis` package imported here, in the process that forks the workers,
     would hold `ssl`'s classes from before gevent patches them in each worker (a MonkeyPatchWarning per worker)."""
     if is_redis_url(url):
-        if failure := _in_child(_redis_failure, url):
+        if failure := _redis_failure_in_child(url):
             raise ValueError(failure)
         return
     path = parse_store_url(url)
@@ -87,11 +87,11 @@ def _redis_failure(url: str) -> str:
     return ""
 
 
-def _in_child(check: Callable[[str], str], url: str) -> str:
-    """`check(url)` run in a forked child process (a pipe back, nothing that needs shared memory)."""
+def _redis_failure_in_child(url: str) -> str:
+    """`_redis_failure(url)` run in a forked child process (a pipe back, nothing that needs shared memory)."""
     context = multiprocessing.get_context("fork")
     receive, send = context.Pipe(duplex=False)
-    child = context.Process(target=lambda: send.send(check(url)), daemon=True)
+    child = context.Process(target=lambda: send.send(_redis_failure(url)), daemon=True)
     child.start()
     send.close()
     try:
