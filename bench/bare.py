@@ -22,14 +22,14 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from llmsim.api import sockets
+from llmsim.runtime import sockets
 from llmsim.config import DEFAULT_PROFILES_DIR, Settings
 from llmsim.server import LLMSimServer
-from llmsim.timing import ticks
+from llmsim.runtime import ticks
 from llmsim.timing.latency import Timing
 from llmsim.timing.pacing import ModelLoad, RunPace, Schedule
 from llmsim.timing.profiles import load_catalog
-from llmsim.timing.release import release
+from llmsim.runtime.release import release
 
 DELTA = b"event: response.output_text.delta\n"
 
@@ -37,7 +37,7 @@ DELTA = b"event: response.output_text.delta\n"
 def paced(frames: list[bytes], timing: Timing, client: Any) -> Iterator[bytes]:
     """`frames` as the model's profile paces them: the TTFT before the first text delta, one inter-token gap
     before each further one, which LLMSim's own writer sends from the worker's pacing timer, as it does a
-    paced run's (llmsim/timing/release.py)."""
+    paced run's (llmsim/runtime/release.py)."""
     rng = random.Random()
     deltas = [i for i, frame in enumerate(frames) if frame.startswith(DELTA)]
     first, last = deltas[0], deltas[-1]

@@ -1,6 +1,6 @@
 """The floor of an HTTP hop: the cheapest forwarder on LLMSim's stack, for bench/proxy_bench.py.
 
-A bare WSGI app on the same gunicorn + gevent worker as LLMSim (llmsim.server.Worker) that sends each request's
+A bare WSGI app on the same gunicorn + gevent worker as LLMSim (llmsim.runtime.worker.Worker) that sends each request's
 body, unread, to the upstream through the same urllib3 pool as `--backend proxy` (without its timeouts: the
 cheapest) and hands the upstream's bytes back as they arrive: no JSON, no validation, no faults, metrics or
 store. What it costs is what any Python hop costs here; what LLMSim's proxy costs above it is LLMSim's own.

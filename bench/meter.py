@@ -24,7 +24,7 @@ def main() -> None:
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="llmsim-bench-metrics-")
     from llmsim.api.sse import frames
     from llmsim.backends import load_backend, load_models
-    from llmsim.backends.base import Prompt
+    from llmsim.generation import Prompt
     from llmsim.chaos.faults import Admission
     from llmsim.config import Settings
     from llmsim.metrics.meter import Meter

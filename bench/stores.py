@@ -137,7 +137,7 @@ def window(server: ServerProcess, redis_server: RedisServer, body: dict[str, obj
            directory: str) -> Row:
     """One measured window against `server`, with the CPU its processes, redis-server and the load's core took
     in it (read when the load starts and when it ends), and redis-server's reads per request (the worker's
-    scripts of one event-loop turn go in one write: llmsim/store/redis_pipe.py)."""
+    scripts of one event-loop turn go in one write: llmsim/runtime/redis_pipe.py)."""
     assert redis_server.process is not None
     redis_pid, stats = redis_server.process.pid, redis.Redis.from_url(redis_server.url)
     reads = [stats.info("stats")["total_reads_processed"]]

@@ -24,7 +24,7 @@ from llmsim.responses.replay import Replay
 from llmsim.services import Services
 from llmsim.store import Stores, open_stores
 from llmsim.store.redis_client import unavailable_errors
-from llmsim.timing import waits
+from llmsim.runtime import waits
 from llmsim.timing.pacing import Pacer
 
 log = logging.getLogger("llmsim")

@@ -225,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "scenario":
         return scenarios.validate_command(args.file)
     if args.command == "profile":
-        from llmsim.timing.fit import fit_command
+        from llmsim.backends.fit import fit_command
 
         return fit_command(args.cassettes, args.output)
     settings = settings_from_args(args)

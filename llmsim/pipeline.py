@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from llmsim import ids
-from llmsim.backends.base import Backend, Delta, Finish, Prompt, Usage, expand
+from llmsim.generation import Backend, Delta, Finish, Prompt, Usage, expand
 from llmsim.backends.relay import Exchange, Relayed
 from llmsim.chaos.faults import Admission, Gate
 from llmsim.chaos.scenarios import Player, ScenarioMoved
@@ -35,7 +35,7 @@ from llmsim.store import (
 )
 from llmsim.store.background import BackgroundRunner, follow
 from llmsim.timing import recorded
-from llmsim.timing.fairness import fair
+from llmsim.runtime.fairness import fair
 from llmsim.timing.pacing import Pacer
 from llmsim.timing.profiles import Catalog
 

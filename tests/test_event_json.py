@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from llmsim.backends.base import Finish, TextDelta, TextRun, Usage, expand
+from llmsim.generation import Finish, TextDelta, TextRun, Usage, expand
 from llmsim.responses.events import Entropy, EventBuilder, dumps, dumps_event
 
 TRICKY = ["Hi", ' "quoted"', "back\\slash", "tab\tnew\nline", "ctrl\x01\x1f", "déjà vu ✓", " 🙂", "</script>", ""]

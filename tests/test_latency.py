@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 from pydantic import ValidationError
 
-from llmsim.backends.base import Finish, Prompt, ReasoningDelta, TextDelta, ToolArgsDelta, ToolCallStart, Usage
+from llmsim.generation import Finish, Prompt, ReasoningDelta, TextDelta, ToolArgsDelta, ToolCallStart, Usage
 from llmsim.timing.latency import Concurrency, Distribution, Timing
 from llmsim.timing.pacing import Pacer
 from llmsim.timing.profiles import Profile

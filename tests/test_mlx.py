@@ -15,7 +15,7 @@ import gevent
 import openai
 import pytest
 
-from llmsim.backends.base import Finish, Prompt, Turn
+from llmsim.generation import Finish, Prompt, Turn
 from llmsim.backends.mlx.backend import load_model
 from llmsim.backends.mlx.fixture import build_random_model, build_scripted_model
 from llmsim.backends.mlx.models import ModelSpec

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from llmsim.backends.base import ReasoningDelta, TextDelta, ToolArgsDelta, ToolCallStart
+from llmsim.generation import ReasoningDelta, TextDelta, ToolArgsDelta, ToolCallStart
 from llmsim.backends.mlx.parsing import OutputParser, parse_calls
 
 

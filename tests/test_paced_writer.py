@@ -1,4 +1,4 @@
-"""The paced stream's writer (llmsim/timing/release.py): a paced run's text deltas leave the server each at its
+"""The paced stream's writer (llmsim/runtime/release.py): a paced run's text deltas leave the server each at its
 time, in its own write, with the bytes an unpaced stream has; the metrics see what the client saw; a client
 that leaves mid-run ends the stream and counts only the tokens it was sent."""
 
@@ -183,7 +183,7 @@ SLOW_READER = textwrap.dedent("""
     from gevent import monkey; monkey.patch_all()
     import json, socket, time, gevent
     from llmsim.timing.pacing import ModelLoad, RunPace, Schedule
-    from llmsim.timing.release import release
+    from llmsim.runtime.release import release
 
     server, client = socket.socketpair()
     server.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)

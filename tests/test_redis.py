@@ -531,7 +531,7 @@ def test_an_unreachable_redis_stops_start_up_with_a_message() -> None:
 
 def test_a_fleet_on_a_redis_that_takes_only_tls_and_a_password(connect: Callable[..., openai.OpenAI]) -> None:
     """`rediss://` and a password in the URL: every connection's handshake applies both (a worker's scripts then
-    go over the TLS socket's own calls, llmsim/store/redis_link.py, not the plain socket's pipe). Without the
+    go over the TLS socket's own calls, llmsim/runtime/redis_link.py, not the plain socket's pipe). Without the
     password, or without TLS, start-up stops with a message that does not show the password."""
     with RedisServer(fsync="everysec", password="pw-4b1d", tls=True) as guarded:
         assert guarded.url.startswith("rediss://:pw-4b1d@")
@@ -560,7 +560,7 @@ def test_a_fleet_on_a_redis_that_takes_only_tls_and_a_password(connect: Callable
 
 def test_each_wait_on_redis_has_the_whole_socket_timeout_and_a_hung_redis_gives_503s_then_recovers(
         redis_server: RedisServer, connect: Callable[..., openai.OpenAI]) -> None:
-    """A worker's round trip waits for Redis' reply under the URL's `socket_timeout` (llmsim/store/redis_pipe.py):
+    """A worker's round trip waits for Redis' reply under the URL's `socket_timeout` (llmsim/runtime/redis_pipe.py):
     each wait gets all of it, however long its connection has waited before; a Redis that stops answering gives a
     503 once it runs out, and the next request after Redis answers again is served."""
     url = redis_server.url.rsplit("/", 1)[0] + "/2?socket_timeout=0.5"

@@ -1,4 +1,4 @@
-"""A worker's Redis scripts pipelined on one connection (llmsim/store/redis_pipe.py), against a real redis-server.
+"""A worker's Redis scripts pipelined on one connection (llmsim/runtime/redis_pipe.py), against a real redis-server.
 
 Each case runs in a process of its own under gevent, as a server's worker does: the scripts of greenlets that reach
 Redis in one turn of the event loop go out in one write, each still gets its own reply, each wait has the whole

@@ -12,7 +12,7 @@ import httpx
 import openai
 import pytest
 
-from llmsim.backends.base import (Delta, Finish, ReasoningDelta, TextAnnotation, TextDelta, TextRun, ToolArgsDelta,
+from llmsim.generation import (Delta, Finish, ReasoningDelta, TextAnnotation, TextDelta, TextRun, ToolArgsDelta,
                                   ToolCallStart, ToolItem, Usage)
 from llmsim.responses.events import PACED_TEXT, TEXT_DELTA, Entropy, EventBuilder, dumps
 from llmsim.responses.replay import DeltaLog, Replay

@@ -12,13 +12,13 @@ import textwrap
 
 import httpx
 
-from llmsim.api import sockets
+from llmsim.runtime import sockets
 from llmsim.testing import ServerProcess
 
 SCRIPT = textwrap.dedent("""
     from gevent import monkey; monkey.patch_all()
     import json, socket, gevent
-    from llmsim.api import sockets
+    from llmsim.runtime import sockets
 
     a, b = socket.socketpair()
     sockets.adopt(a)
@@ -122,7 +122,7 @@ def test_a_paced_chat_stream_still_writes_each_frame_when_it_is_due(server: Serv
 HELD = textwrap.dedent("""
     from gevent import monkey; monkey.patch_all()
     import json, socket, tempfile
-    from llmsim.api import sockets
+    from llmsim.runtime import sockets
 
     a, b = socket.socketpair()
     sockets.adopt(a)

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from llmsim.backends.sim import jsongen
+from llmsim.responses.schema_checks import schema_error
 
 CHECKER = jsonschema.FormatChecker()
 
@@ -194,7 +195,7 @@ def test_generated_values_validate_against_random_schemas(schema: dict[str, Any]
 @given(schema=schemas(strict=True))
 def test_structured_outputs_and_arguments_validate_through_the_server(client: openai.OpenAI,
                                                                       schema: dict[str, Any]) -> None:
-    assert jsongen.schema_error(schema, strict=True, require_object=True) is None
+    assert schema_error(schema, strict=True, require_object=True) is None
     text = client.responses.create(model="gpt-4o", input="JSON please", text={
         "format": {"type": "json_schema", "name": "random", "schema": schema, "strict": True}})
     jsonschema.validate(json.loads(text.output_text), schema, format_checker=CHECKER)

@@ -8,12 +8,12 @@ import sys
 import textwrap
 import time
 
-from llmsim.timing import ticks
+from llmsim.runtime import ticks
 
 SCRIPT = textwrap.dedent("""
     from gevent import monkey; monkey.patch_all()
     import json, time, gevent
-    from llmsim.timing import ticks
+    from llmsim.runtime import ticks
 
     lateness, early = [], []
     def stream(gap):

@@ -12,7 +12,7 @@ from simple_websocket import ConnectionClosed
 from websockets.exceptions import ConnectionClosedError, InvalidStatus
 
 from llmsim.api.websocket import Session
-from llmsim.backends.base import Delta, Prompt
+from llmsim.generation import Delta, Prompt
 from llmsim.backends.sim.backend import SimBackend
 from llmsim.config import DEFAULT_PROFILES_DIR
 from llmsim.pipeline import Pipeline

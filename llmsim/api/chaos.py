@@ -15,7 +15,7 @@ from flask import Flask, Response, current_app, g, request
 from pydantic import ValidationError
 
 from llmsim.api.metrics import metered
-from llmsim.backends.base import Finish, Prompt
+from llmsim.generation import Finish, Prompt
 from llmsim.chaos.faults import (
     DEFAULT_RETRY_AFTER,
     MAX_HANG,
@@ -32,8 +32,8 @@ from llmsim.chaos.faults import (
 from llmsim.chaos.ratelimit import Limits, duration
 from llmsim.chaos.state import ChaosState
 from llmsim.errors import APIError
-from llmsim.timing import waits
-from llmsim.timing.waits import ClientGone
+from llmsim.runtime import waits
+from llmsim.runtime.waits import ClientGone
 
 log = logging.getLogger("llmsim")
 FAULT_HEADER = "X-LLMSim-Fault"

@@ -16,13 +16,13 @@ from llmsim.api import relay, writes
 from llmsim.api.chaos import gate
 from llmsim.api.http import json_body, seed_header, services, speed_header, text_mode_header
 from llmsim.api.sse import SSE_HEADERS, batched, cork
-from llmsim.backends.base import Delta, Prompt
+from llmsim.generation import Delta, Prompt
 from llmsim.chaos.faults import Admission
 from llmsim.chat import completions as chat
 from llmsim.errors import APIError
 from llmsim.pipeline import SerializedEvent, dumps
-from llmsim.timing.fairness import fair
-from llmsim.timing.waits import ClientGone
+from llmsim.runtime.fairness import fair
+from llmsim.runtime.waits import ClientGone
 
 bp = Blueprint("chat", __name__)
 log = logging.getLogger("llmsim")

@@ -31,8 +31,8 @@ from llmsim.api.sse import SSE_HEADERS
 from llmsim.backends.relay import ENDPOINTS, Exchange, Relayed
 from llmsim.errors import APIError, internal_error
 from llmsim.services import Services
-from llmsim.timing import waits
-from llmsim.timing.waits import ClientGone
+from llmsim.runtime import waits
+from llmsim.runtime.waits import ClientGone
 
 log = logging.getLogger("llmsim")
 ROUTES = {f"{prefix}/{endpoint}": endpoint for prefix in PREFIXES for endpoint in ENDPOINTS}

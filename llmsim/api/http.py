@@ -23,7 +23,7 @@ def services() -> Services:
 
 
 def client_socket() -> socket.socket | None:
-    """The connection this request's waits watch for a hang-up (llmsim/timing/waits.py); none for a WebSocket,
+    """The connection this request's waits watch for a hang-up (llmsim/runtime/waits.py); none for a WebSocket,
     whose own reader owns the socket, nor outside gunicorn."""
     if request.headers.get("Upgrade", "").lower() == "websocket":
         return None

@@ -13,7 +13,7 @@ from flask import Blueprint, Flask, Response, current_app, g, request
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from llmsim.api.http import services
-from llmsim.backends.base import Prompt
+from llmsim.generation import Prompt
 from llmsim.chaos.faults import Admission
 from llmsim.metrics.meter import Meter
 from llmsim.metrics.registry import Metrics

@@ -13,7 +13,7 @@ from llmsim.api import chaos
 from llmsim.api.http import owner, services
 from llmsim.api.metrics import metered
 from llmsim.api.sse import SSE_HEADERS
-from llmsim.backends.base import Prompt
+from llmsim.generation import Prompt
 from llmsim.backends.cassette import canonical
 from llmsim.backends.relay import Exchange, Relayed
 from llmsim.chaos.faults import Admission, Gate

@@ -13,10 +13,10 @@ from typing import Any
 
 from flask import Response, request
 
-from llmsim.api import sockets
+from llmsim.runtime import sockets
 from llmsim.responses.events import PACED_TEXT, TEXT_DELTA
-from llmsim.timing import waits
-from llmsim.timing.release import release
+from llmsim.runtime import waits
+from llmsim.runtime.release import release
 
 Client = tuple[socket.socket | None, bool]  # the request's connection, and whether its body goes in HTTP chunks
 
@@ -32,7 +32,7 @@ def frames(events: Iterable[tuple[str, Any]], trailer: Callable[[], str | None] 
            together: bool = False, client: Client | None = None) -> Iterator[str | bytes]:
     """`trailer`: a comment after the last event (clients ignore `:` lines), for what is known only at the end.
     `together`: nothing waits between the events, so they are sent in as few writes as fit. `client`: where a
-    paced run's text deltas are written (llmsim/timing/release.py)."""
+    paced run's text deltas are written (llmsim/runtime/release.py)."""
     if together:
         return batched(chain(map(_together, events), _comment(trailer)))
     return _frames(events, trailer, client)
@@ -61,7 +61,7 @@ def _frames(events: Iterable[tuple[str, Any]], trailer: Callable[[], str | None]
             sockets.flush(sock)  # what the socket holds goes first: the run is written to it directly
             yield from release(paced, data.pace, sock, chunked)
             sockets.cork(sock)  # the events that end the run's item and the response: one write, at the end or the
-            continue  # next wait (llmsim/timing/waits.py sends what is held before it waits)
+            continue  # next wait (llmsim/runtime/waits.py sends what is held before it waits)
         yield FRAME.format(kind, data)
     yield from _comment(trailer)
 
@@ -98,5 +98,5 @@ def sse_response(events: Iterable[tuple[str, Any]], trailer: Callable[[], str | 
 
 def cork() -> None:
     """This response's whole body is ready at once (nothing waits in it): its head, body and end leave in one
-    write when the request ends (llmsim/api/sockets.py), not one each."""
+    write when the request ends (llmsim/runtime/sockets.py), not one each."""
     sockets.cork(request.environ.get("gunicorn.socket"))

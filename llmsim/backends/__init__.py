@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from llmsim.backends.base import Backend
+from llmsim.generation import Backend
 from llmsim.config import Settings
 from llmsim.timing.profiles import Catalog, load_catalog
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from llmsim.errors import APIError
+from llmsim.timing.recorded import TimedEvent
 
-TimedEvent = tuple[float, str, str]  # (seconds since the request, SSE event name or "", data)
 ENDPOINTS = ("responses", "chat/completions")
 
 

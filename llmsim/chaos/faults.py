@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from llmsim.backends.base import Delta, Finish, Prompt, expand
+from llmsim.generation import Delta, Finish, Prompt, expand
 from llmsim.chaos.ratelimit import RateLimitConfig, duration, retry_after_headers
 from llmsim.config import Settings
 from llmsim.errors import APIError
 from llmsim.responses.events import TERMINAL, EventBuilder
-from llmsim.timing import waits
+from llmsim.runtime import waits
 
 if TYPE_CHECKING:
     from llmsim.metrics.meter import Meter

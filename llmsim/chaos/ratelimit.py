@@ -15,26 +15,16 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from llmsim.errors import APIError
+from llmsim.timing.profiles import Limits
 
 ORGANIZATION = "org-llmsim"
 EPSILON = 1e-9  # refills are sums of floats: a whole request refilled may read 0.99999...
 DOCS = "Visit https://platform.openai.com/account/rate-limits to learn more."
 MAX_BUCKET_BYTES = 8 * 1024 * 1024  # buckets kept (their keys' size plus BUCKET_BYTES each); least recent go first
 BUCKET_BYTES = 200  # what one bucket and its dict entry take besides its key's strings
-
-
-class Limits(BaseModel):
-    """Requests and tokens per minute; unset means unlimited."""
-
-    model_config = ConfigDict(extra="forbid")
-    rpm: int | None = Field(None, gt=0)
-    tpm: int | None = Field(None, gt=0)
-
-    def __bool__(self) -> bool:
-        return self.rpm is not None or self.tpm is not None
 
 
 class RateLimitConfig(Limits):

@@ -28,7 +28,7 @@ import time
 from collections import OrderedDict
 from typing import Any
 
-from llmsim.backends.base import Prompt
+from llmsim.generation import Prompt
 from llmsim.chaos.faults import FaultConfig, RequestInfo, Rule
 from llmsim.chaos.ratelimit import Bucket, Limits, Verdict
 from llmsim.chaos.scenarios import (TRANSCRIPT, Player, Reply, Scenario, ScenarioMoved, StreamFault, exhausted,

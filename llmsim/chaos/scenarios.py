@@ -22,13 +22,19 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
-from llmsim.backends.base import Prompt, Script, ScriptedCall
-from llmsim.backends.sim.tools import last_user_text, pending
 from llmsim.chaos.faults import STREAM_KINDS, Fault, StreamFault, http_error
 from llmsim.errors import APIError
-from llmsim.timing import waits
+from llmsim.generation import Prompt, Script, ScriptedCall, last_user_text, pending
+from llmsim.runtime import waits
 
 TRANSCRIPT = 1000  # requests remembered, at most
 TRANSCRIPT_BYTES = 16 * 1024 * 1024  # and at most this much request JSON, the newest kept

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from llmsim.backends.base import (
+from llmsim.generation import (
     Delta,
     Finish,
     Prompt,

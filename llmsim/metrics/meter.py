@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from itertools import repeat
 from typing import Any
 
-from llmsim.backends.base import Finish
+from llmsim.generation import Finish
 from llmsim.metrics.registry import ITL_BUCKETS, Metrics
 from llmsim.responses.events import PACED_TEXT
 from llmsim.timing.pricing import Pricing

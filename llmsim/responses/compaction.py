@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import secrets
 import time
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, field_validator
 
 from llmsim import ids, tokens
-from llmsim.backends.base import Usage
-from llmsim.pipeline import Pipeline
+from llmsim.generation import Usage
 from llmsim.responses import schema, translate
 from llmsim.responses.events import usage_dict
+
+if TYPE_CHECKING:
+    from llmsim.pipeline import Pipeline
 
 
 class CompactRequest(schema.Strict):

@@ -25,7 +25,7 @@ from itertools import repeat
 from typing import Any
 
 from llmsim import ids, wire
-from llmsim.backends.base import (
+from llmsim.generation import (
     Delta,
     Finish,
     ReasoningDelta,
@@ -37,7 +37,7 @@ from llmsim.backends.base import (
     ToolItem,
     Usage,
 )
-from llmsim.timing.waits import ClientGone
+from llmsim.runtime.waits import ClientGone
 
 Event = dict[str, Any]
 log = logging.getLogger("llmsim")

@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from llmsim.backends.base import Finish, Usage
+from llmsim.generation import Finish, Usage
 from llmsim.responses.events import dumps
 from llmsim.responses.rawsse import events as split_events
 from llmsim.responses.rawsse import frame_at, parse

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
-from llmsim.backends.sim import jsongen
-from llmsim.backends.sim.hosted import WEB_SEARCH_TYPES
 from llmsim.errors import APIError
-from llmsim.responses.schema import CreateRequest, FunctionTool, TextFormatJsonObject, TextFormatJsonSchema
+from llmsim.responses.schema import (
+    CreateRequest,
+    FunctionTool,
+    TextFormatJsonObject,
+    TextFormatJsonSchema,
+)
+from llmsim.responses.schema_checks import schema_error
+
+WEB_SEARCH_TYPES = frozenset({"web_search", "web_search_preview", "web_search_2025_08_26",
+                              "web_search_preview_2025_03_11"})
 
 
 def check(request: CreateRequest) -> None:
@@ -15,7 +22,7 @@ def check(request: CreateRequest) -> None:
         raise APIError("Response input messages must contain the word 'json' in some form to use 'text.format' of "
                        "type 'json_object'.", param="input")
     if isinstance(fmt, TextFormatJsonSchema):
-        error = jsongen.schema_error(fmt.schema_, strict=bool(fmt.strict), require_object=True)
+        error = schema_error(fmt.schema_, strict=bool(fmt.strict), require_object=True)
         if error:
             raise APIError(f"Invalid schema for response_format '{fmt.name}': {error}", param="text.format.schema",
                            code="invalid_json_schema")
@@ -23,7 +30,7 @@ def check(request: CreateRequest) -> None:
         if isinstance(tool, FunctionTool) and tool.parameters is not None:
             # strict is enforced when the client asks for it; an unset strict falls back to best effort
             strict = "strict" in tool.model_fields_set and bool(tool.strict)
-            error = jsongen.schema_error(tool.parameters, strict=strict, require_object=True)
+            error = schema_error(tool.parameters, strict=strict, require_object=True)
             if error:
                 raise APIError(f"Invalid schema for function '{tool.name}': {error}", param=f"tools[{i}].parameters",
                                code="invalid_function_parameters")

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from llmsim import ids, tokens
-from llmsim.backends.base import Prompt, Turn
+from llmsim.generation import Prompt, Turn
 from llmsim.errors import APIError
 from llmsim.responses.schema import CreateRequest, FunctionTool, InputTokensRequest
 from llmsim.timing.profiles import Profile

@@ -20,7 +20,7 @@ from typing import Any
 
 from llmsim.responses.events import SNAPSHOT, TERMINAL, EventBuilder, cancelled_event, dumps
 from llmsim.store import FINAL_STATUSES, ResponseStore, SerializedEvent, StoredResponse
-from llmsim.timing import waits
+from llmsim.runtime import waits
 
 log = logging.getLogger("llmsim")
 POLL_SECONDS = 0.02  # how often a follower looks for new events of a running response

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmsim.compact import dumps  # noqa: F401  # compact JSON for what goes to Redis (the Redis modules import it here)
-from llmsim.store.redis_link import Link
-from llmsim.store.redis_pipe import Pipe
+from llmsim.runtime.redis_link import Link
+from llmsim.runtime.redis_pipe import Pipe
 
 log = logging.getLogger("llmsim")
 PREFIX = "llmsim:"
@@ -83,11 +83,11 @@ return first
 
 class Scripts:
     """The scripts' round trips, on the hot path of every request: commands packed by hiredis, written to the
-    socket of a redis-py connection and read by a hiredis reader of our own (llmsim/store/redis_link.py), without
+    socket of a redis-py connection and read by a hiredis reader of our own (llmsim/runtime/redis_link.py), without
     redis-py's layers per command (its retry wrapper, the pool's poll for pending data, its parser's and
     observability hooks), which cost more CPU than the round trip itself.
 
-    Under gevent, a worker's calls share one connection (llmsim/store/redis_pipe.py): the calls of one turn of
+    Under gevent, a worker's calls share one connection (llmsim/runtime/redis_pipe.py): the calls of one turn of
     the event loop go out in one `send`. Elsewhere (TLS, outside gevent) a connection goes back to this pool only
     once every reply it was sent is read. When one fails, every idle one is closed too (Redis restarted: they are
     all dead) and the next call connects again."""

@@ -6,10 +6,10 @@ further visible token waits one inter-token latency. Waits run against a schedul
 late wake-up shortens the next wait) so gaps keep their configured distribution under load.
 
 Waiting is `waits.wait`: in the gevent workers a waiting stream is a parked greenlet that the worker's
-one pacing timer wakes with every other stream due in the same tick (llmsim/timing/ticks.py), and a
+one pacing timer wakes with every other stream due in the same tick (llmsim/runtime/ticks.py), and a
 wait ends the request when its client hangs up. A paced TextRun (`pace(runs=True)`, for SSE) waits only for
 its first chunk here and carries the others' waits (RunPace) to the transport, which sends each chunk when it
-is due (llmsim/timing/release.py): the same draws, the same schedule. The per-model queue is a
+is due (llmsim/runtime/release.py): the same draws, the same schedule. The per-model queue is a
 `threading.BoundedSemaphore` made per model at run time, so it is gevent's too.
 """
 
@@ -23,9 +23,9 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Protocol
 
-from llmsim.backends.base import Delta, Prompt, ReasoningDelta, TextDelta, TextRun, ToolArgsDelta, expand
+from llmsim.generation import Delta, Prompt, ReasoningDelta, TextDelta, TextRun, ToolArgsDelta, expand
 from llmsim.rng import for_request as rng_for
-from llmsim.timing import waits
+from llmsim.runtime import waits
 from llmsim.timing.latency import Concurrency, Timing
 
 
@@ -99,7 +99,7 @@ class Pacer:
              runs: bool = False) -> Iterator[Delta]:
         """`deltas` with the waits of `prompt.profile`; `speed` overrides the server's for one request.
         `runs`: a TextRun comes whole once its first chunk is due, carrying the waits of the others (a RunPace)
-        for the transport that sends its chunks (llmsim/timing/release.py); else each chunk comes on its own."""
+        for the transport that sends its chunks (llmsim/runtime/release.py); else each chunk comes on its own."""
         if not self.paces(prompt, speed):
             return deltas  # nothing to wait for: not even the per-model queue
         speed = self.speed if speed is None else speed

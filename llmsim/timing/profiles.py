@@ -13,7 +13,6 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from llmsim.chaos.ratelimit import Limits
 from llmsim.errors import APIError
 from llmsim.timing.latency import Timing
 from llmsim.timing.pricing import Pricing
@@ -21,6 +20,17 @@ from llmsim.timing.pricing import Pricing
 MAX_MODEL_NAME = 256  # characters in a requested model name
 
 Effort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
+
+
+class Limits(BaseModel):
+    """Requests and tokens per minute; unset means unlimited."""
+
+    model_config = ConfigDict(extra="forbid")
+    rpm: int | None = Field(None, gt=0)
+    tpm: int | None = Field(None, gt=0)
+
+    def __bool__(self) -> bool:
+        return self.rpm is not None or self.tpm is not None
 
 
 class ProfileError(Exception):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
-from llmsim.backends.relay import TimedEvent
+TimedEvent = tuple[float, str, str]  # (seconds since the request, SSE event name or "", data)
 
 
 def play(events: Iterator[TimedEvent], speed: float) -> Iterator[tuple[str, str]]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from llmsim.backends.base import Delta, Finish, Prompt, Usage
+from llmsim.generation import Delta, Finish, Prompt, Usage
 from llmsim.backends.mlx.cache import PromptCache
 from llmsim.backends.mlx.chat import to_messages, to_tools
 from llmsim.backends.mlx.models import ModelSpec, resolve

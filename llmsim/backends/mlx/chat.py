@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from llmsim.backends.base import Turn
+from llmsim.generation import Turn
 
 
 def _arguments(text: str) -> Any:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llmsim import ids
-from llmsim.backends.base import Delta, ReasoningDelta, TextDelta, ToolArgsDelta, ToolCallStart
+from llmsim.generation import Delta, ReasoningDelta, TextDelta, ToolArgsDelta, ToolCallStart
 
 TOOL_OPEN, TOOL_CLOSE = "<tool_call>", "</tool_call>"
 TAIL_MARKERS = ("[TOOL_CALLS]", "<|python_tag|>")  # everything after these, to the end, is tool calls

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 import urllib3
 from urllib3.exceptions import HTTPError
 
-from llmsim.backends.base import Delta, Prompt
+from llmsim.generation import Delta, Prompt
 from llmsim.backends.cassette import Cassette, Writer, kept_headers
 from llmsim.backends.proxy.idle import IdleCutter
 from llmsim.backends.relay import Exchange, Reply, TimedEvent, upstream_error

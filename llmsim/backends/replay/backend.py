@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Literal
 
 from llmsim.backends import cassette as cassettes
-from llmsim.backends.base import Backend, Delta, Prompt
+from llmsim.generation import Backend, Delta, Prompt
 from llmsim.backends.cassette import Cassette
 from llmsim.backends.relay import Exchange, Reply, upstream_error
 from llmsim.backends.replay.library import Library

@@ -16,7 +16,10 @@ from collections.abc import Iterator
 from faker import Faker
 
 from llmsim import tokens
-from llmsim.backends.base import (
+from llmsim.backends.sim import jsongen, prompted, text
+from llmsim.backends.sim.text import Answer
+from llmsim.backends.sim.tools import Call, Planner, Say, Step
+from llmsim.generation import (
     Delta,
     Finish,
     Prompt,
@@ -28,10 +31,8 @@ from llmsim.backends.base import (
     ToolCallStart,
     ToolItem,
     Usage,
+    last_user_text,
 )
-from llmsim.backends.sim import jsongen, prompted, text
-from llmsim.backends.sim.text import Answer
-from llmsim.backends.sim.tools import Call, Planner, Say, Step, last_user_text
 from llmsim.rng import for_request as rng_for
 from llmsim.rng import shared
 

@@ -18,8 +18,6 @@ from typing import Any
 
 from faker import Faker
 
-WEB_SEARCH_TYPES = frozenset({"web_search", "web_search_preview", "web_search_2025_08_26",
-                              "web_search_preview_2025_03_11"})
 MCP_INPUT_SCHEMA = {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"],
                     "additionalProperties": False}
 

@@ -11,8 +11,8 @@ import json
 import re
 from typing import Any
 
-from llmsim.backends.base import Turn
-from llmsim.backends.sim import jsongen
+from llmsim.generation import Turn
+from llmsim.responses.schema_checks import schema_error
 
 MAX_SCAN_CHARS = 100_000  # of the prompt's end: the instructions that matter are near the question
 MAX_ATTEMPTS = 256  # JSON decodes tried: bounded work whatever the prompt holds
@@ -74,7 +74,7 @@ def _as_schema(value: dict[str, Any]) -> dict[str, Any] | None:
     if not is_schema and not ("$ref" in value and isinstance(value.get("$defs"), dict)):
         return None
     schema = {"type": "object", **value} if "type" not in value and "$ref" not in value else value
-    return schema if jsongen.schema_error(schema, strict=False, require_object=False) is None else None
+    return schema if schema_error(schema, strict=False, require_object=False) is None else None
 
 
 def _schema_of(example: Any) -> dict[str, Any]:

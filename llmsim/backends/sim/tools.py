@@ -17,8 +17,8 @@ from typing import Any
 
 from faker import Faker
 
-from llmsim.backends.base import Prompt, Turn
 from llmsim.backends.sim import hosted, jsongen
+from llmsim.generation import Prompt, Turn, last_user_text, pending
 
 THRESHOLD = 2  # one name word, or two description words
 STOPWORDS = frozenset(
@@ -97,22 +97,6 @@ def _refers(ref: dict[str, Any], tool: dict[str, Any]) -> bool:
     if kind in hosted.WEB_SEARCH_TYPES:
         return tool["type"] in hosted.WEB_SEARCH_TYPES
     return tool["type"] == kind
-
-
-def last_user_text(turns: list[Turn]) -> str:
-    return next((t.text for t in reversed(turns) if t.role == "user" and t.kind == "message"), "")
-
-
-def pending(turns: list[Turn]) -> list[Turn]:
-    """Items after the last user message that the model has not answered yet (tool outputs, approvals)."""
-    tail: list[Turn] = []
-    for turn in reversed(turns):
-        if turn.role == "user" and turn.kind == "message":
-            break
-        if turn.kind == "message" and turn.role == "assistant":
-            return []
-        tail.append(turn)
-    return tail[::-1]
 
 
 def _joined(answers: list[hosted.Cited]) -> Say:

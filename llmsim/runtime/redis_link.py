@@ -1,7 +1,7 @@
 """One connection of the scripts' pool (llmsim/store/redis_client.py `Scripts`): a redis-py connection's socket
 with a hiredis reader of our own.
 
-Under gevent, on a plain socket, a worker's calls share one link, pipelined (llmsim/store/redis_pipe.py), which
+Under gevent, on a plain socket, a worker's calls share one link, pipelined (llmsim/runtime/redis_pipe.py), which
 sends and reads on the non-blocking socket gevent wraps (`raw`), waiting under the event loop's own watchers and
 timers. Anything else (a TLS socket, a plain blocking one outside gevent) makes its round trips here, with the
 socket's own calls.

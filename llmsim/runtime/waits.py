@@ -18,7 +18,7 @@ import time
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-from llmsim.timing import ticks
+from llmsim.runtime import ticks
 
 CHECK_EVERY = 1.0  # seconds between looks at the connection while short waits follow one another
 
@@ -69,7 +69,7 @@ def wait(seconds: float) -> None:
     if watched is None:
         ticks.sleep(seconds)
         return
-    held = getattr(watched.sock, "release_held", None)  # the transport's writes held back (llmsim/api/sockets.py)
+    held = getattr(watched.sock, "release_held", None)  # the transport's writes held back (llmsim/runtime/sockets.py)
     if held is not None:
         try:
             held()  # leave before the wait, not after it

@@ -18,12 +18,14 @@ import socket
 import time
 from collections.abc import Iterator, Sequence
 from itertools import repeat
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gevent import getcurrent
 
-from llmsim.timing import ticks, waits
-from llmsim.timing.pacing import RunPace
+from llmsim.runtime import ticks, waits
+
+if TYPE_CHECKING:
+    from llmsim.timing.pacing import RunPace
 
 PARKED, GONE = object(), object()  # what a step left: a heap entry to wait for; a client that has left
 PEEK = socket.MSG_PEEK | socket.MSG_DONTWAIT

@@ -21,7 +21,7 @@ from typing import Any
 from gevent import get_hub
 from gevent.hub import Waiter
 
-from llmsim.store.redis_link import RECV_BYTES, Link
+from llmsim.runtime.redis_link import RECV_BYTES, Link
 
 
 class _Slot:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from llmsim.timing.profiles import Profile
+if TYPE_CHECKING:
+    from llmsim.timing.profiles import Profile
 
 
 @dataclass(frozen=True)
@@ -143,6 +144,22 @@ class TextAnnotation:
 
 
 Delta = ReasoningDelta | TextDelta | TextRun | ToolCallStart | ToolArgsDelta | ToolItem | TextAnnotation | Finish
+
+
+def last_user_text(turns: list[Turn]) -> str:
+    return next((t.text for t in reversed(turns) if t.role == "user" and t.kind == "message"), "")
+
+
+def pending(turns: list[Turn]) -> list[Turn]:
+    """Items after the last user message that the model has not answered yet (tool outputs, approvals)."""
+    tail: list[Turn] = []
+    for turn in reversed(turns):
+        if turn.role == "user" and turn.kind == "message":
+            break
+        if turn.kind == "message" and turn.role == "assistant":
+            return []
+        tail.append(turn)
+    return tail[::-1]
 
 
 def expand(deltas: Iterable[Delta]) -> Iterator[Delta]:

@@ -11,7 +11,7 @@ empty chunk each on its own: three `send`s for a stream nothing paces, two for a
 would do. A connection may hold its writes back (`hold`): the head until the write that follows it
 (which gunicorn makes at once), or every write until `flush` (`cork`: for an answer whose whole body is
 ready, or the events that end a paced stream, which nothing waits between). The worker flushes what is held
-when a request ends, and a request's waits (llmsim/timing/waits.py) before they wait.
+when a request ends, and a request's waits (llmsim/runtime/waits.py) before they wait.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ class Connection(gsocket.socket):  # type: ignore[misc]
             super().sendall(memoryview(data)[sent:], flags)
 
     def release_held(self) -> None:
-        """Send what is held, before a wait (llmsim/timing/waits.py, which knows the connection, not this module)."""
+        """Send what is held, before a wait (llmsim/runtime/waits.py, which knows the connection, not this module)."""
         flush(self)
 
     def send(self, data: Any, *args: Any, **kwargs: Any) -> int:

@@ -1,0 +1,20 @@
+"""The serving runtime the speed depends on: gunicorn's gevent worker and what reaches into gevent's hub.
+
+Each module leans on internals of gunicorn or gevent that their public APIs do not promise; upgrading either,
+check these first (tests/test_sockets.py, test_ticks.py, test_paced_writer.py, test_redis_pipe.py, test_serve.py
+exercise them):
+
+- `worker.py`: gunicorn's `GeventWorker`, bypassing its `handle` for `AsyncWorker.handle` (which leaves the
+  socket non-blocking), overriding `handle_request`, `handle_error` and `timeout_ctx`, replacing `req.body`
+  with a `gunicorn.http.body.Body`, and sizing gevent's pool through `worker_connections`.
+- `sockets.py`: subclasses `gevent.socket.socket` and sends on its non-blocking `_sock` directly; relies on
+  gunicorn writing a response's head, body chunks and last chunk through `sendall`.
+- `ticks.py`: one periodic `hub.loop.timer` per worker; `gevent.monkey.is_module_patched` tells a worker from
+  plain threads.
+- `release.py`: writes from the hub (in a tick's callback) on gevent's `_sock`, and parks the request's
+  greenlet (`gevent.getcurrent`).
+- `waits.py`, `fairness.py`: `time.sleep` and `select.select` looked up at call time, so gevent's patched
+  ones are used in a worker.
+- `redis_pipe.py`, `redis_link.py`: redis-py's `Connection._sock` (and gevent's `_sock` under it),
+  `hub.loop.run_callback` and `hub.loop.timer`, and `gevent.hub.Waiter` to park and wake requests.
+"""

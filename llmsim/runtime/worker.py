@@ -1,0 +1,179 @@
+"""gunicorn's gevent worker with read deadlines and a connection cap that sheds idle connections first.
+
+It relies on gunicorn internals: `AsyncWorker.handle` (called instead of `GeventWorker.handle`, which makes the
+socket blocking), `handle_request`/`handle_error`/`timeout_ctx` as hooks, `req.body` as a `Body` it may replace,
+and `worker_connections` as the size of gevent's pool; and on gevent's `Timeout` for the read deadlines.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import resource
+import socket
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+import gevent
+from gunicorn.http.body import Body
+from gunicorn.http.errors import NoMoreData, ParseException
+from gunicorn.workers.base_async import AsyncWorker
+from gunicorn.workers.ggevent import GeventWorker
+
+from llmsim.runtime import sockets
+from llmsim.runtime.fairness import SLICE_SECONDS
+
+if TYPE_CHECKING:
+    from llmsim.config import Settings
+
+SPARE_FDS = 128  # file descriptors kept for the store, logs and the listener beside the connections
+
+
+def _answer(status: str, message: str, type_: str, code: str | None, extra: str = "") -> bytes:
+    """A whole HTTP answer with the OpenAI error envelope, for what the worker refuses before the app."""
+    body = json.dumps({"error": {"message": message, "type": type_, "param": None, "code": code}}).encode()
+    head = (f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\n{extra}Connection: close\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n")
+    return head.encode() + body
+
+
+OVERLOADED = _answer("503 Service Unavailable", "The server is overloaded or not ready yet.", "server_error", None,
+                     "Retry-After: 1\r\n")
+
+
+def raise_fd_limit(wanted: int) -> int:
+    """Raise this process's open-file limit towards `wanted` (within the hard limit); the limit in force."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if target > soft:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        soft = target
+    return soft
+
+
+class Worker(GeventWorker):  # type: ignore[misc]
+    """gunicorn's gevent worker with read deadlines and a connection cap that sheds idle connections first."""
+
+    def init_process(self) -> None:
+        settings: Settings = self.app.settings
+        limit = raise_fd_limit(settings.worker_connections + SPARE_FDS)
+        self.cap = max(1, min(settings.worker_connections, limit - SPARE_FDS))
+        if self.cap < settings.worker_connections:
+            self.log.warning("llmsim: %d connections per worker, not %d: the open-file limit is %d",
+                             self.cap, settings.worker_connections, limit)
+        self.read_timeout = settings.read_timeout
+        self.max_body = settings.max_body_bytes
+        self.worker_connections = self.cap + 64  # the pool: room to accept past the cap, and shed
+        self.open = 0
+        self.turn = 0.0  # when a request last handed the worker to the others
+        self.waiting: dict[socket.socket, None] = {}  # connections waiting for a request, oldest first
+        super().init_process()
+
+    @contextmanager
+    def timeout_ctx(self) -> Iterator[None]:
+        """Around reading each request head: past the deadline, or a read that timed out, ends the connection."""
+        with gevent.Timeout(self.read_timeout, False):
+            try:
+                yield
+            except TimeoutError:
+                pass
+
+    def handle(self, listener: Any, client: socket.socket, addr: Any) -> None:
+        self.open += 1
+        try:
+            if self.open > self.cap and not self._shed():
+                self._refuse(client)
+                return
+            sockets.adopt(client)  # a small write is one system call, not two
+            client.settimeout(self.read_timeout)  # each read of a head or body, and each write, at most this long
+            self.waiting[client] = None
+            AsyncWorker.handle(self, listener, client, addr)  # not GeventWorker's: it makes the socket blocking
+        finally:
+            self.waiting.pop(client, None)
+            self.open -= 1
+
+    def handle_request(self, listener_name: Any, req: Any, sock: socket.socket, addr: Any) -> Any:
+        if any(name == "UPGRADE" and value.lower() == "websocket" for name, value in req.headers):
+            sock.settimeout(None)  # a WebSocket may rightly stay quiet between responses
+        else:
+            if req.body is not None:
+                self._read_body(req, sock)
+            sockets.hold(sock)  # the response's head leaves with its first piece of body: one write, not two
+        self.waiting.pop(sock, None)
+        try:
+            return super().handle_request(listener_name, req, sock, addr)
+        finally:
+            try:
+                sockets.flush(sock)  # what the response held back (its head, or a corked body)
+            except OSError:
+                pass  # the client has left: its connection ends as after any failed write
+            self.waiting[sock] = None  # back to waiting for its next request, the newest in line
+            # A client that sends its next request at once finds it already read: without a turn here, one
+            # keep-alive connection keeps the worker while the others' requests wait (fair turns, as within one).
+            if time.perf_counter() - self.turn >= SLICE_SECONDS:
+                gevent.sleep(0)
+                self.turn = time.perf_counter()
+
+    def _read_body(self, req: Any, sock: socket.socket) -> None:
+        """Read the body whole within the deadline, still counted as waiting for the client; then the app
+        reads it from memory. One over --max-body-bytes is left to the app, which refuses it unread."""
+        length = next((int(v) for n, v in req.headers if n == "CONTENT-LENGTH" and v.isdigit()), None)
+        if length is not None and length > self.max_body:
+            return
+        data = None
+        with gevent.Timeout(self.read_timeout, False):
+            try:
+                data = req.body.read(self.max_body + 1)
+            except TimeoutError:
+                pass
+        if data is None:
+            message = f"The request body did not arrive within {self.read_timeout:g} seconds."
+            try:
+                sock.sendall(_answer("408 Request Timeout", message, "invalid_request_error", "request_timeout"))
+            except OSError:
+                pass
+            raise StopIteration  # gunicorn closes the connection
+        req.body = Body(io.BytesIO(data))
+
+    def handle_error(self, req: Any, client: socket.socket, addr: Any, exc: BaseException) -> None:
+        """A request gunicorn cannot parse (its request line, a header, a chunk of its body) gets a 400 in the
+        OpenAI error envelope, not gunicorn's HTML page."""
+        if not isinstance(exc, (ParseException, NoMoreData)):
+            super().handle_error(req, client, addr, exc)
+            return
+        what = re.sub(r"(?<!^)(?=[A-Z])", " ", type(exc).__name__).lower()  # InvalidChunkSize → invalid chunk size
+        try:
+            client.sendall(_answer("400 Bad Request", f"The request is not valid HTTP/1.1 ({what}).",
+                                   "invalid_request_error", "invalid_http_request"))
+        except OSError:
+            pass
+
+    def _shed(self) -> bool:
+        """Close the connection that has waited longest for a request; False when every one is busy."""
+        if not self.waiting:
+            return False
+        oldest = next(iter(self.waiting))
+        del self.waiting[oldest]
+        try:  # through a second socket object on the same descriptor, so its handler reads an end of stream and
+            # closes quietly (the handler's own object would fail its pending read with an error that gets logged)
+            twin = socket.socket(fileno=oldest.fileno())
+            try:
+                twin.shutdown(socket.SHUT_RDWR)
+            finally:
+                twin.detach()
+        except OSError:
+            pass
+        return True
+
+    @staticmethod
+    def _refuse(client: socket.socket) -> None:
+        try:
+            client.settimeout(1.0)
+            client.sendall(OVERLOADED)
+        except OSError:
+            pass
+        finally:
+            client.close()
