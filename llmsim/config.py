@@ -36,11 +36,11 @@ class Settings:
     store_ttl_seconds: float = 3600.0
     api_key: str | None = None  # comma-separated for several keys, each its own scope for stored objects
     admin_key: str | None = None
-    faults_file: Path | None = None  # YAML/JSON fault rules and rate limits (llmsim/faults.py)
+    faults_file: Path | None = None  # YAML/JSON fault rules and rate limits (llmsim/chaos/faults.py)
     fault_rules: list[str] = field(default_factory=list)  # `KIND;key=value;...` specs, after the file's rules
     rpm: int | None = None  # default requests-per-minute limit per API key and model
     tpm: int | None = None  # default tokens-per-minute limit per API key and model
-    scenario_file: Path | None = None  # YAML/JSON scripted scenario (llmsim/scenarios.py)
+    scenario_file: Path | None = None  # YAML/JSON scripted scenario (llmsim/chaos/scenarios.py)
     tool_call_rate: float = 0.0  # sim: chance of an unprompted tool call under tool_choice auto
     text_mode: str = "prose"  # sim: prose | echo | lorem | faker (llmsim/backends/sim/text.py)
     max_body_bytes: int = 32 * 1024 * 1024

@@ -86,7 +86,7 @@ class LLMSim:
         """The bodies of the requests the server received since the test began, oldest first."""
         return [entry["request"] for entry in self.transcript]
 
-    # --- faults (llmsim/faults.py) ------------------------------------------------------------
+    # --- faults (llmsim/chaos/faults.py) ------------------------------------------------------------
 
     def set_faults(self, *rules: dict[str, Any] | str, **config: Any) -> dict[str, Any]:
         """Replace the fault config: rules as dicts (`{"kind": "rate_limit", "first": 2}`) or kinds (`"500"`),

@@ -1,6 +1,6 @@
 """Request shapes for POST /chat/completions, as the official SDK's `CompletionCreateParams` names them.
 
-Strict and closed like llmsim/schema.py, so errors read as the real API's
+Strict and closed like llmsim/responses/schema.py, so errors read as the real API's
 (`Unknown parameter: 'messages[0].contnet'.`); schema.parse maps them.
 """
 

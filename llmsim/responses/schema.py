@@ -545,7 +545,7 @@ class InputTokensRequest(_Request):
 
 _TAGS = ITEM_TAGS | {"builtin", "function", "other", "input_text", "input_image", "input_file", "output_text",
                      "refusal", "text", "json_object", "json_schema", "str", "ConversationRef",
-                     # llmsim/chat_schema.py's branches: message roles and chat content parts
+                     # llmsim/chat/schema.py's branches: message roles and chat content parts
                      "system", "developer", "user", "assistant", "tool", "image_url", "input_audio", "file", "custom",
                      "allowed_tools", "grammar", "McpToolFilter", "McpApprovalFilter", "ContainerAuto", *CHECKED_TOOLS}
 _UNION_FIELDS = {"tool_choice", "format", "conversation", "output", "instructions", "allowed_tools",

@@ -66,7 +66,7 @@ class Profile(BaseModel):
     sampling_always: bool = False  # a local model: temperature/top_p allowed with any effort
     timing: Timing | None = None  # unset: responses come as fast as they are made
     pricing: Pricing | None = None  # unset: no cost reported
-    rate_limits: Limits | None = None  # rpm / tpm per API key; unset: the fault config's (llmsim/ratelimit.py)
+    rate_limits: Limits | None = None  # rpm / tpm per API key; unset: the fault config's (llmsim/chaos/ratelimit.py)
 
     @property
     def echo_name(self) -> str:
