@@ -1,4 +1,4 @@
-"""llmsim/compact.py: the Redis store's JSON encoder writes what `json.dumps` writes, without its per-call setup."""
+"""llmsim/wire.py `dumps_plain`: the Redis store's JSON encoder writes what `json.dumps` writes, without its per-call setup."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from llmsim.compact import dumps
+from llmsim.wire import dumps_plain as dumps
 
 VALUES = [
     "plain", 'quotes " and \\ and \n\t and \x1e', "UTF-8 as is: ✓ é 日本",

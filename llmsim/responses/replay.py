@@ -18,7 +18,7 @@ from typing import Any
 
 from llmsim.generation import (Delta, Finish, ReasoningDelta, TextAnnotation, TextDelta, TextRun, ToolArgsDelta,
                                   ToolCallStart, ToolItem, Usage)
-from llmsim.compact import dumps as compact
+from llmsim.wire import dumps_plain as compact
 from llmsim.responses.events import NO_LOGPROBS, Entropy, EventBuilder, SerializedEvent, dumps_event
 
 TEXT, REASONING, SUMMARY, ARGS, OTHER = "T", "R", "S", "A", "O"

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from llmsim.compact import dumps  # noqa: F401  # compact JSON for what goes to Redis (the Redis modules import it here)
+from llmsim.wire import dumps_plain as dumps  # noqa: F401  # compact JSON for what goes to Redis (the Redis modules import it here)
 from llmsim.runtime.redis_link import Link
 from llmsim.runtime.redis_pipe import Pipe
 
