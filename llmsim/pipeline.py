@@ -124,7 +124,7 @@ class Pipeline:
               ) -> tuple[Prompt, Admission]:
         """Scenarios, then rate limits and faults: what every transport (Responses, Chat Completions) applies
         between the prompt and the backend. Raises the HTTP faults; the Admission carries a stream fault.
-        `whole`: nothing of the answer leaves or waits before it is made (see ChaosState.admit)."""
+        `whole`: nothing of the answer leaves or waits before it is made (see ChaosState.decide)."""
         directed, scripted_fault = self.scenarios.direct(prompt, body, stream)
         try:
             admission = admit(directed, stream, whole) if admit else Admission()

@@ -109,7 +109,7 @@ def admit(endpoint: str, model: str, *, model_id: str | None = None, profile_lim
           metadata: Mapping[str, str] | None = None, input_tokens: int = 0, max_output_tokens: int | None = None,
           stream: bool = False, headers: Mapping[str, str] | None = None, whole: bool = False) -> Admission:
     """Rate limits, then faults (the header's, else the first rule that fires), for one generating request.
-    `headers`: the request's (default: Flask's request). `whole`: see ChaosState.admit."""
+    `headers`: the request's (default: Flask's request). `whole`: see ChaosState.decide."""
     chaos = state()
     headers = request.headers if headers is None else headers
     forced = _forced(headers)
@@ -119,7 +119,7 @@ def admit(endpoint: str, model: str, *, model_id: str | None = None, profile_lim
              "stream": stream, "fault": None, "rule": None, "rate_limited": False, "status": None}
     key = (api_key or "", model_id or model)
     estimate = input_tokens + (max_output_tokens or 0)
-    decision = chaos.admit(RequestInfo(endpoint, models, api_key, dict(metadata or {})), entry, key,
+    decision = chaos.decide(RequestInfo(endpoint, models, api_key, dict(metadata or {})), entry, key,
                            lambda config: config.rate_limits.resolve(models, profile_limits), estimate,
                            choose=forced is None, whole=whole)
     entry = g.llmsim_request = decision.entry

@@ -419,5 +419,5 @@ class Admission:
 
 
 # The chaos gate as Pipeline.create calls it: (prompt, stream, whole), where `whole` says nothing of the answer
-# leaves or waits before it is made (ChaosState.admit).
+# leaves or waits before it is made (ChaosState.decide).
 Gate = Callable[[Prompt, bool, bool], Admission]

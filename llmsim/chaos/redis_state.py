@@ -45,16 +45,16 @@ BUCKETS = f"{PREFIX}rl:"
 SCENARIO = f"{PREFIX}scenario"  # hash: gen, scenario, flags, requests, position
 FIRED = f"{PREFIX}scenario:fired"  # hash: rule index -> times fired
 TRANSCRIPT_KEY = f"{PREFIX}scenario:transcript"  # list of entries, oldest first
-WRITTEN = 10_000  # log entries remembered between admit and finish, at most
+WRITTEN = 10_000  # log entries remembered between decide and finish, at most
 MAX_STALE = 5  # config reloads one request may need while an admin changes it repeatedly
 
 
 class _Turns(threading.local):
-    """Per greenlet: a request's scenario turn that RedisPlayer.direct left to RedisChaosState.admit to record."""
+    """Per greenlet: a request's scenario turn that RedisPlayer.direct left to RedisChaosState.decide to record."""
 
     pending: list[Any] | None = None  # the scenario's gen and the transcript entry's parts
     request: tuple[Prompt, Any, bool]  # the request's prompt, body and stream flag, to direct it again
-    moved: bool = False  # admit found a scenario loaded since: direct must play it
+    moved: bool = False  # decide found a scenario loaded since: direct must play it
 
 
 _turns = _Turns()
@@ -191,7 +191,7 @@ class RedisChaosState(ChaosState):
         self._finish = self.batch.scripts.register(_FINISH)
         self._replace = self.batch.scripts.register(_REPLACE)
         self._publish = self.batch.scripts.register(_PUBLISH_FLAGS)
-        self._written: OrderedDict[int, dict[str, Any]] = OrderedDict()  # entries as admit wrote them
+        self._written: OrderedDict[int, dict[str, Any]] = OrderedDict()  # entries as decide wrote them
         config_json = config.model_dump_json(exclude_none=True)
         self._flags = [dumps({"config": config_json, "seed": seed}), "config", config_json, "seed", dumps(seed)]
         self._refresh(starting=True)
@@ -213,7 +213,7 @@ class RedisChaosState(ChaosState):
     def configure(self, config: FaultConfig) -> None:
         self._replace(keys=[CHAOS, SEEN], args=["config", config.model_dump_json(exclude_none=True)])
 
-    def admit(self, request: RequestInfo, entry: dict[str, Any], key: tuple[str, str], resolve: ResolveLimits,
+    def decide(self, request: RequestInfo, entry: dict[str, Any], key: tuple[str, str], resolve: ResolveLimits,
               tokens: int, choose: bool, whole: bool = False) -> Decision:
         turn, _turns.pending = _turns.pending, None  # the request's turn, when RedisPlayer left it to us
         keys: list[str] = []

@@ -50,7 +50,7 @@ class ChaosState:
         """Replace the config; schedules start again from the next request."""
         self.injector.configure(config)
 
-    def admit(self, request: RequestInfo, entry: dict[str, Any], key: tuple[str, str], resolve: ResolveLimits,
+    def decide(self, request: RequestInfo, entry: dict[str, Any], key: tuple[str, str], resolve: ResolveLimits,
               tokens: int, choose: bool, whole: bool = False) -> Decision:
         """Log the request, take from its buckets, and (when `choose` and it was admitted) pick the rule. `whole`:
         nothing of the answer leaves or waits before it is made (a shared state may record the request then)."""
