@@ -19,6 +19,7 @@ from faker import Faker
 
 from llmsim.backends.sim import hosted, jsongen
 from llmsim.generation import Prompt, Turn, last_user_text, pending
+from llmsim.responses.toolspec import WEB_SEARCH_TYPES
 
 THRESHOLD = 2  # one name word, or two description words
 STOPWORDS = frozenset(
@@ -79,7 +80,7 @@ def _score(query: set[str], tool: dict[str, Any]) -> int:
         name = tool.get("server_label", "")
         description = " ".join([tool.get("server_description") or "", *hosted.mcp_tool_names(tool)])
     else:  # a built-in tool: its vocabulary counts like a name
-        name, description = HOSTED_WORDS.get("web_search" if kind in hosted.WEB_SEARCH_TYPES else kind, ""), ""
+        name, description = HOSTED_WORDS.get("web_search" if kind in WEB_SEARCH_TYPES else kind, ""), ""
     return 2 * _hits(query, _words(name)) + _hits(query, _words(description) - _words(name))
 
 
@@ -94,8 +95,8 @@ def _refers(ref: dict[str, Any], tool: dict[str, Any]) -> bool:
         return tool["type"] == kind and tool.get("name") == ref.get("name")
     if kind == "mcp":
         return tool["type"] == "mcp" and tool.get("server_label") == ref.get("server_label")
-    if kind in hosted.WEB_SEARCH_TYPES:
-        return tool["type"] in hosted.WEB_SEARCH_TYPES
+    if kind in WEB_SEARCH_TYPES:
+        return tool["type"] in WEB_SEARCH_TYPES
     return tool["type"] == kind
 
 
@@ -179,7 +180,7 @@ class Planner:
             if kind == "custom":
                 steps.append(Call("custom_tool_call", tool["name"], self._custom_input(tool), self._call_id()))
                 continue
-            if kind in hosted.WEB_SEARCH_TYPES:
+            if kind in WEB_SEARCH_TYPES:
                 result = hosted.web_search(query, prompt.include, rng, fake)
             elif kind == "file_search":
                 result = hosted.file_search(tool, query, prompt.include, rng, fake)
