@@ -47,12 +47,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 import wrk  # noqa: E402
-from load import Plan, Sample, measure, run  # noqa: E402
-
 from llmsim.api.http import SEED_HEADER  # noqa: E402
 from llmsim.config import DEFAULT_PROFILES_DIR  # noqa: E402
 from llmsim.testing import ServerProcess, free_port  # noqa: E402
 from llmsim.timing.profiles import load_catalog  # noqa: E402
+from load import Plan, Sample, measure, run  # noqa: E402
 
 PROMPT = "Tell me a story about a lighthouse keeper."
 # Of the answer bare.py replays, and of LLMSim's in (a): the same bytes. Its gpt-4o-mini answer to PROMPT has 112

@@ -68,12 +68,11 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 import stream_load  # noqa: E402
 import wrk  # noqa: E402
-from load import Plan, run  # noqa: E402
-from run import PROMPT, BareProcess, _children, cpu_seconds, machine, quantile, record, table  # noqa: E402
-
 from llmsim.config import DEFAULT_PROFILES_DIR  # noqa: E402
 from llmsim.testing import RedisServer, ServerProcess  # noqa: E402
 from llmsim.timing.profiles import load_catalog  # noqa: E402
+from load import Plan, run  # noqa: E402
+from run import PROMPT, BareProcess, _children, cpu_seconds, machine, quantile, record, table  # noqa: E402
 
 
 def place(pid: int, cpu: int | None) -> None:
@@ -201,10 +200,9 @@ def round_trips(redis_server: RedisServer) -> str:
     pipelines, and the scripts' own sends (llmsim/store/redis_client.py `Scripts`)."""
     from redis.connection import Connection
 
-    from llmsim.store.redis_client import Scripts
-
     from llmsim.app import create_app
     from llmsim.config import Settings
+    from llmsim.store.redis_client import Scripts
 
     redis.Redis.from_url(redis_server.url).flushall()
     app = create_app(Settings(store=redis_server.url, speed=0))

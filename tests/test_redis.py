@@ -20,12 +20,12 @@ import httpx
 import openai
 import pytest
 import redis
-from stateful import PACED, slow_profiles, until, wait_final
 
 from llmsim.store import StoredConversation, StoredResponse, open_stores
 from llmsim.store.redis_client import Batch, Guard, Scripts
 from llmsim.store.redis_client import connect as redis_connect
 from llmsim.testing import RedisServer, ServerProcess, free_port
+from stateful import PACED, slow_profiles, until, wait_final
 
 Fleet = tuple[ServerProcess, ServerProcess]
 # A model that thinks for 2.5 s before its first token (when a request asks for speed 1): a follower waits.

@@ -31,8 +31,7 @@ from typing import Any
 from llmsim.backends.base import Prompt
 from llmsim.chaos.faults import FaultConfig, RequestInfo, Rule
 from llmsim.chaos.ratelimit import Bucket, Limits, Verdict
-from llmsim.chaos.scenarios import (TRANSCRIPT, Player, Reply, Scenario, ScenarioMoved, StreamFault, exhausted,
-                                    play)
+from llmsim.chaos.scenarios import TRANSCRIPT, Player, Reply, Scenario, ScenarioMoved, StreamFault, exhausted, play
 from llmsim.chaos.state import RECENT, ChaosState, Decision, ResolveLimits
 from llmsim.errors import APIError
 from llmsim.store.redis_client import PREFIX, Batch, Guard, Scripts, dumps

@@ -13,8 +13,15 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from prometheus_client import (CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics, generate_latest,
-                               values)
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    disable_created_metrics,
+    generate_latest,
+    values,
+)
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from llmsim.metrics.multiprocess import current_dir

@@ -16,8 +16,18 @@ from array import array
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from llmsim.backends.base import (Delta, Finish, ReasoningDelta, TextAnnotation, TextDelta, TextRun, ToolArgsDelta,
-                                  ToolCallStart, ToolItem, Usage)
+from llmsim.backends.base import (
+    Delta,
+    Finish,
+    ReasoningDelta,
+    TextAnnotation,
+    TextDelta,
+    TextRun,
+    ToolArgsDelta,
+    ToolCallStart,
+    ToolItem,
+    Usage,
+)
 from llmsim.compact import dumps as compact
 from llmsim.responses.events import NO_LOGPROBS, Entropy, EventBuilder, SerializedEvent, dumps_event
 

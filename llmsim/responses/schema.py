@@ -81,7 +81,7 @@ class Refusal(Strict):
 
 
 ContentPart = Annotated[
-    Union[InputText, InputImage, InputFile, OutputText, Refusal], Field(discriminator="type")
+    InputText | InputImage | InputFile | OutputText | Refusal, Field(discriminator="type")
 ]
 
 
@@ -127,7 +127,7 @@ class FunctionCall(Strict):
 class FunctionCallOutput(Strict):
     type: Literal["function_call_output"]
     call_id: str | None = None  # optional in the SDK's type
-    output: Union[str, list[ContentPart]]
+    output: str | list[ContentPart]
     id: str | None = None
     status: Literal["in_progress", "completed", "incomplete"] | None = None
     name: str | None = None
@@ -189,14 +189,7 @@ def _item_tag(value: Any) -> str | None:
 
 
 InputItem = Annotated[
-    Union[
-        Annotated[Message, Tag("message")],
-        Annotated[FunctionCall, Tag("function_call")],
-        Annotated[FunctionCallOutput, Tag("function_call_output")],
-        Annotated[Reasoning, Tag("reasoning")],
-        Annotated[ItemReference, Tag("item_reference")],
-        Annotated[OtherItem, Tag("other")],
-    ],
+    Annotated[Message, Tag("message")] | Annotated[FunctionCall, Tag("function_call")] | Annotated[FunctionCallOutput, Tag("function_call_output")] | Annotated[Reasoning, Tag("reasoning")] | Annotated[ItemReference, Tag("item_reference")] | Annotated[OtherItem, Tag("other")],
     Discriminator(_item_tag, custom_error_type="invalid_item", custom_error_message="Invalid input item"),
 ]
 
@@ -267,7 +260,7 @@ class CustomTool(Strict):
     type: Literal["custom"]
     name: str = Field(pattern=r"^[a-zA-Z0-9_-]{1,64}$")
     description: str | None = None
-    format: Annotated[Union[CustomFormatText, CustomFormatGrammar], Field(discriminator="type")] | None = None
+    format: Annotated[CustomFormatText | CustomFormatGrammar, Field(discriminator="type")] | None = None
     allowed_callers: Callers = None
     defer_loading: bool | None = None
     async_: bool | None = Field(None, alias="async")
@@ -392,7 +385,7 @@ class TextFormatJsonSchema(Strict):
 
 
 TextFormat = Annotated[
-    Union[TextFormatText, TextFormatJsonObject, TextFormatJsonSchema], Field(discriminator="type")
+    TextFormatText | TextFormatJsonObject | TextFormatJsonSchema, Field(discriminator="type")
 ]
 
 
@@ -450,8 +443,7 @@ def _choice_tag(value: Any) -> str:
 ToolChoice = Union[
     Literal["none", "auto", "required"],
     Annotated[
-        Union[Annotated[ToolChoiceFunction, Tag("function")], Annotated[ToolChoiceAllowed, Tag("allowed_tools")],
-              Annotated[ToolChoiceOther, Tag("other")]],
+        Annotated[ToolChoiceFunction, Tag("function")] | Annotated[ToolChoiceAllowed, Tag("allowed_tools")] | Annotated[ToolChoiceOther, Tag("other")],
         Discriminator(_choice_tag),
     ],
 ]

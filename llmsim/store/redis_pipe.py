@@ -78,7 +78,7 @@ class Pipe:
         timer = None
         if seconds is not None:
             timer = self.hub.loop.timer(seconds, ref=False)
-            timer.start(slot.waiter.throw, socket.timeout("timed out"), update=True)
+            timer.start(slot.waiter.throw, TimeoutError("timed out"), update=True)
         try:
             return slot.waiter.get()  # type: ignore[no-any-return]
         except BaseException as error:

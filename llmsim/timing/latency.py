@@ -31,7 +31,7 @@ class Distribution(BaseModel):
     max: float | None = Field(None, gt=0)
 
     @model_validator(mode="after")
-    def _one_parametrisation(self) -> "Distribution":
+    def _one_parametrisation(self) -> Distribution:
         by_percentiles = self.p50 is not None or self.p95 is not None
         by_moments = self.mean is not None or self.stddev is not None
         if by_percentiles == by_moments:

@@ -35,7 +35,7 @@ class SamplingDefaults:
     repetition_penalty: float | None = None
 
     @classmethod
-    def read(cls, path: Path) -> "SamplingDefaults":
+    def read(cls, path: Path) -> SamplingDefaults:
         file = path / "generation_config.json"
         data = json.loads(file.read_text()) if file.is_file() else {}
         penalty = data.get("repetition_penalty")
