@@ -11,6 +11,7 @@ event after the request was sent, inter-token gaps are between consecutive ones.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import multiprocessing
 import time
 from dataclasses import dataclass, field
@@ -43,7 +44,7 @@ class Sample:
 
     def gaps_ms(self, after: float, before: float) -> list[float]:
         """Inter-token gaps whose second token arrived inside [after, before]."""
-        return [(b - a) * 1000 for a, b in zip(self.deltas, self.deltas[1:]) if after <= b <= before]
+        return [(b - a) * 1000 for a, b in itertools.pairwise(self.deltas) if after <= b <= before]
 
 
 @dataclass

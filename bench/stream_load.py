@@ -9,6 +9,7 @@ chunk costs one `bytes.count` on uvloop's event loop: a stream is one HTTP/1.1 r
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import multiprocessing
 import time
@@ -68,7 +69,8 @@ async def _client(index: int, plan: Plan, origin: float, samples: list[Sample]) 
         samples.append(sample)
         done: asyncio.Future[None] = loop.create_future()
         try:
-            transport, _ = await loop.create_connection(lambda: _Stream(request, origin, sample, done), host, port)
+            transport, _ = await loop.create_connection(functools.partial(_Stream, request, origin, sample, done),
+                                                        host, port)
         except OSError:
             sample.end = time.perf_counter() - origin
             continue

@@ -30,7 +30,8 @@ class ServerProcess:
         self.startup_timeout = startup_timeout
         self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
-        self.log_file = tempfile.NamedTemporaryFile(prefix="llmsim-", suffix=".log", delete=False)
+        # The server's output for as long as it runs (not a `with`): `log` reads it back by name.
+        self.log_file = tempfile.NamedTemporaryFile(prefix="llmsim-", suffix=".log", delete=False)  # noqa: SIM115
 
     @property
     def url(self) -> str:

@@ -291,7 +291,7 @@ def test_a_chat_completion_made_under_a_config_the_fleet_has_left_is_made_again(
     counters = httpx.get(f"{b.url}/llmsim/admin/faults/counters").json()
     assert counters["faults"] == {"server_error": 1} and counters["requests"] == 6
     log = httpx.get(f"{b.url}/llmsim/admin/requests").json()["data"]
-    assert [(entry["index"], entry["status"]) for entry in log] == list(zip(range(1, 7), [200] * 4 + [500, 200]))
+    assert [(entry["index"], entry["status"]) for entry in log] == list(enumerate([200] * 4 + [500, 200], start=1))
 
 
 def test_background_made_on_a_is_followed_and_cancelled_from_b(

@@ -20,7 +20,7 @@ from llmsim.backends.sim import jsongen
 CHECKER = jsonschema.FormatChecker()
 
 
-class Unit(str, Enum):
+class Unit(str, Enum):  # noqa: UP042 (the str mixin a client's model is written with)
     celsius = "celsius"
     fahrenheit = "fahrenheit"
 

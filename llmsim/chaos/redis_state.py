@@ -302,7 +302,7 @@ class RedisChaosState(ChaosState):
         seeded fleet gives the same sequence whichever worker serves which request."""
         seed = config.seed if config.seed is not None else self._seed
         chosen: Rule | None = None
-        for i, count in zip(scope, counts):
+        for i, count in zip(scope, counts, strict=True):
             rule = config.faults[i]
             if rule.probability is not None:
                 draw = random.Random(f"{seed}:{i}:{count}").random() if seed is not None else random.random()

@@ -301,7 +301,7 @@ class EventBuilder:
         part = item["content"][0]
         texts = [text for text, _ in chunks]
         sequence = self.sequence
-        for text, data in zip(texts, self._rendered(item, texts, sequence)):
+        for text, data in zip(texts, self._rendered(item, texts, sequence), strict=True):
             part["text"] += text
             sequence += 1
             self.sequence = sequence
@@ -333,7 +333,7 @@ class EventBuilder:
             fields += [repeat(_OBFUSCATED, count), self.entropy.obfuscations(count), repeat('"}', count)]
         else:
             fields.append(repeat(_text_delta_tail(None), count))
-        return list(map("".join, zip(*fields)))
+        return list(map("".join, zip(*fields, strict=True)))
 
     def _more_text(self, item: dict[str, Any], text: str, logprobs: list[dict[str, Any]]) -> Event | None:
         """The open message's text grows by `text`: its event, or None when the builder is quiet."""

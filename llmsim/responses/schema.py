@@ -189,7 +189,12 @@ def _item_tag(value: Any) -> str | None:
 
 
 InputItem = Annotated[
-    Annotated[Message, Tag("message")] | Annotated[FunctionCall, Tag("function_call")] | Annotated[FunctionCallOutput, Tag("function_call_output")] | Annotated[Reasoning, Tag("reasoning")] | Annotated[ItemReference, Tag("item_reference")] | Annotated[OtherItem, Tag("other")],
+    Annotated[Message, Tag("message")]
+    | Annotated[FunctionCall, Tag("function_call")]
+    | Annotated[FunctionCallOutput, Tag("function_call_output")]
+    | Annotated[Reasoning, Tag("reasoning")]
+    | Annotated[ItemReference, Tag("item_reference")]
+    | Annotated[OtherItem, Tag("other")],
     Discriminator(_item_tag, custom_error_type="invalid_item", custom_error_message="Invalid input item"),
 ]
 
@@ -440,12 +445,10 @@ def _choice_tag(value: Any) -> str:
     return kind if kind in ("function", "allowed_tools") else "other"
 
 
-ToolChoice = Union[
-    Literal["none", "auto", "required"],
-    Annotated[
-        Annotated[ToolChoiceFunction, Tag("function")] | Annotated[ToolChoiceAllowed, Tag("allowed_tools")] | Annotated[ToolChoiceOther, Tag("other")],
-        Discriminator(_choice_tag),
-    ],
+ToolChoice = Literal["none", "auto", "required"] | Annotated[
+    Annotated[ToolChoiceFunction, Tag("function")] | Annotated[ToolChoiceAllowed, Tag("allowed_tools")]
+    | Annotated[ToolChoiceOther, Tag("other")],
+    Discriminator(_choice_tag),
 ]
 
 

@@ -226,7 +226,7 @@ class RedisStore:
             (*values, replay), events = pipe.execute()
         if values[0] is None:
             return None
-        data = {name: json.loads(value) for name, value in zip(names, values) if value is not None}
+        data = {name: json.loads(value) for name, value in zip(names, values, strict=True) if value is not None}
         if replay is not None and self.load_replay is not None:
             return StoredResponse(**data, replay=self.load_replay(replay))
         return StoredResponse(**data, events=[_event(e) for e in events])

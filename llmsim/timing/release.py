@@ -43,7 +43,7 @@ def release(frames: Sequence[bytes], pace: RunPace, sock: socket.socket | None, 
 
 def _waited(frames: Sequence[bytes], pace: RunPace) -> Iterator[bytes]:
     schedule, clock = pace.schedule, time.perf_counter
-    for frame, ms in zip(frames, pace.delays):
+    for frame, ms in zip(frames, pace.delays, strict=True):
         schedule.wait(ms)
         pace.sent.append(clock())
         yield frame

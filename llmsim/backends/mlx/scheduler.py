@@ -118,7 +118,7 @@ class Scheduler:
                 self._running.clear()
                 self._generator = None
                 continue
-            for sequence, uid in zip(arrived, uids):
+            for sequence, uid in zip(arrived, uids, strict=True):
                 sequence.uid = uid
                 self._running[uid] = sequence
             for sequence in leaving:
