@@ -493,6 +493,8 @@ def test_store_limits_expiry_and_unfinished_responses(redis_url: str) -> None:
     assert stores.responses.get("resp_2") is None and stores.responses.get("resp_4") is not None
     assert stores.responses.find_item("msg_4") == {"id": "msg_4", "type": "message"}
     assert stores.responses.find_item("in_4") == {"id": "in_4", "type": "message"}
+    assert stores.responses.find_item("in_4", owner="") == {"id": "in_4", "type": "message"}  # the shared scope
+    assert stores.responses.find_item("in_4", owner="sk-other") is None  # another API key's
     assert stores.responses.find_item("msg_1") is None  # evicted with its response
 
     assert stores.responses.append("resp_run", [("a", "{}")], {"id": "resp_run", "status": "in_progress",
