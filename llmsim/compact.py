@@ -12,7 +12,8 @@ import json
 from typing import Any
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, check_circular=False)
-_c_encoder = json.encoder.c_make_encoder  # None where the C accelerator is missing: then the standard encoder
+# None where the C accelerator is missing: then the standard encoder. (Not in json's stubs: private.)
+_c_encoder: Any = getattr(json.encoder, "c_make_encoder", None)
 
 
 def _default(value: Any) -> Any:
@@ -27,4 +28,6 @@ if _c_encoder is not None:
         ensure_ascii=False)` gives."""
         return "".join(_encode(value, 0))
 else:  # pragma: no cover - CPython has the accelerator
-    dumps = _ENCODER.encode
+
+    def dumps(value: Any) -> str:
+        return _ENCODER.encode(value)

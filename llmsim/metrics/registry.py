@@ -53,7 +53,7 @@ def _value_class() -> type:
     process id read from memory instead of a `getpid` call per update (a fork still changes it, and the files)."""
     if current_dir() is None:
         return values.MutexValue
-    return values.MultiProcessValue(process_identifier=_process_identifier)  # type: ignore[no-any-return]
+    return values.MultiProcessValue(process_identifier=_process_identifier)
 
 
 class Metrics:

@@ -7,9 +7,10 @@ api.openai.com fails it: `Unknown parameter: 'input[0].contnet'.`
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypeVar, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, Union
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
+from pydantic_core import ErrorDetails
 
 from llmsim.errors import APIError
 
@@ -361,14 +362,18 @@ def _tool_tag(value: Any) -> str:
     return kind if kind == "function" or (isinstance(kind, str) and kind in CHECKED_TOOLS) else "builtin"
 
 
-Tool = Annotated[
-    Union[
-        Annotated[FunctionTool, Tag("function")],
-        *(Annotated[model, Tag(kind)] for kind, model in CHECKED_TOOLS.items()),
-        Annotated[BuiltinTool, Tag("builtin")],
-    ],
-    Discriminator(_tool_tag),
-]
+if TYPE_CHECKING:  # the same union, written out for the type checker (it cannot unpack CHECKED_TOOLS)
+    Tool = (FunctionTool | McpTool | CustomTool | ImageGenerationTool | FileSearchTool | CodeInterpreterTool
+            | WebSearchTool | BuiltinTool)
+else:
+    Tool = Annotated[
+        Union[
+            Annotated[FunctionTool, Tag("function")],
+            *(Annotated[model, Tag(kind)] for kind, model in CHECKED_TOOLS.items()),
+            Annotated[BuiltinTool, Tag("builtin")],
+        ],
+        Discriminator(_tool_tag),
+    ]
 
 
 class TextFormatText(Strict):
@@ -585,7 +590,7 @@ def _describe(value: Any) -> str:
     return "null" if value is None else type(value).__name__
 
 
-def _error(err: dict[str, Any]) -> APIError:
+def _error(err: ErrorDetails) -> APIError:
     kind, value, param = err["type"], err.get("input"), _param(err["loc"])
     ctx = err.get("ctx") or {}
     if kind == "missing":

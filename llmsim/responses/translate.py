@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from llmsim import ids, tokens
-from llmsim.backends.base import Prompt, Turn
+from llmsim.backends.base import Prompt, Role, Turn
 from llmsim.errors import APIError
 from llmsim.responses.schema import CreateRequest, FunctionTool, InputTokensRequest
 from llmsim.timing.profiles import Profile
@@ -93,7 +93,7 @@ def to_turns(items: list[dict[str, Any]]) -> list[Turn]:
     for item in items:
         kind = item["type"]
         if kind == "message":
-            role = "system" if item["role"] in ("system", "developer") else item["role"]
+            role: Role = "system" if item["role"] in ("system", "developer") else item["role"]
             turns.append(Turn(role=role, text="".join(_part_text(p) for p in item["content"])))
         elif kind == "function_call":
             turns.append(Turn("assistant", item["arguments"], kind, item["name"], item["call_id"]))

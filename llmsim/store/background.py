@@ -212,7 +212,7 @@ class BackgroundRunner:
     def _generate(self, builder: EventBuilder, deltas: Iterator[Any],
                   on_end: Callable[[dict[str, Any]], None]) -> None:
         response_id = builder.response["id"]
-        for event in builder.run(deltas):
+        for event in builder.events(deltas):
             if event["type"] in TERMINAL:
                 on_end(builder.response)
             snapshot = builder.response if event["type"] in SNAPSHOT else None
