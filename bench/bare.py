@@ -22,14 +22,13 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from llmsim.runtime import sockets
 from llmsim.config import DEFAULT_PROFILES_DIR, Settings
+from llmsim.runtime import sockets, ticks
+from llmsim.runtime.release import release
 from llmsim.server import LLMSimServer
-from llmsim.runtime import ticks
 from llmsim.timing.latency import Timing
 from llmsim.timing.pacing import ModelLoad, RunPace, Schedule
 from llmsim.timing.profiles import load_catalog
-from llmsim.runtime.release import release
 
 DELTA = b"event: response.output_text.delta\n"
 

@@ -11,12 +11,14 @@ event after the request was sent, inter-token gaps are between consecutive ones.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import multiprocessing
 import time
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import aiohttp
+
 from sse_client import StreamClient
 
 DELTA = b"event: response.output_text.delta\n"
@@ -42,7 +44,7 @@ class Sample:
 
     def gaps_ms(self, after: float, before: float) -> list[float]:
         """Inter-token gaps whose second token arrived inside [after, before]."""
-        return [(b - a) * 1000 for a, b in zip(self.deltas, self.deltas[1:]) if after <= b <= before]
+        return [(b - a) * 1000 for a, b in itertools.pairwise(self.deltas) if after <= b <= before]
 
 
 @dataclass
@@ -100,7 +102,7 @@ async def _client(index: int, plan: Plan, origin: float, samples: list[Sample], 
             open_streams[0] += 1
             try:
                 await asyncio.wait_for(_request(session, plan, origin, sample), left)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 break  # the window closed mid-request: what arrived so far still counts
             finally:
                 open_streams[0] -= 1
@@ -116,7 +118,7 @@ async def _stream_client(plan: Plan, origin: float, deadline: float, samples: li
             open_streams[0] += 1
             try:
                 await asyncio.wait_for(_streamed(client, origin, sample), left)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 break  # the window closed mid-request: what arrived so far still counts
             finally:
                 open_streams[0] -= 1

@@ -24,9 +24,9 @@ def main() -> None:
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="llmsim-bench-metrics-")
     from llmsim.api.sse import frames
     from llmsim.backends import load_backend, load_models
-    from llmsim.generation import Prompt
     from llmsim.chaos.faults import Admission
     from llmsim.config import Settings
+    from llmsim.generation import Prompt
     from llmsim.metrics.meter import Meter
     from llmsim.metrics.registry import Metrics
     from llmsim.pipeline import Pipeline

@@ -33,9 +33,9 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from llmsim.generation import Finish, Prompt, Turn  # noqa: E402
 from llmsim.backends.mlx.backend import LoadedModel, MLXBackend, load_model  # noqa: E402
 from llmsim.backends.mlx.models import ModelSpec  # noqa: E402
+from llmsim.generation import Finish, Prompt, Turn  # noqa: E402
 from llmsim.testing import ServerProcess, free_port  # noqa: E402
 
 Sample = tuple[float, float, int]  # (ttft seconds, decode seconds, tokens)

@@ -38,10 +38,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
+from llmsim.testing import ServerProcess, free_port  # noqa: E402
 from load import Plan, run  # noqa: E402
 from run import machine, pin, quantile, table  # noqa: E402
-
-from llmsim.testing import ServerProcess, free_port  # noqa: E402
 
 PROMPT = "Tell me a story about a lighthouse keeper."
 GOAL_TTFT_MS, GOAL_LOSS = 2.0, 0.05

@@ -47,12 +47,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 import wrk  # noqa: E402
-from load import Plan, Sample, measure, run  # noqa: E402
-
 from llmsim.api.http import SEED_HEADER  # noqa: E402
 from llmsim.config import DEFAULT_PROFILES_DIR  # noqa: E402
 from llmsim.testing import ServerProcess, free_port  # noqa: E402
 from llmsim.timing.profiles import load_catalog  # noqa: E402
+from load import Plan, Sample, measure, run  # noqa: E402
 
 PROMPT = "Tell me a story about a lighthouse keeper."
 # Of the answer bare.py replays, and of LLMSim's in (a): the same bytes. Its gpt-4o-mini answer to PROMPT has 112
@@ -72,7 +71,7 @@ def quantile(values: list[float], q: float) -> float:
 
 def table(headers: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-    line = lambda cells: "| " + " | ".join(c.rjust(w) for c, w in zip(cells, widths)) + " |"  # noqa: E731
+    line = lambda cells: "| " + " | ".join(c.rjust(w) for c, w in zip(cells, widths, strict=True)) + " |"  # noqa: E731
     return "\n".join([line(headers), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, rows)])
 
 
@@ -147,9 +146,8 @@ class BareProcess:
     def __init__(self, recorded: dict[str, object], workers: int, pace: str | None = None, floor: str | None = None
                  ) -> None:
         self.port = free_port()
-        self.file = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
-        json.dump(recorded, self.file)
-        self.file.close()
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as self.file:
+            json.dump(recorded, self.file)
         extra = [floor] if floor else [pace] if pace else []
         self.process = subprocess.Popen([sys.executable, str(ROOT / "bench" / "bare.py"), str(self.port),
                                          self.file.name, str(workers), *extra], cwd=ROOT)
@@ -216,7 +214,8 @@ def overhead(args: argparse.Namespace) -> str:
                     for repeat in range(args.repeats):
                         for side in sides if repeat % 2 == 0 else sides[::-1]:
                             windows[side].append(_window(*servers[side], body, clients, stream, args, directory))
-                    ratios = [ours[0] / theirs[0] for ours, theirs in zip(windows[0], windows[1]) if theirs[0]]
+                    ratios = [ours[0] / theirs[0]
+                              for ours, theirs in zip(windows[0], windows[1], strict=True) if theirs[0]]
                     ratio = statistics.median(ratios) if ratios else float("nan")
                     cells = ["stream" if stream else "json", str(clients)]
                     for measured in windows[:2]:
@@ -230,9 +229,10 @@ def overhead(args: argparse.Namespace) -> str:
                         goals.append(goal(f"{'streaming' if stream else 'JSON'} llmsim/bare at 16 clients",
                                           ratio, 1.0 if stream else 0.5))
                     if not stream:
+                        bare = {side: zip(windows[side], windows[1], strict=True) for side in (2, 3)}
                         floors.append(f"{clients} clients: " + ", ".join(
                             f"{name} {statistics.median(w[0] for w in windows[side]):.0f} req/s = "
-                            f"{statistics.median(f[0] / b[0] for f, b in zip(windows[side], windows[1])):.2f}x bare"
+                            f"{statistics.median(f[0] / b[0] for f, b in bare[side]):.2f}x bare"
                             for side, name in ((2, "LLMSim's app"), (3, "Flask alone"))))
         finally:
             for other in others:
@@ -361,9 +361,10 @@ def fidelity_rows(streams: int, samples: list[Sample], open_streams: list[int], 
     for metric, values in measured.items():
         want = [configured[metric](q) for q in (0.5, 0.95, 0.99)]
         got = [quantile(values, q) for q in (0.5, 0.95, 0.99)]
-        errors = [(g - w) / w * 100 for g, w in zip(got, want)]
+        errors = [(g - w) / w * 100 for g, w in zip(got, want, strict=True)]
         within = "n<100" if len(values) < 100 else "yes" if abs(errors[0]) <= 10 and abs(errors[2]) <= 10 else "NO"
-        rows.append([str(streams), f"{min(open_streams, default=0)}/{sum(open_streams) / max(1, len(open_streams)):.0f}",
+        rows.append([str(streams),
+                     f"{min(open_streams, default=0)}/{sum(open_streams) / max(1, len(open_streams)):.0f}",
                      f"{len(started)} ({failed} failed)", f"{len(measured['inter-token']) / plan.window:.0f}",
                      metric, str(len(values)),
                      "/".join(f"{w:.1f}" for w in want), "/".join(f"{g:.1f}" for g in got),

@@ -68,12 +68,11 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 import stream_load  # noqa: E402
 import wrk  # noqa: E402
-from load import Plan, run  # noqa: E402
-from run import PROMPT, BareProcess, _children, cpu_seconds, machine, quantile, record, table  # noqa: E402
-
 from llmsim.config import DEFAULT_PROFILES_DIR  # noqa: E402
 from llmsim.testing import RedisServer, ServerProcess  # noqa: E402
 from llmsim.timing.profiles import load_catalog  # noqa: E402
+from load import Plan, run  # noqa: E402
+from run import PROMPT, BareProcess, _children, cpu_seconds, machine, quantile, record, table  # noqa: E402
 
 
 def place(pid: int, cpu: int | None) -> None:
@@ -185,8 +184,8 @@ def throughput(args: argparse.Namespace, redis_server: RedisServer, directory: s
                           f"redis reads/req {row.redis_reads:.2f}",
                           flush=True)
         for kind, measured in runs.items():
-            ratio = statistics.median(r.rate / m.rate for r, m in zip(measured, runs["memory"]))
-            middle = lambda field: statistics.median(getattr(r, field) for r in measured)  # noqa: E731
+            ratio = statistics.median(r.rate / m.rate for r, m in zip(measured, runs["memory"], strict=True))
+            middle = lambda field: statistics.median(getattr(r, field) for r in measured)  # noqa: E731, B023 (used in this turn)
             rows.append([kind, str(workers), f"{middle('rate'):.0f}", f"{min(r.rate for r in measured):.0f}-"
                          f"{max(r.rate for r in measured):.0f}", f"{middle('p50'):.1f}", f"{middle('p99'):.1f}",
                          str(sum(r.errors for r in measured)), f"{middle('server_cpu'):.2f}",
@@ -201,10 +200,9 @@ def round_trips(redis_server: RedisServer) -> str:
     pipelines, and the scripts' own sends (llmsim/store/redis_client.py `Scripts`)."""
     from redis.connection import Connection
 
-    from llmsim.store.redis_client import Scripts
-
     from llmsim.app import create_app
     from llmsim.config import Settings
+    from llmsim.store.redis_client import Scripts
 
     redis.Redis.from_url(redis_server.url).flushall()
     app = create_app(Settings(store=redis_server.url, speed=0))
@@ -333,8 +331,8 @@ def ratios(runs: dict[int, list[Window]], streams: int) -> tuple[list[list[str]]
     each other; and four workers' ratio."""
     rows, found = [], {}
     for workers, measured in runs.items():
-        found[workers] = statistics.median(w.deltas / one.deltas for w, one in zip(measured, runs[1]))
-        m = Window(*(statistics.median(values) for values in zip(*measured)))
+        found[workers] = statistics.median(w.deltas / one.deltas for w, one in zip(measured, runs[1], strict=True))
+        m = Window(*(statistics.median(values) for values in zip(*measured, strict=True)))
         rows.append([str(workers), str(streams), f"{m.deltas:.0f}", f"{min(w.deltas for w in measured):.0f}-"
                      f"{max(w.deltas for w in measured):.0f}", f"{m.p50:.1f}", f"{m.p99:.1f}", f"{m.server_cpu:.2f}",
                      f"{m.load_cpu:.2f}", f"{m.redis_cpu:.2f}", f"{m.deltas / m.server_cpu:.0f}",
@@ -408,7 +406,7 @@ def capacity(args: argparse.Namespace, redis_server: RedisServer, directory: str
                 level = argparse.Namespace(**{**vars(args), "streams": streams})
                 deltas, load_cpu, server_cpu, gaps = sampled_streams(server, body, level, directory)
                 got = [quantile(gaps, 0.5), quantile(gaps, 0.99)]
-                errors = [(g - w) / w * 100 for g, w in zip(got, want)]
+                errors = [(g - w) / w * 100 for g, w in zip(got, want, strict=True)]
                 on_time = all(abs(e) <= 10 for e in errors)
                 rows.append([str(workers), str(streams), f"{deltas:.0f}", f"{got[0]:.1f} ({errors[0]:+.1f}%)",
                              f"{got[1]:.1f} ({errors[1]:+.1f}%)", f"{server_cpu:.2f}", f"{load_cpu:.2f}",

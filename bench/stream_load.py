@@ -9,12 +9,14 @@ chunk costs one `bytes.count` on uvloop's event loop: a stream is one HTTP/1.1 r
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import multiprocessing
 import time
 from urllib.parse import urlsplit
 
 import uvloop
+
 from load import DELTA, Plan, Sample
 
 
@@ -67,13 +69,14 @@ async def _client(index: int, plan: Plan, origin: float, samples: list[Sample]) 
         samples.append(sample)
         done: asyncio.Future[None] = loop.create_future()
         try:
-            transport, _ = await loop.create_connection(lambda: _Stream(request, origin, sample, done), host, port)
+            transport, _ = await loop.create_connection(functools.partial(_Stream, request, origin, sample, done),
+                                                        host, port)
         except OSError:
             sample.end = time.perf_counter() - origin
             continue
         try:
             await asyncio.wait_for(asyncio.shield(done), left)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             transport.close()
             break  # the window closed mid-stream: what arrived so far still counts
 

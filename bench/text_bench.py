@@ -16,9 +16,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from llmsim.generation import Prompt, TextDelta, TextRun, Turn  # noqa: E402
 from llmsim.backends.sim.backend import SimBackend  # noqa: E402
 from llmsim.config import DEFAULT_PROFILES_DIR  # noqa: E402
+from llmsim.generation import Prompt, TextDelta, TextRun, Turn  # noqa: E402
 from llmsim.timing.profiles import load_catalog  # noqa: E402
 
 QUESTIONS = (

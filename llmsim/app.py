@@ -21,10 +21,10 @@ from llmsim.errors import APIError, internal_error
 from llmsim.metrics.registry import Metrics
 from llmsim.pipeline import Pipeline
 from llmsim.responses.replay import Replay
+from llmsim.runtime import waits
 from llmsim.services import Services
 from llmsim.store import Stores, open_stores
 from llmsim.store.redis_client import unavailable_errors
-from llmsim.runtime import waits
 from llmsim.timing.pacing import Pacer
 
 log = logging.getLogger("llmsim")

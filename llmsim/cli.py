@@ -86,8 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
                             "redis://[:password@]host:port/db (rediss:// for TLS), where a fleet of servers shares "
                             "all state, chaos included (LLMSIM_STORE)")
     serve.add_argument("--store-max-entries", type=int, default=_env("store_max_entries", d.store_max_entries),
-                       help="responses kept in the store, the oldest finished evicted first, unfinished never; 0 stores "
-                            "nothing (LLMSIM_STORE_MAX_ENTRIES)")
+                       help="responses kept in the store, the oldest finished evicted first, unfinished never; "
+                            "0 stores nothing (LLMSIM_STORE_MAX_ENTRIES)")
     serve.add_argument("--store-ttl", type=float, default=_env("store_ttl", d.store_ttl_seconds),
                        help="seconds a stored response lives; 0 = forever (LLMSIM_STORE_TTL)")
     serve.add_argument("--api-key", default=_env("api_key", None),

@@ -45,7 +45,7 @@ class Settings:
     text_mode: str = "prose"  # sim: prose | echo | lorem | faker (llmsim/backends/sim/text.py)
     max_body_bytes: int = 32 * 1024 * 1024
     workers: int = 1
-    worker_connections: int = 4096  # per worker; past it the connection idle longest is closed (llmsim/runtime/worker.py)
+    worker_connections: int = 4096  # per worker; past it the idle longest is closed (llmsim/runtime/worker.py)
     read_timeout: float = 30.0  # seconds for a request's head (idle keep-alive included), and its body, to arrive
     upstream: str | None = None  # proxy: the upstream's base URL, e.g. https://api.openai.com/v1
     upstream_api_key_env: str = "OPENAI_API_KEY"  # proxy: the variable holding the upstream key (never stored)

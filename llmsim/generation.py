@@ -9,12 +9,14 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 if TYPE_CHECKING:
     from llmsim.timing.profiles import Profile
 
+Role = Literal["system", "user", "assistant", "tool"]
+
 
 @dataclass(frozen=True)
 class Turn:
     """One item of the conversation as a backend sees it (roles already normalised)."""
 
-    role: Literal["system", "user", "assistant", "tool"]
+    role: Role
     text: str = ""
     kind: str = "message"  # message | function_call | function_call_output | reasoning | other
     name: str | None = None
@@ -119,9 +121,12 @@ class Usage:
     cache_write_tokens: int = 0
 
 
+FinishReason = Literal["stop", "length", "tool_calls"]
+
+
 @dataclass(frozen=True)
 class Finish:
-    reason: Literal["stop", "length", "tool_calls"]
+    reason: FinishReason
     usage: Usage
 
 

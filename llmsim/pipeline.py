@@ -15,16 +15,17 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from llmsim import ids
-from llmsim.generation import Backend, Delta, Finish, Prompt, Usage, expand
 from llmsim.backends.relay import Exchange, Relayed
 from llmsim.chaos.faults import Admission, Gate
 from llmsim.chaos.scenarios import Player, ScenarioMoved
 from llmsim.errors import APIError, not_found
+from llmsim.generation import Backend, Delta, Finish, Prompt, Usage, expand
 from llmsim.responses import rawsse, schema, toolspec, translate
 from llmsim.responses.events import TERMINAL, EventBuilder, SerializedEvent, dumps, dumps_event
 from llmsim.responses.relayed import RelayedStream
 from llmsim.responses.replay import DeltaLog, Replay
 from llmsim.responses.response import new_response
+from llmsim.runtime.fairness import fair
 from llmsim.store import (
     ConversationStore,
     MemoryConversations,
@@ -35,7 +36,6 @@ from llmsim.store import (
 )
 from llmsim.store.background import BackgroundRunner, follow
 from llmsim.timing import recorded
-from llmsim.runtime.fairness import fair
 from llmsim.timing.pacing import Pacer
 from llmsim.timing.profiles import Catalog
 

@@ -160,8 +160,8 @@ def llmsim_cassette(request: pytest.FixtureRequest) -> Iterator[LLMSim]:
         directory.mkdir(parents=True, exist_ok=True)
         for old in directory.glob("*.json"):  # a recording replaces the cassette's old interactions
             old.unlink()
-        flags = ("--backend", "proxy", "--upstream", option("--llmsim-upstream"), "--record", str(directory),
-                 "--upstream-api-key-env", option("--llmsim-upstream-key-env"))
+        flags: tuple[str, ...] = ("--backend", "proxy", "--upstream", option("--llmsim-upstream"), "--record",
+                                  str(directory), "--upstream-api-key-env", option("--llmsim-upstream-key-env"))
     else:
         if not any(directory.glob("*.json")):
             pytest.fail(f"LLMSim: no cassette '{name}' in {root}: record it once with `pytest --llmsim-record` "

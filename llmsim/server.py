@@ -24,12 +24,16 @@ from llmsim.metrics import multiprocess
 GC_THRESHOLDS = (50_000, 20, 10)
 
 
-class LLMSimServer(BaseApplication):  # type: ignore[misc]
+class LLMSimServer(BaseApplication):
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         # Made before the workers fork: they write their metrics there. One worker keeps them in memory: the files
         # cost a lock and an mmap write per update, ~40 us a request.
-        self.metrics_dir = multiprocess.make_dir() if settings.workers > 1 else multiprocess.no_dir()
+        self.metrics_dir: str | None = None
+        if settings.workers > 1:
+            self.metrics_dir = multiprocess.make_dir()
+        else:
+            multiprocess.no_dir()
         super().__init__()
 
     def load_config(self) -> None:

@@ -30,7 +30,8 @@ class ServerProcess:
         self.startup_timeout = startup_timeout
         self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
-        self.log_file = tempfile.NamedTemporaryFile(prefix="llmsim-", suffix=".log", delete=False)
+        # The server's output for as long as it runs (not a `with`): `log` reads it back by name.
+        self.log_file = tempfile.NamedTemporaryFile(prefix="llmsim-", suffix=".log", delete=False)  # noqa: SIM115
 
     @property
     def url(self) -> str:
@@ -40,7 +41,7 @@ class ServerProcess:
     def base_url(self) -> str:
         return f"{self.url}/openai/v1"
 
-    def start(self) -> "ServerProcess":
+    def start(self) -> ServerProcess:
         command = [sys.executable, "-m", "llmsim", "serve", "--host", "127.0.0.1", "--port", str(self.port),
                    *self.flags]
         self.process = subprocess.Popen(command, env={**os.environ, **self.env}, stdout=self.log_file,
@@ -73,7 +74,7 @@ class ServerProcess:
                 self.process.kill()
                 self.process.wait()
 
-    def __enter__(self) -> "ServerProcess":
+    def __enter__(self) -> ServerProcess:
         return self.start()
 
     def __exit__(self, *_exc: type[BaseException] | BaseException | TracebackType | None) -> None:
@@ -129,7 +130,7 @@ class RedisServer:
             sock.sendall((f"AUTH {self.password}\r\n" if self.password else "").encode() + b"PING\r\n")
             return sock.recv(64).endswith(b"+PONG\r\n")
 
-    def start(self) -> "RedisServer":
+    def start(self) -> RedisServer:
         binary = shutil.which("redis-server")
         if binary is None:
             raise RuntimeError("redis-server not found: apt-get install redis-server")
@@ -159,7 +160,7 @@ class RedisServer:
         self.stop()
         self.start()
 
-    def __enter__(self) -> "RedisServer":
+    def __enter__(self) -> RedisServer:
         return self.start()
 
     def __exit__(self, *_exc: type[BaseException] | BaseException | TracebackType | None) -> None:

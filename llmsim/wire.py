@@ -51,4 +51,4 @@ if _c_encoder is not None:
         hold themselves (no check for cycles)."""
         return "".join(_encode(value, 0))
 else:  # pragma: no cover - CPython has the accelerator
-    dumps_plain = _plain.encode
+    dumps_plain = _plain.encode  # type: ignore[assignment]  # a bound method of the same signature

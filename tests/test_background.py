@@ -8,11 +8,11 @@ from pathlib import Path
 
 import openai
 import pytest
-from stateful import PACED, client_for, slow_profiles, until, wait_final
 
 from llmsim.responses.events import EventBuilder
 from llmsim.store import Database, MemoryStore, SQLiteStore, StoredResponse, background
 from llmsim.testing import ServerProcess
+from stateful import PACED, client_for, slow_profiles, until, wait_final
 
 
 @pytest.fixture(scope="module")

@@ -17,8 +17,12 @@ import httpx
 import openai
 import pytest
 from openai.types.responses import (
-    Response, ResponseCodeInterpreterToolCall, ResponseCustomToolCall, ResponseFileSearchToolCall,
-    ResponseFunctionWebSearch, ResponseStreamEvent,
+    Response,
+    ResponseCodeInterpreterToolCall,
+    ResponseCustomToolCall,
+    ResponseFileSearchToolCall,
+    ResponseFunctionWebSearch,
+    ResponseStreamEvent,
 )
 from openai.types.responses.response_output_item import ImageGenerationCall, McpApprovalRequest, McpCall, McpListTools
 from pydantic import TypeAdapter

@@ -28,8 +28,8 @@ def test_tool_message_with_name(client: openai.OpenAI) -> None:
 def test_assistant_message_with_provider_fields(client: openai.OpenAI) -> None:
     """litellm's documented tool loop sends the assistant message back as litellm returned it."""
     assistant = {"role": "assistant", "content": None, "tool_calls": [CALL], "provider_specific_fields": {"x": 1},
-                 "reasoning_content": "I should look it up.", "thinking_blocks": [{"type": "thinking", "thinking": "..."}],
-                 "function_call": None}
+                 "reasoning_content": "I should look it up.",
+                 "thinking_blocks": [{"type": "thinking", "thinking": "..."}], "function_call": None}
     completion = client.chat.completions.create(model="gpt-4o", tools=TOOLS, messages=[  # type: ignore[arg-type]
         {"role": "user", "content": "Weather in Paris?"}, assistant,
         {"role": "tool", "tool_call_id": "call_1", "content": "18 C, sunny"},

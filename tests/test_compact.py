@@ -1,4 +1,4 @@
-"""llmsim/wire.py `dumps_plain`: the Redis store's JSON encoder writes what `json.dumps` writes, without its per-call setup."""
+"""llmsim/wire.py `dumps_plain`: the Redis store's JSON encoder writes what `json.dumps` writes, set up once."""
 
 from __future__ import annotations
 

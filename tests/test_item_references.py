@@ -11,9 +11,9 @@ from typing import Any
 
 import openai
 import pytest
-from stateful import wait_final
 
 from llmsim.testing import ServerProcess
+from stateful import wait_final
 
 WEATHER = {"type": "function", "name": "get_weather", "strict": True, "parameters": {
     "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"], "additionalProperties": False}}

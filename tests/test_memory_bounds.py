@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+
 import httpx
 import openai
 import pytest
@@ -10,7 +11,6 @@ import pytest
 from llmsim.chaos.ratelimit import Limits, RateLimiter
 from llmsim.chaos.scenarios import TRANSCRIPT_BYTES, Transcript
 from llmsim.testing import ServerProcess
-
 
 
 def test_the_transcript_keeps_the_newest_requests_within_its_byte_budget(server: ServerProcess) -> None:

@@ -15,10 +15,10 @@ import gevent
 import openai
 import pytest
 
-from llmsim.generation import Finish, Prompt, Turn
 from llmsim.backends.mlx.backend import load_model
 from llmsim.backends.mlx.fixture import build_random_model, build_scripted_model
 from llmsim.backends.mlx.models import ModelSpec
+from llmsim.generation import Finish, Prompt, Turn
 from llmsim.testing import ServerProcess
 
 SCRIPTS = {

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from llmsim.generation import ReasoningDelta, TextDelta, ToolArgsDelta, ToolCallStart
 from llmsim.backends.mlx.parsing import OutputParser, parse_calls
+from llmsim.generation import ReasoningDelta, TextDelta, ToolArgsDelta, ToolCallStart
 
 
 def run(text: str, chunk: int, **options: object) -> list[object]:
@@ -82,7 +82,8 @@ def test_json_that_is_not_a_call_stays_text() -> None:
 
 
 def test_broken_tool_call_is_shown_as_text() -> None:
-    assert summary(run("<tool_call>{not json}</tool_call>", 4, tools=True))["text"] == "<tool_call>{not json}</tool_call>"
+    assert (summary(run("<tool_call>{not json}</tool_call>", 4, tools=True))["text"]
+            == "<tool_call>{not json}</tool_call>")
 
 
 def test_markers_are_text_without_tools_or_thinking() -> None:

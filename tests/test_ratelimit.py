@@ -8,10 +8,10 @@ from pathlib import Path
 
 import openai
 import pytest
-from stateful import Clock
 
 from llmsim.chaos.ratelimit import Limits, RateLimitConfig, RateLimiter, duration
 from llmsim.testing import ServerProcess
+from stateful import Clock
 
 KEY = ("sk-test", "gpt-4o")
 DURATION = re.compile(r"^(\d+ms|(\d+h)?(\d+m)?\d+(\.\d+)?s)$")

@@ -20,12 +20,12 @@ import httpx
 import openai
 import pytest
 import redis
-from stateful import PACED, slow_profiles, until, wait_final
 
 from llmsim.store import StoredConversation, StoredResponse, open_stores
 from llmsim.store.redis_client import Batch, Guard, Scripts
 from llmsim.store.redis_client import connect as redis_connect
 from llmsim.testing import RedisServer, ServerProcess, free_port
+from stateful import PACED, slow_profiles, until, wait_final
 
 Fleet = tuple[ServerProcess, ServerProcess]
 # A model that thinks for 2.5 s before its first token (when a request asks for speed 1): a follower waits.
@@ -291,7 +291,7 @@ def test_a_chat_completion_made_under_a_config_the_fleet_has_left_is_made_again(
     counters = httpx.get(f"{b.url}/llmsim/admin/faults/counters").json()
     assert counters["faults"] == {"server_error": 1} and counters["requests"] == 6
     log = httpx.get(f"{b.url}/llmsim/admin/requests").json()["data"]
-    assert [(entry["index"], entry["status"]) for entry in log] == list(zip(range(1, 7), [200] * 4 + [500, 200]))
+    assert [(entry["index"], entry["status"]) for entry in log] == list(enumerate([200] * 4 + [500, 200], start=1))
 
 
 def test_background_made_on_a_is_followed_and_cancelled_from_b(
@@ -493,6 +493,8 @@ def test_store_limits_expiry_and_unfinished_responses(redis_url: str) -> None:
     assert stores.responses.get("resp_2") is None and stores.responses.get("resp_4") is not None
     assert stores.responses.find_item("msg_4") == {"id": "msg_4", "type": "message"}
     assert stores.responses.find_item("in_4") == {"id": "in_4", "type": "message"}
+    assert stores.responses.find_item("in_4", owner="") == {"id": "in_4", "type": "message"}  # the shared scope
+    assert stores.responses.find_item("in_4", owner="sk-other") is None  # another API key's
     assert stores.responses.find_item("msg_1") is None  # evicted with its response
 
     assert stores.responses.append("resp_run", [("a", "{}")], {"id": "resp_run", "status": "in_progress",

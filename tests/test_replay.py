@@ -12,8 +12,18 @@ import httpx
 import openai
 import pytest
 
-from llmsim.generation import (Delta, Finish, ReasoningDelta, TextAnnotation, TextDelta, TextRun, ToolArgsDelta,
-                                  ToolCallStart, ToolItem, Usage)
+from llmsim.generation import (
+    Delta,
+    Finish,
+    ReasoningDelta,
+    TextAnnotation,
+    TextDelta,
+    TextRun,
+    ToolArgsDelta,
+    ToolCallStart,
+    ToolItem,
+    Usage,
+)
 from llmsim.responses.events import PACED_TEXT, TEXT_DELTA, Entropy, EventBuilder, dumps
 from llmsim.responses.replay import DeltaLog, Replay
 from llmsim.testing import ServerProcess

@@ -71,7 +71,7 @@ def sample(tp: Any, name: str = "", depth: int = 0) -> Any:
         return 16
     if tp is float:
         return 0.5
-    if origin in (dict, typing.Dict) or tp is dict:
+    if origin in (dict, dict) or tp is dict:
         return {"type": "function", "name": "lookup"}  # a free-form object; as a tool reference, a valid one
     if origin is not None and typing.get_args(tp):  # List, Iterable, SequenceNotStr
         return [sample(typing.get_args(tp)[0], name, depth + 1)]
@@ -99,7 +99,7 @@ def cases(params: type, build: Build, max_depth: int = MAX_DEPTH) -> Iterator[tu
                 if is_typeddict(inner):
                     queue.append((inner, lambda v, build=build, base=base, key=key: build({**base, key: v}),
                                   depth + 1))
-                elif args and typing.get_origin(inner) not in (typing.Literal, dict, typing.Dict):
+                elif args and typing.get_origin(inner) not in (typing.Literal, dict, dict):
                     queue.extend((element, lambda v, build=build, base=base, key=key: build({**base, key: [v]}),
                                   depth + 1) for element in _members(args[0]) if is_typeddict(element))
 

@@ -211,8 +211,8 @@ def test_an_answer_nothing_waits_in_leaves_in_one_write(server: ServerProcess) -
         for path, body in [("/v1/responses", {"model": "gpt-4o-mini", "input": "hi", "max_output_tokens": 30}),
                            ("/v1/responses", {"model": "gpt-4o-mini", "input": "hi", "max_output_tokens": 30,
                                               "stream": True}),
-                           ("/v1/chat/completions", {"model": "gpt-4o-mini", "max_completion_tokens": 30, "stream": True,
-                                                     "messages": [{"role": "user", "content": "hi"}]})]:
+                           ("/v1/chat/completions", {"model": "gpt-4o-mini", "max_completion_tokens": 30,
+                                                     "stream": True, "messages": [{"role": "user", "content": "hi"}]})]:
             before = _data_segments(sock)
             answer = _answer(sock, path, body)
             assert answer.startswith(b"HTTP/1.1 200")

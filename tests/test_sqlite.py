@@ -9,7 +9,6 @@ from pathlib import Path
 import httpx
 import openai
 import pytest
-from stateful import PACED, Clock, client_for, kill_hard, record, slow_profiles, until, wait_final
 
 from llmsim.store import (
     ConversationStore,
@@ -23,6 +22,7 @@ from llmsim.store import (
 )
 from llmsim.store.sqlite import Database
 from llmsim.testing import ServerProcess
+from stateful import PACED, Clock, client_for, kill_hard, record, slow_profiles, until, wait_final
 
 Start = Callable[..., ServerProcess]
 Connect = Callable[[ServerProcess], openai.OpenAI]

@@ -20,9 +20,8 @@ import httpx
 import openai
 import pytest
 
-from stateful import slow_profiles
-
 from llmsim.testing import ServerProcess
+from stateful import slow_profiles
 
 FAULT = "X-LLMSim-Fault"
 SPEED = "X-LLMSim-Speed"

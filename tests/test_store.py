@@ -7,10 +7,10 @@ from collections.abc import Callable
 
 import openai
 import pytest
-from stateful import Clock, record
 
 from llmsim.store import MemoryStore
 from llmsim.testing import ServerProcess
+from stateful import Clock, record
 
 
 def test_oldest_entries_are_evicted_first() -> None:

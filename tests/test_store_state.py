@@ -8,11 +8,11 @@ from pathlib import Path
 
 import openai
 import pytest
-from stateful import PACED, Clock, kill_hard, record, slow_profiles, until, wait_final
 
 from llmsim.store import MemoryStore, ResponseStore, SQLiteStore
 from llmsim.store.sqlite import Database
 from llmsim.testing import ServerProcess
+from stateful import PACED, Clock, kill_hard, record, slow_profiles, until, wait_final
 
 Start = Callable[..., ServerProcess]
 Client = Callable[..., openai.OpenAI]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import random
 from enum import Enum
-from typing import Any, Literal, Optional
+from typing import Any, Literal
 
 import jsonschema
 import openai
@@ -21,7 +21,7 @@ from llmsim.responses.schema_checks import schema_error
 CHECKER = jsonschema.FormatChecker()
 
 
-class Unit(str, Enum):
+class Unit(str, Enum):  # noqa: UP042 (the str mixin a client's model is written with)
     celsius = "celsius"
     fahrenheit = "fahrenheit"
 
@@ -30,14 +30,14 @@ class Reading(BaseModel):
     city: str
     temperature: float
     unit: Unit
-    note: Optional[str]
+    note: str | None
 
 
 class Report(BaseModel):
     title: str
     readings: list[Reading]
     status: Literal["ok", "partial"]
-    parent: Optional["Report"]
+    parent: Report | None
 
 
 def test_json_schema_output_validates(client: openai.OpenAI) -> None:

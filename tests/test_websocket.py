@@ -12,9 +12,9 @@ from simple_websocket import ConnectionClosed
 from websockets.exceptions import ConnectionClosedError, InvalidStatus
 
 from llmsim.api.websocket import Session
-from llmsim.generation import Delta, Prompt
 from llmsim.backends.sim.backend import SimBackend
 from llmsim.config import DEFAULT_PROFILES_DIR
+from llmsim.generation import Delta, Prompt
 from llmsim.pipeline import Pipeline
 from llmsim.store import MemoryStore
 from llmsim.testing import ServerProcess

@@ -11,7 +11,8 @@ from llmsim import wire
 
 _standard = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 _scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text()
-_json = st.recursive(_scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+_json = st.recursive(_scalars,
+                     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
                      max_leaves=20)
 
 

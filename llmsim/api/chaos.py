@@ -15,7 +15,6 @@ from flask import Flask, Response, current_app, g, request
 from pydantic import ValidationError
 
 from llmsim.api.metrics import metered
-from llmsim.generation import Finish, Prompt
 from llmsim.chaos.faults import (
     DEFAULT_RETRY_AFTER,
     MAX_HANG,
@@ -32,6 +31,7 @@ from llmsim.chaos.faults import (
 from llmsim.chaos.ratelimit import Limits, duration
 from llmsim.chaos.state import ChaosState
 from llmsim.errors import APIError
+from llmsim.generation import Finish, Prompt
 from llmsim.runtime import waits
 from llmsim.runtime.waits import ClientGone
 

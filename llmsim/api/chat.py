@@ -16,10 +16,10 @@ from llmsim.api import relay, writes
 from llmsim.api.chaos import gate
 from llmsim.api.http import json_body, seed_header, services, speed_header, text_mode_header
 from llmsim.api.sse import SSE_HEADERS, batched, cork
-from llmsim.generation import Delta, Prompt
 from llmsim.chaos.faults import Admission
 from llmsim.chat import completions as chat
 from llmsim.errors import APIError
+from llmsim.generation import Delta, Prompt
 from llmsim.pipeline import SerializedEvent, dumps
 from llmsim.runtime.fairness import fair
 from llmsim.runtime.waits import ClientGone

@@ -30,9 +30,9 @@ from llmsim.api.http import SPEED_HEADER
 from llmsim.api.sse import SSE_HEADERS
 from llmsim.backends.relay import ENDPOINTS, Exchange, Relayed
 from llmsim.errors import APIError, internal_error
-from llmsim.services import Services
 from llmsim.runtime import waits
 from llmsim.runtime.waits import ClientGone
+from llmsim.services import Services
 
 log = logging.getLogger("llmsim")
 ROUTES = {f"{prefix}/{endpoint}": endpoint for prefix in PREFIXES for endpoint in ENDPOINTS}

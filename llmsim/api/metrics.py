@@ -13,8 +13,8 @@ from flask import Blueprint, Flask, Response, current_app, g, request
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from llmsim.api.http import services
-from llmsim.generation import Prompt
 from llmsim.chaos.faults import Admission
+from llmsim.generation import Prompt
 from llmsim.metrics.meter import Meter
 from llmsim.metrics.registry import Metrics
 from llmsim.pipeline import Pipeline

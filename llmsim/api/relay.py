@@ -13,11 +13,11 @@ from llmsim.api import chaos
 from llmsim.api.http import owner, services
 from llmsim.api.metrics import metered
 from llmsim.api.sse import SSE_HEADERS
-from llmsim.generation import Prompt
 from llmsim.backends.cassette import canonical
 from llmsim.backends.relay import Exchange, Relayed
 from llmsim.chaos.faults import Admission, Gate
 from llmsim.errors import APIError
+from llmsim.generation import Prompt
 from llmsim.pipeline import Pipeline
 
 CHARS_PER_TOKEN = 4  # a rate-limit estimate of the input; the answer's usage settles the real count

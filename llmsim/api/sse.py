@@ -13,9 +13,8 @@ from typing import Any
 
 from flask import Response, request
 
-from llmsim.runtime import sockets
 from llmsim.responses.events import PACED_TEXT, TEXT_DELTA
-from llmsim.runtime import waits
+from llmsim.runtime import sockets, waits
 from llmsim.runtime.release import release
 
 Client = tuple[socket.socket | None, bool]  # the request's connection, and whether its body goes in HTTP chunks

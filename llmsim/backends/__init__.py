@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from llmsim.generation import Backend
 from llmsim.config import Settings
+from llmsim.generation import Backend
 from llmsim.timing.profiles import Catalog, load_catalog
 
 BACKENDS = ("sim", "mlx", "proxy", "replay")

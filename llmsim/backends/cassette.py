@@ -94,8 +94,8 @@ def canonical(value: Any) -> str:
 def normalised(endpoint: str, body: dict[str, Any]) -> dict[str, Any]:
     """What decides the answer: model, instructions, input, tools, text format (and the chain it continues)."""
     fields = {name: body.get(name) for name in NORMALISED.get(endpoint, ())}
-    if isinstance(fields.get("text"), dict):
-        fields["text"] = fields["text"].get("format")
+    if isinstance(text := fields.get("text"), dict):
+        fields["text"] = text.get("format")
     if isinstance(fields.get("input"), str):  # a string is one user message
         fields["input"] = [{"role": "user", "content": fields["input"]}]
     return {name: value for name, value in fields.items() if value is not None}

@@ -125,7 +125,7 @@ def prefill_slope(samples: list[tuple[float, int]]) -> float | None:
 
 def fit_model(name: str, samples: Samples, shipped: Profile | None) -> tuple[dict[str, Any], str]:
     """The profile entry for one model, and a line saying what each figure rests on."""
-    base = shipped.model_dump(mode="json", exclude_none=True) if shipped else {"id": name}
+    base: dict[str, Any] = shipped.model_dump(mode="json", exclude_none=True) if shipped else {"id": name}
     base.update(id=name)
     old = shipped.timing if shipped else None
     notes = []

@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from llmsim.generation import Delta, Finish, Prompt, expand
 from llmsim.chaos.ratelimit import RateLimitConfig, duration, retry_after_headers
 from llmsim.config import Settings
 from llmsim.errors import APIError
+from llmsim.generation import Delta, Finish, Prompt, expand
 from llmsim.responses.events import TERMINAL, EventBuilder
 from llmsim.runtime import waits
 

@@ -28,13 +28,12 @@ import time
 from collections import OrderedDict
 from typing import Any
 
-from llmsim.generation import Prompt
 from llmsim.chaos.faults import FaultConfig, RequestInfo, Rule
 from llmsim.chaos.ratelimit import Bucket, Limits, Verdict
-from llmsim.chaos.scenarios import (TRANSCRIPT, Player, Reply, Scenario, ScenarioMoved, StreamFault, exhausted,
-                                    play)
+from llmsim.chaos.scenarios import TRANSCRIPT, Player, Reply, Scenario, ScenarioMoved, StreamFault, exhausted, play
 from llmsim.chaos.state import RECENT, ChaosState, Decision, ResolveLimits
 from llmsim.errors import APIError
+from llmsim.generation import Prompt
 from llmsim.store.redis_client import PREFIX, Batch, Guard, Scripts, dumps
 
 CHAOS = f"{PREFIX}chaos"  # hash: gen, config, seed, flags, served, rejected
@@ -303,7 +302,7 @@ class RedisChaosState(ChaosState):
         seeded fleet gives the same sequence whichever worker serves which request."""
         seed = config.seed if config.seed is not None else self._seed
         chosen: Rule | None = None
-        for i, count in zip(scope, counts):
+        for i, count in zip(scope, counts, strict=True):
             rule = config.faults[i]
             if rule.probability is not None:
                 draw = random.Random(f"{seed}:{i}:{count}").random() if seed is not None else random.random()

@@ -65,7 +65,7 @@ class Reply(Closed):
         return {"kind": value} if isinstance(value, (str, int)) else value
 
     @model_validator(mode="after")
-    def _says_something(self) -> "Reply":
+    def _says_something(self) -> Reply:
         if self.text is None and not self.tool_calls and self.reasoning_summary is None and self.fault is None:
             raise ValueError("a reply needs at least one of: text, tool_calls, reasoning_summary, fault")
         return self
@@ -129,7 +129,7 @@ class Scenario(Closed):
     on_exhausted: Literal["simulate", "repeat_last", "cycle", "error"] = "simulate"
 
     @model_validator(mode="after")
-    def _not_empty(self) -> "Scenario":
+    def _not_empty(self) -> Scenario:
         if not self.rules and not self.turns:
             raise ValueError("a scenario needs at least one rule or turn")
         if self.on_exhausted in ("repeat_last", "cycle") and not self.turns:

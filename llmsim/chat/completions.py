@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from llmsim.chat.schema import AssistantMessage, ChatRequest, FunctionMessage, SystemMessage, ToolMessage, UserMessage
+from llmsim.errors import APIError
 from llmsim.generation import (
     Delta,
     Finish,
@@ -28,8 +30,6 @@ from llmsim.generation import (
     ToolCallStart,
     Usage,
 )
-from llmsim.chat.schema import AssistantMessage, ChatRequest, FunctionMessage, SystemMessage, ToolMessage, UserMessage
-from llmsim.errors import APIError
 from llmsim.responses import schema, toolspec, translate
 from llmsim.timing.profiles import Profile
 

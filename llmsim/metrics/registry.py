@@ -13,8 +13,15 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from prometheus_client import (CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics, generate_latest,
-                               values)
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    disable_created_metrics,
+    generate_latest,
+    values,
+)
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from llmsim.metrics.multiprocess import current_dir
@@ -46,7 +53,7 @@ def _value_class() -> type:
     process id read from memory instead of a `getpid` call per update (a fork still changes it, and the files)."""
     if current_dir() is None:
         return values.MutexValue
-    return values.MultiProcessValue(process_identifier=_process_identifier)  # type: ignore[no-any-return]
+    return values.MultiProcessValue(process_identifier=_process_identifier)
 
 
 class Metrics:

@@ -22,7 +22,7 @@ from array import array
 from binascii import b2a_base64
 from collections.abc import Iterable, Iterator
 from itertools import repeat
-from typing import Any
+from typing import Any, cast
 
 from llmsim import ids, wire
 from llmsim.generation import (
@@ -127,10 +127,11 @@ class EventBuilder:
 
     # --- public -------------------------------------------------------------------------------
 
-    def run(self, deltas: Iterable[Delta]) -> Iterator[Event | SerializedEvent]:
+    def run(self, deltas: Iterable[Delta]) -> Iterator[Event | SerializedEvent | PacedEvent]:
         """All events of one response: created, in_progress, items, then exactly one terminal event.
 
-        A queued builder (see `queue`) has sent `response.created` already and starts at in_progress.
+        A queued builder (see `queue`) has sent `response.created` already and starts at in_progress. Only a
+        rendering builder (`render`) yields tuples: see `events` for the others.
         """
         if self.sequence == 0:
             yield self._lifecycle("response.created")
@@ -152,7 +153,7 @@ class EventBuilder:
                     elif self.render and (self.whole_runs or delta.pace is not None):  # type: ignore[union-attr]
                         yield from self._paced_text(item, chunks, delta.pace)  # type: ignore[arg-type,union-attr]
                     elif self.render:
-                        yield from self._rendered_text(item, chunks)  # type: ignore[arg-type,misc]
+                        yield from self._rendered_text(item, chunks)  # type: ignore[arg-type]
                     else:
                         more = self._more_text
                         for text, _ in chunks:
@@ -174,6 +175,11 @@ class EventBuilder:
             return
         if self.finish is None:
             yield from self.fail("server_error", "The model stopped without finishing the response.")
+
+    def events(self, deltas: Iterable[Delta]) -> Iterator[Event]:
+        """`run` for a builder that does not render: every event a dict."""
+        assert not self.render, "a rendering builder yields serialized text deltas too: use run"
+        return cast(Iterator[Event], self.run(deltas))
 
     def feed(self, delta: Delta) -> Iterator[Event]:
         if isinstance(delta, ReasoningDelta):
@@ -301,14 +307,14 @@ class EventBuilder:
         part = item["content"][0]
         texts = [text for text, _ in chunks]
         sequence = self.sequence
-        for text, data in zip(texts, self._rendered(item, texts, sequence)):
+        for text, data in zip(texts, self._rendered(item, texts, sequence), strict=True):
             part["text"] += text
             sequence += 1
             self.sequence = sequence
             yield TEXT_DELTA, data
 
     def _paced_text(self, item: dict[str, Any], chunks: tuple[tuple[str, int], ...], pace: Any
-                    ) -> Iterator[SerializedEvent | tuple[str, PacedText]]:
+                    ) -> Iterator[SerializedEvent | PacedEvent]:
         """A run's text deltas for a transport that sends them itself. Paced: the first chunk's is due now, the
         others' all rendered now and handed on as one PacedText, for the transport to send each when it is due
         (`pace`, llmsim/timing/pacing.py). Not paced (`pace` None): all of them in one PacedText, sent at once."""
@@ -333,7 +339,7 @@ class EventBuilder:
             fields += [repeat(_OBFUSCATED, count), self.entropy.obfuscations(count), repeat('"}', count)]
         else:
             fields.append(repeat(_text_delta_tail(None), count))
-        return list(map("".join, zip(*fields)))
+        return list(map("".join, zip(*fields, strict=True)))
 
     def _more_text(self, item: dict[str, Any], text: str, logprobs: list[dict[str, Any]]) -> Event | None:
         """The open message's text grows by `text`: its event, or None when the builder is quiet."""
@@ -462,6 +468,9 @@ class PacedText:
     def __init__(self, data: list[str], pace: Any) -> None:
         self.data = data
         self.pace = pace
+
+
+PacedEvent = tuple[str, PacedText]  # (PACED_TEXT, the PacedText)
 
 
 _encode = wire.dumps

@@ -16,10 +16,20 @@ from array import array
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from llmsim.generation import (Delta, Finish, ReasoningDelta, TextAnnotation, TextDelta, TextRun, ToolArgsDelta,
-                                  ToolCallStart, ToolItem, Usage)
-from llmsim.wire import dumps_plain as compact
+from llmsim.generation import (
+    Delta,
+    Finish,
+    ReasoningDelta,
+    TextAnnotation,
+    TextDelta,
+    TextRun,
+    ToolArgsDelta,
+    ToolCallStart,
+    ToolItem,
+    Usage,
+)
 from llmsim.responses.events import NO_LOGPROBS, Entropy, EventBuilder, SerializedEvent, dumps_event
+from llmsim.wire import dumps_plain as compact
 
 TEXT, REASONING, SUMMARY, ARGS, OTHER = "T", "R", "S", "A", "O"
 _LITTLE = sys.byteorder == "little"
@@ -169,7 +179,7 @@ def _decode_delta(data: dict[str, Any]) -> Delta:
         fields["usage"] = Usage(**fields["usage"])
     elif kind is ToolItem:
         fields["partial_images"] = tuple(fields.get("partial_images", ()))
-    return kind(**fields)  # type: ignore[no-any-return]
+    return kind(**fields)
 
 
 class Replay:
@@ -231,4 +241,4 @@ class Replay:
                  "incomplete_details": None, "error": None}  # as new_response made it: what the builder changes
         builder = EventBuilder(start, encrypted_reasoning=self.encrypted_reasoning, obfuscate=self.obfuscate,
                                entropy=Recorded(final, self.obfuscation_seed))
-        return [(event["type"], dumps_event(event)) for event in builder.run(self.log.deltas())]
+        return [(event["type"], dumps_event(event)) for event in builder.events(self.log.deltas())]

@@ -7,9 +7,10 @@ api.openai.com fails it: `Unknown parameter: 'input[0].contnet'.`
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypeVar, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, Union
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
+from pydantic_core import ErrorDetails
 
 from llmsim.errors import APIError
 
@@ -81,7 +82,7 @@ class Refusal(Strict):
 
 
 ContentPart = Annotated[
-    Union[InputText, InputImage, InputFile, OutputText, Refusal], Field(discriminator="type")
+    InputText | InputImage | InputFile | OutputText | Refusal, Field(discriminator="type")
 ]
 
 
@@ -127,7 +128,7 @@ class FunctionCall(Strict):
 class FunctionCallOutput(Strict):
     type: Literal["function_call_output"]
     call_id: str | None = None  # optional in the SDK's type
-    output: Union[str, list[ContentPart]]
+    output: str | list[ContentPart]
     id: str | None = None
     status: Literal["in_progress", "completed", "incomplete"] | None = None
     name: str | None = None
@@ -189,14 +190,12 @@ def _item_tag(value: Any) -> str | None:
 
 
 InputItem = Annotated[
-    Union[
-        Annotated[Message, Tag("message")],
-        Annotated[FunctionCall, Tag("function_call")],
-        Annotated[FunctionCallOutput, Tag("function_call_output")],
-        Annotated[Reasoning, Tag("reasoning")],
-        Annotated[ItemReference, Tag("item_reference")],
-        Annotated[OtherItem, Tag("other")],
-    ],
+    Annotated[Message, Tag("message")]
+    | Annotated[FunctionCall, Tag("function_call")]
+    | Annotated[FunctionCallOutput, Tag("function_call_output")]
+    | Annotated[Reasoning, Tag("reasoning")]
+    | Annotated[ItemReference, Tag("item_reference")]
+    | Annotated[OtherItem, Tag("other")],
     Discriminator(_item_tag, custom_error_type="invalid_item", custom_error_message="Invalid input item"),
 ]
 
@@ -267,7 +266,7 @@ class CustomTool(Strict):
     type: Literal["custom"]
     name: str = Field(pattern=r"^[a-zA-Z0-9_-]{1,64}$")
     description: str | None = None
-    format: Annotated[Union[CustomFormatText, CustomFormatGrammar], Field(discriminator="type")] | None = None
+    format: Annotated[CustomFormatText | CustomFormatGrammar, Field(discriminator="type")] | None = None
     allowed_callers: Callers = None
     defer_loading: bool | None = None
     async_: bool | None = Field(None, alias="async")
@@ -363,14 +362,18 @@ def _tool_tag(value: Any) -> str:
     return kind if kind == "function" or (isinstance(kind, str) and kind in CHECKED_TOOLS) else "builtin"
 
 
-Tool = Annotated[
-    Union[
-        Annotated[FunctionTool, Tag("function")],
-        *(Annotated[model, Tag(kind)] for kind, model in CHECKED_TOOLS.items()),
-        Annotated[BuiltinTool, Tag("builtin")],
-    ],
-    Discriminator(_tool_tag),
-]
+if TYPE_CHECKING:  # the same union, written out for the type checker (it cannot unpack CHECKED_TOOLS)
+    Tool = (FunctionTool | McpTool | CustomTool | ImageGenerationTool | FileSearchTool | CodeInterpreterTool
+            | WebSearchTool | BuiltinTool)
+else:
+    Tool = Annotated[
+        Union[
+            Annotated[FunctionTool, Tag("function")],
+            *(Annotated[model, Tag(kind)] for kind, model in CHECKED_TOOLS.items()),
+            Annotated[BuiltinTool, Tag("builtin")],
+        ],
+        Discriminator(_tool_tag),
+    ]
 
 
 class TextFormatText(Strict):
@@ -392,7 +395,7 @@ class TextFormatJsonSchema(Strict):
 
 
 TextFormat = Annotated[
-    Union[TextFormatText, TextFormatJsonObject, TextFormatJsonSchema], Field(discriminator="type")
+    TextFormatText | TextFormatJsonObject | TextFormatJsonSchema, Field(discriminator="type")
 ]
 
 
@@ -447,13 +450,10 @@ def _choice_tag(value: Any) -> str:
     return kind if kind in ("function", "allowed_tools") else "other"
 
 
-ToolChoice = Union[
-    Literal["none", "auto", "required"],
-    Annotated[
-        Union[Annotated[ToolChoiceFunction, Tag("function")], Annotated[ToolChoiceAllowed, Tag("allowed_tools")],
-              Annotated[ToolChoiceOther, Tag("other")]],
-        Discriminator(_choice_tag),
-    ],
+ToolChoice = Literal["none", "auto", "required"] | Annotated[
+    Annotated[ToolChoiceFunction, Tag("function")] | Annotated[ToolChoiceAllowed, Tag("allowed_tools")]
+    | Annotated[ToolChoiceOther, Tag("other")],
+    Discriminator(_choice_tag),
 ]
 
 
@@ -590,7 +590,7 @@ def _describe(value: Any) -> str:
     return "null" if value is None else type(value).__name__
 
 
-def _error(err: dict[str, Any]) -> APIError:
+def _error(err: ErrorDetails) -> APIError:
     kind, value, param = err["type"], err.get("input"), _param(err["loc"])
     ctx = err.get("ctx") or {}
     if kind == "missing":

@@ -56,7 +56,8 @@ def _strict_error(node: Any, context: tuple[str, ...]) -> str | None:
 
 def _ref_cycle(schema: Any) -> str | None:
     """A `$ref` that leads, through `$ref`s alone, back to itself: no value can ever be made of it."""
-    stack, seen = [(schema, ())], set()
+    stack: list[tuple[Any, tuple[str, ...]]] = [(schema, ())]
+    seen: set[int] = set()
     while stack:
         node, context = stack.pop()
         if isinstance(node, list):

@@ -8,8 +8,8 @@ from collections.abc import Callable
 from typing import Any
 
 from llmsim import ids, tokens
-from llmsim.generation import Prompt, Turn
 from llmsim.errors import APIError
+from llmsim.generation import Prompt, Role, Turn
 from llmsim.responses.schema import CreateRequest, FunctionTool, InputTokensRequest
 from llmsim.timing.profiles import Profile
 
@@ -93,7 +93,7 @@ def to_turns(items: list[dict[str, Any]]) -> list[Turn]:
     for item in items:
         kind = item["type"]
         if kind == "message":
-            role = "system" if item["role"] in ("system", "developer") else item["role"]
+            role: Role = "system" if item["role"] in ("system", "developer") else item["role"]
             turns.append(Turn(role=role, text="".join(_part_text(p) for p in item["content"])))
         elif kind == "function_call":
             turns.append(Turn("assistant", item["arguments"], kind, item["name"], item["call_id"]))

@@ -31,13 +31,14 @@ class Link:
         self.sock = connection._sock
         self.raw: socket.socket | None = None  # the non-blocking socket under gevent's, when there is one
         if type(self.sock) is gsocket.socket:  # gevent's plain socket (its TLS one is a subclass)
-            self.raw = self.sock._sock
+            self.raw = self.sock._sock  # type: ignore[attr-defined]  # gevent's own, not in its stubs
 
     def exchange(self, data: bytes, count: int) -> list[Any]:
         """Send `data` (packed commands) and read `count` replies; raises OSError when the socket fails or times
         out (the connection must then be closed)."""
         self.sock.sendall(data)
-        reader, replies = self.reader, []
+        reader = self.reader
+        replies: list[Any] = []
         while len(replies) < count:
             reply = reader.gets()
             if reply is False:

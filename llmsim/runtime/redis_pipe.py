@@ -16,12 +16,28 @@ from __future__ import annotations
 
 import socket
 from collections import deque
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol, cast
 
 from gevent import get_hub
 from gevent.hub import Waiter
 
 from llmsim.runtime.redis_link import RECV_BYTES, Link
+
+
+class _Watcher(Protocol):
+    """The event loop's io watcher as the pipe uses it (gevent's stubs leave out `ref` and `active`)."""
+
+    ref: bool  # whether it keeps the loop running
+
+    @property
+    def active(self) -> bool: ...
+
+    def start(self, callback: Callable[[], Any]) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def close(self) -> None: ...
 
 
 class _Slot:
@@ -54,8 +70,8 @@ class Pipe:
         self.retired = False  # takes no new request; closes once nothing is waiting on it
         self.closed = False
         loop, fileno = self.hub.loop, link.raw.fileno()
-        self._reading = loop.io(fileno, 1, ref=False)
-        self._writing = loop.io(fileno, 2, ref=False)
+        self._reading = cast(_Watcher, loop.io(fileno, 1, ref=False))
+        self._writing = cast(_Watcher, loop.io(fileno, 2, ref=False))
         self._flushing = False
         self._reading.start(self._readable)
 
@@ -78,9 +94,9 @@ class Pipe:
         timer = None
         if seconds is not None:
             timer = self.hub.loop.timer(seconds, ref=False)
-            timer.start(slot.waiter.throw, socket.timeout("timed out"), update=True)
+            timer.start(slot.waiter.throw, TimeoutError("timed out"), update=True)
         try:
-            return slot.waiter.get()  # type: ignore[no-any-return]
+            return slot.waiter.get()
         except BaseException as error:
             slot.abandoned = True  # its replies, if they come, are read and dropped
             if isinstance(error, socket.timeout):
@@ -137,7 +153,7 @@ class Pipe:
             self._fail(ConnectionResetError("Redis closed the connection"))
             return
         reader, sent, done = self.link.reader, self.sent, []
-        error: BaseException | None = None
+        failure: BaseException | None = None
         try:
             reader.feed(data)
             while sent:
@@ -149,11 +165,11 @@ class Pipe:
                 if len(slot.replies) == slot.count:
                     done.append(sent.popleft())
             if not sent and reader.gets() is not False:
-                error = ConnectionError("Redis sent a reply nobody asked for")
+                failure = ConnectionError("Redis sent a reply nobody asked for")
         except Exception as exc:  # a protocol error
-            error = ConnectionError(f"Redis protocol error: {exc}")
-        if error is not None:  # the connection is out of step: the requests still waiting fail
-            self._fail(error)
+            failure = ConnectionError(f"Redis protocol error: {exc}")
+        if failure is not None:  # the connection is out of step: the requests still waiting fail
+            self._fail(failure)
         elif not sent and not self.queued:
             self._reading.ref = False  # a worker with nothing in flight may stop
         for slot in done:  # those answered in full have their replies

@@ -18,7 +18,7 @@ import socket
 import time
 from collections.abc import Iterator, Sequence
 from itertools import repeat
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from gevent import getcurrent
 
@@ -45,7 +45,7 @@ def release(frames: Sequence[bytes], pace: RunPace, sock: socket.socket | None, 
 
 def _waited(frames: Sequence[bytes], pace: RunPace) -> Iterator[bytes]:
     schedule, clock = pace.schedule, time.perf_counter
-    for frame, ms in zip(frames, pace.delays):
+    for frame, ms in zip(frames, pace.delays, strict=True):
         schedule.wait(ms)
         pace.sent.append(clock())
         yield frame
@@ -54,8 +54,8 @@ def _waited(frames: Sequence[bytes], pace: RunPace) -> Iterator[bytes]:
 class Writer:
     """One run's frames written from the hub at their ticks; the request's greenlet waits in `run`."""
 
-    __slots__ = ("frames", "delays", "due", "sent", "sock", "send", "chunked", "ticker", "next", "target", "entry",
-                 "fire", "greenlet", "checked")
+    __slots__ = ("frames", "delays", "due", "sent", "sock", "raw", "send", "chunked", "ticker", "next", "target",
+                 "entry", "fire", "greenlet", "checked")
 
     def __init__(self, frames: Sequence[bytes], pace: RunPace, sock: socket.socket, raw: socket.socket,
                  chunked: bool, ticker: ticks.Ticker) -> None:
@@ -64,6 +64,7 @@ class Writer:
         self.due = pace.schedule.due
         self.sent = pace.sent
         self.sock = sock
+        self.raw = raw
         self.send = raw.send
         self.chunked = chunked
         self.ticker = ticker
@@ -89,7 +90,8 @@ class Writer:
                 if status is GONE:
                     raise waits.ClientGone()
                 try:
-                    self.sock.sendall(status)  # the rest of a write: wait here for room, within the socket's timeout
+                    # the rest of a write (bytes, the one status left): wait here for room, within the socket's timeout
+                    self.sock.sendall(cast(bytes, status))
                 except OSError:
                     raise waits.ClientGone() from None
                 status = self._step(False)
@@ -145,7 +147,7 @@ class Writer:
                 return None
         if now - self.checked >= waits.CHECK_EVERY:
             self.checked = now
-            if _hung_up(self.send.__self__):
+            if _hung_up(self.raw):
                 return GONE
         self.entry = self.ticker.call_at(target, self.fire)  # type: ignore[arg-type]
         return PARKED

@@ -37,7 +37,7 @@ class _Held:
 _held: dict[gsocket.socket, _Held] = {}  # the connections holding writes back, while their request runs
 
 
-class Connection(gsocket.socket):  # type: ignore[misc]
+class Connection(gsocket.socket):
     """gevent's socket, with `sendall` trying one non-blocking `send` first, and holding writes back if asked."""
 
     __slots__ = ()
@@ -60,7 +60,7 @@ class Connection(gsocket.socket):  # type: ignore[misc]
             super().sendall(data, flags)
             return
         try:
-            sent = self._sock.send(data, flags)  # the underlying socket is non-blocking: never waits here
+            sent = self._sock.send(data, flags)  # type: ignore[attr-defined]  # gevent's own attribute; the underlying socket is non-blocking: never waits here
         except BlockingIOError:
             sent = 0
         if sent < len(data):
@@ -74,13 +74,13 @@ class Connection(gsocket.socket):  # type: ignore[misc]
         held = _held.get(self)
         if held is not None and held.parts:  # a write not through `sendall` (gunicorn's `100 Continue`): after them
             flush(self)
-        return super().send(data, *args, **kwargs)  # type: ignore[no-any-return]
+        return super().send(data, *args, **kwargs)
 
     def sendfile(self, file: Any, *args: Any, **kwargs: Any) -> int:
         held = _held.get(self)
         if held is not None and held.parts:  # gunicorn sends a file's head with `sendall`, the file from the kernel
             flush(self)
-        return super().sendfile(file, *args, **kwargs)  # type: ignore[no-any-return]
+        return super().sendfile(file, *args, **kwargs)
 
 
 def adopt(client: gsocket.socket) -> gsocket.socket:

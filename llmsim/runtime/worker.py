@@ -15,7 +15,7 @@ import socket
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import gevent
 from gunicorn.http.body import Body
@@ -27,7 +27,7 @@ from llmsim.runtime import sockets
 from llmsim.runtime.fairness import SLICE_SECONDS
 
 if TYPE_CHECKING:
-    from llmsim.config import Settings
+    from llmsim.server import LLMSimServer
 
 SPARE_FDS = 128  # file descriptors kept for the store, logs and the listener beside the connections
 
@@ -54,11 +54,11 @@ def raise_fd_limit(wanted: int) -> int:
     return soft
 
 
-class Worker(GeventWorker):  # type: ignore[misc]
+class Worker(GeventWorker):
     """gunicorn's gevent worker with read deadlines and a connection cap that sheds idle connections first."""
 
     def init_process(self) -> None:
-        settings: Settings = self.app.settings
+        settings = cast("LLMSimServer", self.app).settings
         limit = raise_fd_limit(settings.worker_connections + SPARE_FDS)
         self.cap = max(1, min(settings.worker_connections, limit - SPARE_FDS))
         if self.cap < settings.worker_connections:
@@ -72,10 +72,10 @@ class Worker(GeventWorker):  # type: ignore[misc]
         self.waiting: dict[socket.socket, None] = {}  # connections waiting for a request, oldest first
         super().init_process()
 
-    @contextmanager
-    def timeout_ctx(self) -> Iterator[None]:
+    @contextmanager  # gunicorn's handle enters it (its stub says the method returns None)
+    def timeout_ctx(self) -> Iterator[None]:  # type: ignore[override]
         """Around reading each request head: past the deadline, or a read that timed out, ends the connection."""
-        with gevent.Timeout(self.read_timeout, False):
+        with gevent.Timeout(self.read_timeout, False):  # type: ignore[arg-type]  # False: silent (gevent's docs)
             try:
                 yield
             except TimeoutError:
@@ -124,7 +124,7 @@ class Worker(GeventWorker):  # type: ignore[misc]
         if length is not None and length > self.max_body:
             return
         data = None
-        with gevent.Timeout(self.read_timeout, False):
+        with gevent.Timeout(self.read_timeout, False):  # type: ignore[arg-type]  # False: silent (gevent's docs)
             try:
                 data = req.body.read(self.max_body + 1)
             except TimeoutError:
@@ -136,7 +136,7 @@ class Worker(GeventWorker):  # type: ignore[misc]
             except OSError:
                 pass
             raise StopIteration  # gunicorn closes the connection
-        req.body = Body(io.BytesIO(data))
+        req.body = Body(io.BytesIO(data))  # type: ignore[arg-type]  # any reader with read(size) does
 
     def handle_error(self, req: Any, client: socket.socket, addr: Any, exc: BaseException) -> None:
         """A request gunicorn cannot parse (its request line, a header, a chunk of its body) gets a 400 in the

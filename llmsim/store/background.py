@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from llmsim.responses.events import SNAPSHOT, TERMINAL, EventBuilder, cancelled_event, dumps
-from llmsim.store import FINAL_STATUSES, ResponseStore, SerializedEvent, StoredResponse
 from llmsim.runtime import waits
+from llmsim.store import FINAL_STATUSES, ResponseStore, SerializedEvent, StoredResponse
 
 log = logging.getLogger("llmsim")
 POLL_SECONDS = 0.02  # how often a follower looks for new events of a running response
@@ -212,7 +212,7 @@ class BackgroundRunner:
     def _generate(self, builder: EventBuilder, deltas: Iterator[Any],
                   on_end: Callable[[dict[str, Any]], None]) -> None:
         response_id = builder.response["id"]
-        for event in builder.run(deltas):
+        for event in builder.events(deltas):
             if event["type"] in TERMINAL:
                 on_end(builder.response)
             snapshot = builder.response if event["type"] in SNAPSHOT else None

@@ -16,9 +16,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from llmsim.wire import dumps_plain as dumps  # noqa: F401  # compact JSON for what goes to Redis (the Redis modules import it here)
 from llmsim.runtime.redis_link import Link
 from llmsim.runtime.redis_pipe import Pipe
+from llmsim.wire import dumps_plain as dumps  # noqa: F401  # compact JSON for what goes to Redis (the Redis modules import it here)
 
 log = logging.getLogger("llmsim")
 PREFIX = "llmsim:"
@@ -176,7 +176,7 @@ class Scripts:
     def _redis_error(self, error: OSError) -> Exception:
         """A socket's failure as redis-py's own error (the app answers those with a 503)."""
         kind = self._errors.TimeoutError if isinstance(error, socket.timeout) else self._errors.ConnectionError
-        return kind(f"Error talking to Redis: {error}")  # type: ignore[no-any-return]
+        return kind(f"Error talking to Redis: {error}")
 
 
 @dataclass
@@ -266,7 +266,7 @@ class Batch:
         return guard.accepted(self.scripts.run([call])[0])
 
 
-def unavailable_errors() -> tuple[type[BaseException], ...]:
+def unavailable_errors() -> tuple[type[Exception], ...]:
     """The exceptions that mean Redis cannot be reached now (answered with a 503, retried later)."""
     import redis
 

@@ -145,7 +145,7 @@ return redis.call('ZCARD', KEYS[1])
 _RECORD_FIELDS = [f.name for f in fields(StoredResponse)
                   if f.init and f.name not in ("response", "events", "replay")]  # the response: its own JSON
 LoadReplay = Callable[[bytes], Replayable]
-_EMPTY = {str: '""', list: "[]"}
+_EMPTY: dict[type, str] = {str: '""', list: "[]"}
 
 
 def _field_json(value: Any) -> str:
@@ -226,7 +226,7 @@ class RedisStore:
             (*values, replay), events = pipe.execute()
         if values[0] is None:
             return None
-        data = {name: json.loads(value) for name, value in zip(names, values) if value is not None}
+        data = {name: json.loads(value) for name, value in zip(names, values, strict=True) if value is not None}
         if replay is not None and self.load_replay is not None:
             return StoredResponse(**data, replay=self.load_replay(replay))
         return StoredResponse(**data, events=[_event(e) for e in events])
@@ -288,11 +288,12 @@ class RedisStore:
                     continue
         return self.get(response_id)
 
-    def find_item(self, item_id: str) -> dict[str, Any] | None:
-        """An item of a stored response (its input or output) by the item's id."""
-        owner = self.client.get(f"{PREFIX}item:{item_id}")
-        record = None if owner is None else self.get(owner.decode())
-        if record is None:
+    def find_item(self, item_id: str, owner: str | None = None) -> dict[str, Any] | None:
+        """An item of a stored response (its input or output) by the item's id; `owner`: only in a response of
+        that API key's scope (None: any)."""
+        holder = self.client.get(f"{PREFIX}item:{item_id}")
+        record = None if holder is None else self.get(holder.decode())
+        if record is None or owner is not None and record.owner != owner:
             return None
         return next((item for item in [*record.input_items, *record.response.get("output", [])]
                      if item.get("id") == item_id), None)

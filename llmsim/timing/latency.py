@@ -15,6 +15,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+# random.NV_MAGICCONST, as the standard library computes it (its stubs leave the constant out).
+_NV_MAGICCONST = 4 * math.exp(-0.5) / math.sqrt(2.0)
+
 Z95 = NormalDist().inv_cdf(0.95)
 
 
@@ -31,7 +34,7 @@ class Distribution(BaseModel):
     max: float | None = Field(None, gt=0)
 
     @model_validator(mode="after")
-    def _one_parametrisation(self) -> "Distribution":
+    def _one_parametrisation(self) -> Distribution:
         by_percentiles = self.p50 is not None or self.p95 is not None
         by_moments = self.mean is not None or self.stddev is not None
         if by_percentiles == by_moments:
@@ -118,7 +121,7 @@ def lognormal(rng: random.Random, mu: float, sigma: float, count: int) -> list[f
         while True:
             u1 = uniform()
             u2 = 1.0 - uniform()
-            z = random.NV_MAGICCONST * (u1 - 0.5) / u2
+            z = _NV_MAGICCONST * (u1 - 0.5) / u2
             if z * z / 4.0 <= -log(u2):
                 break
         values.append(exp(mu + z * sigma))

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import Protocol
+from typing import Protocol, cast
 
 from llmsim.generation import Delta, Prompt, ReasoningDelta, TextDelta, TextRun, ToolArgsDelta, expand
 from llmsim.rng import for_request as rng_for
@@ -128,7 +128,7 @@ class Pacer:
                 self.observer.queued(load.name, schedule.at - start)
             first = True
             for delta in deltas:
-                run = delta.chunks if type(delta) is TextRun else None  # type: ignore[union-attr]
+                run = delta.chunks if type(delta) is TextRun else None
                 ms = chunk_ms(run[0][1], timing, rng, first) if run else delay_ms(delta, timing, rng, first)
                 if first:
                     ms += timing.ttft_ms.sample(rng) + 1000.0 * input_tokens / timing.prefill_tokens_per_s
@@ -138,7 +138,7 @@ class Pacer:
                     rest = run[1:]
                     delays = timing.itl_ms.samples(rng, len(rest)) if all(t == 1 for _, t in rest) else \
                         [chunk_ms(tokens, timing, rng, False) for _, tokens in rest]
-                    delta = replace(delta, pace=RunPace(schedule, delays))  # type: ignore[type-var]
+                    delta = replace(cast(TextRun, delta), pace=RunPace(schedule, delays))  # a run is a TextRun's
                 yield delta
 
 

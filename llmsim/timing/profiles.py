@@ -43,7 +43,7 @@ class ReasoningSpec(BaseModel):
     default: Effort
 
     @model_validator(mode="after")
-    def _default_is_allowed(self) -> "ReasoningSpec":
+    def _default_is_allowed(self) -> ReasoningSpec:
         if self.default not in self.efforts:
             raise ValueError(f"default effort {self.default!r} is not in efforts {self.efforts}")
         return self

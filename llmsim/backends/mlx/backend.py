@@ -13,15 +13,15 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from llmsim.generation import Delta, Finish, Prompt, Usage
 from llmsim.backends.mlx.cache import PromptCache
 from llmsim.backends.mlx.chat import to_messages, to_tools
 from llmsim.backends.mlx.models import ModelSpec, resolve
 from llmsim.backends.mlx.parsing import OutputParser, think_markers
 from llmsim.backends.mlx.scheduler import DECODE_CONCURRENCY, PROMPT_CONCURRENCY, Scheduler, Sequence, Token
 from llmsim.backends.mlx.schema import SchemaProcessor, lltokenizer_for, schema_of
+from llmsim.generation import Delta, Finish, FinishReason, Prompt, Usage
 from llmsim.timing.pacing import QueueObserver
 from llmsim.timing.profiles import Profile, ReasoningSpec
 
@@ -35,7 +35,7 @@ class SamplingDefaults:
     repetition_penalty: float | None = None
 
     @classmethod
-    def read(cls, path: Path) -> "SamplingDefaults":
+    def read(cls, path: Path) -> SamplingDefaults:
         file = path / "generation_config.json"
         data = json.loads(file.read_text()) if file.is_file() else {}
         penalty = data.get("repetition_penalty")
@@ -88,7 +88,9 @@ def load_model(spec: ModelSpec, allow_download: bool = False, trust_remote_code:
     from mlx_lm import load
 
     path = resolve(spec.source, allow_download)
-    model, tokenizer, config = load(str(path), return_config=True, trust_remote_code=trust_remote_code)
+    # return_config: the three of them (mlx_lm's return type allows two or three, with no overloads)
+    model, tokenizer, config = cast(tuple[Any, Any, dict[str, Any]],
+                                    load(str(path), return_config=True, trust_remote_code=trust_remote_code))
     return LoadedModel(spec.alias, path, model, tokenizer, _profile(spec.alias, path, config, tokenizer),
                        SamplingDefaults.read(path), PromptCache(model), decode_concurrency, prompt_concurrency)
 
@@ -117,7 +119,7 @@ class MLXBackend:
         text = loaded.tokenizer.apply_chat_template(to_messages(prompt.turns), tools=tools or None,
                                                     add_generation_prompt=True, tokenize=False, **options)
         markers = think_markers(loaded.tokenizer)
-        opened = bool(markers) and text.rstrip().endswith(markers[0])
+        opened = markers is not None and text.rstrip().endswith(markers[0])
         return loaded.tokenizer.encode(text, add_special_tokens=False), opened
 
     def generate(self, prompt: Prompt) -> Iterator[Delta]:
@@ -158,7 +160,7 @@ class MLXBackend:
         finally:
             loaded.scheduler.leave(sequence)
         output = generated - (1 if finish == "stop" else 0)
-        reason = "length" if finish == "length" else ("tool_calls" if parser.calls else "stop")
+        reason: FinishReason = "length" if finish == "length" else ("tool_calls" if parser.calls else "stop")
         yield Finish(reason, Usage(len(tokens), output, reasoning, cached_tokens=reused))
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 def common_prefix(a: list[int], b: list[int]) -> int:
     n = 0
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=False):  # up to the shorter one's end
         if x != y:
             break
         n += 1

@@ -11,6 +11,7 @@ template with tools and thinking:
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -177,7 +178,7 @@ def _full_bpe(vocab_size: int) -> Any:
     return Tokenizer(models.BPE(vocab=vocab, merges=merges))
 
 
-def build_tokenizer(path: Path, extra_tokens: list[str] = (), vocab_size: int = 512) -> Any:
+def build_tokenizer(path: Path, extra_tokens: Sequence[str] = (), vocab_size: int = 512) -> Any:
     """A byte-level BPE (trained on a few sentences when small) in tokenizer.json and tokenizer_config.json."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 

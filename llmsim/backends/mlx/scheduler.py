@@ -118,7 +118,7 @@ class Scheduler:
                 self._running.clear()
                 self._generator = None
                 continue
-            for sequence, uid in zip(arrived, uids):
+            for sequence, uid in zip(arrived, uids, strict=True):
                 sequence.uid = uid
                 self._running[uid] = sequence
             for sequence in leaving:
@@ -126,13 +126,13 @@ class Scheduler:
             for cache, all_tokens in kept:
                 self.keep_cache(cache, all_tokens)
             for uid, token, finish, cache, all_tokens in tokens:
-                sequence = self._running.get(uid)
-                if sequence is None:
+                running = self._running.get(uid)
+                if running is None:
                     continue
-                self._dequeued(sequence)
-                sequence.tokens.put(Token(token, finish))
+                self._dequeued(running)
+                running.tokens.put(Token(token, finish))
                 if finish is not None:
-                    sequence.done = True
+                    running.done = True
                     del self._running[uid]
                     self.keep_cache(cache, all_tokens)
             gevent.sleep(0)  # let the requests write what they got before the next step

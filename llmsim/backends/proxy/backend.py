@@ -16,18 +16,18 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 
 import urllib3
 from urllib3.exceptions import HTTPError
 
-from llmsim.generation import Delta, Prompt
 from llmsim.backends.cassette import Cassette, Writer, kept_headers
 from llmsim.backends.proxy.idle import IdleCutter
 from llmsim.backends.relay import Exchange, Reply, TimedEvent, upstream_error
 from llmsim.chaos.faults import ConnectionDropped
 from llmsim.config import Settings
 from llmsim.errors import APIError
+from llmsim.generation import Delta, Prompt
 from llmsim.responses import rawsse
 
 CONNECT_TIMEOUT = 10.0
@@ -100,7 +100,7 @@ class ProxyBackend:
             raise upstream_error(response.status, body, headers)
         return Reply(response.status, headers, body=body)
 
-    def _chunks(self, response: urllib3.BaseHTTPResponse) -> Iterator[bytes]:
+    def _chunks(self, response: urllib3.BaseHTTPResponse) -> Generator[bytes, None, None]:
         """The stream's bytes as the upstream sent them: one chunk of its chunked encoding at a time, decoded
         should it compress regardless. Its silences are watched by the idle cutter, not by a timer per read."""
         done = False

@@ -10,12 +10,12 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Literal
 
 from llmsim.backends import cassette as cassettes
-from llmsim.generation import Backend, Delta, Prompt
 from llmsim.backends.cassette import Cassette
 from llmsim.backends.relay import Exchange, Reply, upstream_error
 from llmsim.backends.replay.library import Library
 from llmsim.backends.sim.backend import SimBackend
 from llmsim.config import Settings
+from llmsim.generation import Backend, Delta, Prompt
 
 if TYPE_CHECKING:
     from llmsim.backends.proxy.backend import ProxyBackend

@@ -134,9 +134,7 @@ def needs_approval(tool: dict[str, Any], name: str) -> bool:
     policy = tool.get("require_approval", "always")
     if isinstance(policy, str):
         return policy != "never"
-    if name in ((policy.get("never") or {}).get("tool_names") or []):
-        return False
-    return True
+    return name not in ((policy.get("never") or {}).get("tool_names") or [])
 
 
 def mcp_call(tool: dict[str, Any], name: str, arguments: str, fake: Faker,

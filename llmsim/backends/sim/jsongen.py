@@ -17,7 +17,7 @@ import math
 import random
 import re
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import rstr
@@ -232,7 +232,7 @@ class Generator:
         return text
 
     def _format(self, fmt: str) -> str:
-        moment = datetime(2020, 1, 1, tzinfo=timezone.utc) + timedelta(seconds=self.rng.randint(0, 10**8))
+        moment = datetime(2020, 1, 1, tzinfo=UTC) + timedelta(seconds=self.rng.randint(0, 10**8))
         fake = self.fake
         formats = {
             "date-time": lambda: moment.isoformat().replace("+00:00", "Z"),
