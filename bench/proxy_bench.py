@@ -19,8 +19,10 @@ stack (gunicorn + gevent, the same urllib3 pool, the upstream's bytes relayed un
 What it adds is what any Python HTTP hop costs here; LLMSim's figure above it is LLMSim's own. The goal stays
 defined against the upstream direct.
 
-Direct, bare and proxied runs alternate in one process, against the same upstream; compare the ratios of one
-run and note the load average (printed): on a busy machine the figures are the machine's as much as LLMSim's.
+Direct, bare and proxied windows alternate in one process, against the same upstreams, `--repeats` rounds of
+short windows as bench/stores.py does: a figure is the median of its windows, an added TTFT or a loss the median
+of the rounds' (each round's windows are taken next to each other). Compare the ratios of one run and note the
+load average (printed): on a busy machine the figures are the machine's as much as LLMSim's.
 """
 
 from __future__ import annotations
@@ -28,12 +30,14 @@ from __future__ import annotations
 import argparse
 import os
 import socket
+import statistics
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
@@ -57,6 +61,32 @@ def measure(base_url: str, clients: int, args: argparse.Namespace) -> tuple[floa
     tokens = sum(1 for s in samples for t in s.deltas if begin <= t <= end)
     failed = sum(1 for s in samples if s.start >= begin and s.end is not None and not s.ok)
     return quantile(ttfts, 0.5), tokens / plan.window, failed  # type: ignore[arg-type]
+
+
+class Round(NamedTuple):
+    """One side's windows in one round: its TTFT p50 (paced upstream) and its tokens/s (speed-0 upstream)."""
+
+    ttft: float
+    rate: float
+    failed: int
+
+
+def alternate(urls: dict[str, tuple[str, str]], clients: int, args: argparse.Namespace) -> dict[str, list[Round]]:
+    """`--repeats` rounds of one short window per side (direct, bare forwarder, proxy), in alternating order: this
+    machine drifts by more than the figures' margins within minutes (one long window per figure swung the loss
+    from -79 % to +69 % in three runs), so a figure is a median of rounds and a ratio one of windows taken in
+    the same round, next to each other."""
+    rounds: dict[str, list[Round]] = {side: [] for side in urls}
+    for repeat in range(args.repeats):
+        order = list(urls) if repeat % 2 == 0 else list(urls)[::-1]
+        ttfts = {side: measure(urls[side][0], clients, args) for side in order}
+        for side in order:
+            ttft, _, failed_paced = ttfts[side]
+            _, rate, failed = measure(urls[side][1], clients, args)
+            rounds[side].append(Round(ttft, rate, failed_paced + failed))
+        print(f"  {clients} streams, round {repeat + 1}: " + ", ".join(
+            f"{side} {r[-1].ttft:.1f} ms {r[-1].rate:.0f} tokens/s" for side, r in rounds.items()), flush=True)
+    return rounds
 
 
 @contextmanager
@@ -87,8 +117,9 @@ def main() -> None:
     parser.add_argument("--clients", type=lambda v: [int(x) for x in v.split(",")], default=[1, 100])
     parser.add_argument("--model", default="gpt-4o-mini")
     parser.add_argument("--verbosity", default="low", help="text.verbosity: how long each stream is")
-    parser.add_argument("--window", type=float, default=10.0, help="seconds measured per row")
-    parser.add_argument("--warmup", type=float, default=3.0, help="seconds over which the clients start")
+    parser.add_argument("--window", type=float, default=3.0, help="seconds measured per window")
+    parser.add_argument("--warmup", type=float, default=1.0, help="seconds over which a window's clients start")
+    parser.add_argument("--repeats", type=int, default=5, help="rounds of windows (one per side) per figure")
     parser.add_argument("--workers", type=int, default=1, help="gunicorn workers of each server")
     parser.add_argument("--processes", type=int, default=1, help="client processes")
     parser.add_argument("--server-cpu", type=int, default=0, help="the upstreams' core (-1: any)")
@@ -113,25 +144,29 @@ def main() -> None:
         for upstream in (paced, fast):
             assert upstream.process is not None
             pin(upstream.process.pid, upstream_cpu)
+        urls = {"direct": (paced.base_url, fast.base_url), "bare forwarder": (paced_bare, fast_bare),
+                "LLMSim proxy": (paced_proxy.base_url, fast_proxy.base_url)}
         for clients in args.clients:
-            ttft_direct, _, failed_a = measure(paced.base_url, clients, args)
-            ttft_bare, _, failed_b = measure(paced_bare, clients, args)
-            ttft_proxy, _, failed_c = measure(paced_proxy.base_url, clients, args)
-            _, rate_direct, failed_d = measure(fast.base_url, clients, args)
-            _, rate_bare, failed_e = measure(fast_bare, clients, args)
-            _, rate_proxy, failed_f = measure(fast_proxy.base_url, clients, args)
-            failed = failed_a + failed_b + failed_c + failed_d + failed_e + failed_f
-            for via, ttft, rate in (("bare forwarder", ttft_bare, rate_bare), ("LLMSim proxy", ttft_proxy,
-                                                                                  rate_proxy)):
-                added, loss = ttft - ttft_direct, 1 - rate / rate_direct
+            rounds = alternate(urls, clients, args)
+            failed = sum(r.failed for side in rounds.values() for r in side)
+            for via in ("bare forwarder", "LLMSim proxy"):
+                pairs = list(zip(rounds["direct"], rounds[via]))
+                added = statistics.median(through.ttft - direct.ttft for direct, through in pairs)
+                losses = [1 - through.rate / direct.rate for direct, through in pairs if direct.rate]
+                loss = statistics.median(losses)
                 goals = via == "LLMSim proxy"
-                rows.append([str(clients), via, f"{ttft_direct:.1f}", f"{ttft:.1f}", f"{added:+.1f}",
-                             ("yes" if added < GOAL_TTFT_MS else "NO") if goals else "", f"{rate_direct:.0f}",
-                             f"{rate:.0f}", f"{loss * 100:+.1f}%", ("yes" if loss < GOAL_LOSS else "NO") if goals
-                             else "", str(failed) if goals else ""])
+                rows.append([str(clients), via, f"{statistics.median(r.ttft for r in rounds['direct']):.1f}",
+                             f"{statistics.median(r.ttft for r in rounds[via]):.1f}", f"{added:+.1f}",
+                             ("yes" if added < GOAL_TTFT_MS else "NO") if goals else "",
+                             f"{statistics.median(r.rate for r in rounds['direct']):.0f}",
+                             f"{statistics.median(r.rate for r in rounds[via]):.0f}", f"{loss * 100:+.1f}%",
+                             f"{min(losses) * 100:+.0f} to {max(losses) * 100:+.0f}%",
+                             ("yes" if loss < GOAL_LOSS else "NO") if goals else "", str(failed) if goals else ""])
                 print("  ", " ".join(rows[-1]), flush=True)
+    print(f"{args.repeats} rounds of {args.window:g} s windows per figure, alternating; medians, and the median of "
+          "each round's difference or ratio")
     print(table(["streams", "through", "TTFT p50 direct ms", "through ms", "added ms", f"< {GOAL_TTFT_MS:.0f} ms",
-                 "tokens/s direct", "through", "lost", f"< {GOAL_LOSS:.0%}", "failed"], rows))
+                 "tokens/s direct", "through", "lost", "lost per round", f"< {GOAL_LOSS:.0%}", "failed"], rows))
     print("goals are LLMSim's; the bare forwarder (bench/bare_forwarder.py) is the floor of any HTTP hop here")
     print(f"machine at the end: {machine()}")
 
