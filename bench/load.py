@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import aiohttp
-from sse_client import StreamClient
 
-DELTA = b"event: response.output_text.delta\n"
+from bench.common import DELTA
+from bench.sse_client import StreamClient
 
 
 @dataclass
@@ -100,7 +100,7 @@ async def _client(index: int, plan: Plan, origin: float, samples: list[Sample], 
             open_streams[0] += 1
             try:
                 await asyncio.wait_for(_request(session, plan, origin, sample), left)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 break  # the window closed mid-request: what arrived so far still counts
             finally:
                 open_streams[0] -= 1
@@ -116,7 +116,7 @@ async def _stream_client(plan: Plan, origin: float, deadline: float, samples: li
             open_streams[0] += 1
             try:
                 await asyncio.wait_for(_streamed(client, origin, sample), left)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 break  # the window closed mid-request: what arrived so far still counts
             finally:
                 open_streams[0] -= 1

@@ -1,4 +1,4 @@
-"""`python bench/proxy_bench.py`: what `--backend proxy` adds, direct to an upstream LLMSim against through a
+"""`python -m bench.proxy_bench`: what `--backend proxy` adds, direct to an upstream LLMSim against through a
 proxy in front of it, at 1 and 100 concurrent streams.
 
 - TTFT: the upstream paced at speed 1 and seeded, every request the same, so each has the same TTFT
@@ -28,26 +28,19 @@ load average (printed): on a busy machine the figures are the machine's as much 
 from __future__ import annotations
 
 import argparse
-import os
-import socket
 import statistics
-import subprocess
 import sys
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+if __package__ in (None, ""):  # `python bench/proxy_bench.py`: the repository's root on the path
+    sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
-from load import Plan, run  # noqa: E402
-from run import machine, pin, quantile, table  # noqa: E402
+from bench.common import PROMPT, core, counts, load_on, machine, parse, pin, quantile, smoke, table  # noqa: E402
+from bench.load import Plan, run  # noqa: E402
+from bench.servers import forwarder, running  # noqa: E402
+from llmsim.testing import ServerProcess  # noqa: E402
 
-from llmsim.testing import ServerProcess, free_port  # noqa: E402
-
-PROMPT = "Tell me a story about a lighthouse keeper."
 GOAL_TTFT_MS, GOAL_LOSS = 2.0, 0.05
 
 
@@ -89,32 +82,9 @@ def alternate(urls: dict[str, tuple[str, str]], clients: int, args: argparse.Nam
     return rounds
 
 
-@contextmanager
-def bare_forwarder(upstream: str, workers: int) -> Iterator[str]:
-    """bench/bare_forwarder.py in front of `upstream`, running; its base URL."""
-    port = free_port()
-    process = subprocess.Popen([sys.executable, str(ROOT / "bench" / "bare_forwarder.py"), str(port), upstream,
-                                str(workers)], cwd=ROOT)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("the bare forwarder did not start") from None
-                time.sleep(0.05)
-        time.sleep(0.5)  # the master listens before its worker has loaded the app
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--clients", type=lambda v: [int(x) for x in v.split(",")], default=[1, 100])
+    parser.add_argument("--clients", type=counts, default=[1, 100])
     parser.add_argument("--model", default="gpt-4o-mini")
     parser.add_argument("--verbosity", default="low", help="text.verbosity: how long each stream is")
     parser.add_argument("--window", type=float, default=3.0, help="seconds measured per window")
@@ -124,27 +94,25 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=1, help="client processes")
     parser.add_argument("--server-cpu", type=int, default=0, help="the upstreams' core (-1: any)")
     parser.add_argument("--client-cpu", type=int, default=1, help="the proxies' and the load's core (-1: any)")
-    args = parser.parse_args()
-    two = (os.cpu_count() or 1) >= 2
-    upstream_cpu = args.server_cpu if args.server_cpu >= 0 and two else None
-    client_cpu = args.client_cpu if args.client_cpu >= 0 and two else None
-    if client_cpu is not None:
-        os.sched_setaffinity(0, {client_cpu})  # the proxies and the load processes start from this one
+    smoke(parser, clients=[2], window=1.5, warmup=0.0, repeats=2, server_cpu=-1, client_cpu=-1)
+    args = parse(parser)
+    upstream_cpu, client_cpu = core(args.server_cpu), core(args.client_cpu)
+    load_on(client_cpu)  # the proxies and the load processes start from this one
     print(f"machine at the start: {machine()}")
     print(f"pinning: upstreams on core {upstream_cpu if upstream_cpu is not None else 'any'}, proxies and load "
           f"generator ({args.processes} process) on core {client_cpu if client_cpu is not None else 'any'}")
     workers = ("--workers", str(args.workers))
     rows = []
-    with ServerProcess("--speed", "1", "--seed", "1", *workers) as paced, \
-            ServerProcess("--speed", "0", *workers) as fast, \
-            ServerProcess("--backend", "proxy", "--upstream", paced.base_url, *workers) as paced_proxy, \
-            ServerProcess("--backend", "proxy", "--upstream", fast.base_url, *workers) as fast_proxy, \
-            bare_forwarder(paced.base_url, args.workers) as paced_bare, \
-            bare_forwarder(fast.base_url, args.workers) as fast_bare:
+    paced, fast = ServerProcess("--speed", "1", "--seed", "1", *workers), ServerProcess("--speed", "0", *workers)
+    paced_proxy, fast_proxy = (ServerProcess("--backend", "proxy", "--upstream", upstream.base_url, *workers)
+                               for upstream in (paced, fast))
+    paced_bare, fast_bare = forwarder(paced.base_url, args.workers), forwarder(fast.base_url, args.workers)
+    with running(paced, fast, paced_proxy, fast_proxy, paced_bare, fast_bare):
         for upstream in (paced, fast):
             assert upstream.process is not None
             pin(upstream.process.pid, upstream_cpu)
-        urls = {"direct": (paced.base_url, fast.base_url), "bare forwarder": (paced_bare, fast_bare),
+        urls = {"direct": (paced.base_url, fast.base_url),
+                "bare forwarder": (paced_bare.base_url, fast_bare.base_url),
                 "LLMSim proxy": (paced_proxy.base_url, fast_proxy.base_url)}
         for clients in args.clients:
             rounds = alternate(urls, clients, args)

@@ -1,4 +1,4 @@
-"""`python bench/run.py`: LLMSim's overhead at speed 0, its timing fidelity, and memory, against issue 14's goals.
+"""`python -m bench.run`: LLMSim's overhead at speed 0, its timing fidelity, and memory, against issue 14's goals.
 
 (a) Throughput and p50/p99 latency at speed 0, non-streaming and streaming, for 1/16/64/256
     closed-loop clients; the same against a bare WSGI app on the same gunicorn + gevent server
@@ -12,7 +12,7 @@
     (bench/bare.py --floor), and Flask alone answering it (--flask): the most any JSON answer can reach on this
     stack.
 (b) Timing fidelity at speed 1: measured TTFT and inter-token gaps (p50/p95/p99) against the
-    quantiles the model's profile configures, at 1, 100 and 1,000 concurrent streams.
+    quantiles the model's profile configures, at 1, 100 and 1,000 concurrent streams, on the default store.
 (c) The knee at a real model's pace (gpt-4o): the most concurrent streams one worker serves with
     inter-token p50 and p99 within 10 % of the profile, on the server as a user gets it (the default store:
     each stream's response is stored), trying `--knee-streams` in turn until a level misses, so the knee is
@@ -29,150 +29,42 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import os
-import resource
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 import tracemalloc
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import httpx
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+if __package__ in (None, ""):  # `python bench/run.py`: the repository's root on the path, as for `-m bench.run`
+    sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
-import wrk  # noqa: E402
-from load import Plan, Sample, measure, run  # noqa: E402
-
-from llmsim.api.http import SEED_HEADER  # noqa: E402
+from bench import wrk  # noqa: E402
+from bench.common import (  # noqa: E402
+    PROMPT,
+    ROOT,
+    CpuMeter,
+    core,
+    counts,
+    cpu_seconds,
+    goal,
+    load_on,
+    machine,
+    more_files,
+    parse,
+    pin,
+    quantile,
+    smoke,
+    table,
+)
+from bench.load import Plan, Sample, measure, run  # noqa: E402
+from bench.servers import SEED, bare, record, running  # noqa: E402
 from llmsim.config import DEFAULT_PROFILES_DIR  # noqa: E402
-from llmsim.testing import ServerProcess, free_port  # noqa: E402
+from llmsim.testing import ServerProcess  # noqa: E402
 from llmsim.timing.profiles import load_catalog  # noqa: E402
-
-PROMPT = "Tell me a story about a lighthouse keeper."
-# Of the answer bare.py replays, and of LLMSim's in (a): the same bytes. Its gpt-4o-mini answer to PROMPT has 112
-# output tokens, the mean of unseeded ones: (a)'s streaming ratio grows with the answer's length (seed 1: 81).
-SEED = 29
-
-
-def quantile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    position = q * (len(ordered) - 1)
-    low = int(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
-
-
-def table(headers: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-    line = lambda cells: "| " + " | ".join(c.rjust(w) for c, w in zip(cells, widths)) + " |"  # noqa: E731
-    return "\n".join([line(headers), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, rows)])
-
-
-def record(base_url: str, model: str) -> dict[str, object]:
-    """One JSON answer and one stream's SSE frames, for the bare server to replay: seeded, so bare.py replays the
-    same answer in every run."""
-    body, seeded = {"model": model, "input": PROMPT}, {SEED_HEADER: str(SEED)}
-    answer = httpx.post(f"{base_url}/responses", json=body, headers=seeded, timeout=60).text
-    with httpx.stream("POST", f"{base_url}/responses", json={**body, "stream": True}, headers=seeded,
-                      timeout=60) as stream:
-        text = stream.read().decode()
-    return {"json": answer, "frames": [frame + "\n\n" for frame in text.split("\n\n") if frame]}
-
-
-def pin(pid: int, cpu: int | None) -> None:
-    """Put a server (its master and workers) on one core, away from the load generator."""
-    if cpu is None:
-        return
-    for task in [pid, *_children(pid)]:
-        os.sched_setaffinity(task, {cpu})
-
-
-def _children(pid: int) -> list[int]:
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(child) for child in f.read().split()]
-    except OSError:
-        return []
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of a process and its children so far (a server's master and workers)."""
-    total = 0.0
-    for task in [pid, *_children(pid)]:
-        try:
-            with open(f"/proc/{task}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-        except OSError:
-            pass
-    return total
-
-
-class CpuMeter:
-    """A process's CPU over a window that starts `after` seconds from now: a share of one core, near 100 % means
-    it is the bottleneck."""
-
-    def __init__(self, pid: int, after: float, window: float) -> None:
-        self.window = window
-        self.readings: list[float] = []
-        for delay in (after, after + window):
-            timer = threading.Timer(delay, lambda: self.readings.append(cpu_seconds(pid)))
-            timer.daemon = True
-            timer.start()
-
-    def share(self) -> float:
-        return (self.readings[1] - self.readings[0]) / self.window if len(self.readings) == 2 else float("nan")
-
-
-def machine() -> str:
-    load = os.getloadavg()
-    return f"{os.cpu_count()} cores, load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1/5/15 min)"
-
-
-def goal(label: str, value: float, target: float, unit: str = "x", higher: bool = True) -> str:
-    met = value >= target if higher else value <= target
-    sign = ">=" if higher else "<="
-    return f"  goal {label}: {value:.2f}{unit} (goal {sign} {target:g}{unit}) {'MET' if met else 'NOT MET'}"
-
-
-class BareProcess:
-    def __init__(self, recorded: dict[str, object], workers: int, pace: str | None = None, floor: str | None = None
-                 ) -> None:
-        self.port = free_port()
-        self.file = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
-        json.dump(recorded, self.file)
-        self.file.close()
-        extra = [floor] if floor else [pace] if pace else []
-        self.process = subprocess.Popen([sys.executable, str(ROOT / "bench" / "bare.py"), str(self.port),
-                                         self.file.name, str(workers), *extra], cwd=ROOT)
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(f"{self.url}/", timeout=1)
-                return
-            except urllib.error.HTTPError:  # the floor's app: a 404 there, but it answers
-                return
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError("the bare server did not start")
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(timeout=10)
-        Path(self.file.name).unlink()
 
 
 def _window(url: str, pid: int, body: dict[str, object], clients: int, stream: bool, args: argparse.Namespace,
@@ -183,7 +75,7 @@ def _window(url: str, pid: int, body: dict[str, object], clients: int, stream: b
         result = wrk.post(url, body, clients, args.overhead_window, directory)
         busy = (cpu_seconds(pid) - before) / (time.perf_counter() - started)
         return [result.rate, result.p50, result.p99, result.errors, busy, result.cpu]
-    plan = Plan(url, body, {}, clients, warmup=1.0, window=args.overhead_window, stream=stream)
+    plan = Plan(url, body, {}, clients, warmup=args.overhead_warmup, window=args.overhead_window, stream=stream)
     server = CpuMeter(pid, 1.0 + plan.warmup, plan.window)  # load.run starts its clock 1 s in
     load = CpuMeter(os.getpid(), 1.0 + plan.warmup, plan.window)  # the client processes
     samples, _ = run(plan, processes=min(args.processes, clients))
@@ -203,13 +95,13 @@ def overhead(args: argparse.Namespace) -> str:
     with ServerProcess("--speed", "0", "--workers", str(args.workers), "--store-max-entries", "1000",
                        "--seed", str(SEED)) as llmsim, tempfile.TemporaryDirectory() as directory:
         recorded = record(llmsim.base_url, args.overhead_model)
-        others = [BareProcess(recorded, args.workers, floor=floor) for floor in (None, "--floor", "--flask")]
-        assert llmsim.process is not None
-        servers = [(f"{llmsim.base_url}/responses", llmsim.process.pid),
-                   *((f"{other.url}/openai/v1/responses", other.process.pid) for other in others)]
-        for _, pid in servers:
-            pin(pid, args.server_cpu)
-        try:
+        others = [bare(recorded, args.workers, floor=floor) for floor in (None, "--floor", "--flask")]
+        with running(*others):
+            assert llmsim.process is not None
+            servers = [(f"{llmsim.base_url}/responses", llmsim.process.pid),
+                       *((f"{other.base_url}/responses", other.process.pid) for other in others if other.process)]
+            for _, pid in servers:
+                pin(pid, args.server_cpu)
             for stream in (False, True):
                 body = {"model": args.overhead_model, "input": PROMPT, "stream": stream}
                 for clients in args.clients:
@@ -236,9 +128,6 @@ def overhead(args: argparse.Namespace) -> str:
                             f"{name} {statistics.median(w[0] for w in windows[side]):.0f} req/s = "
                             f"{statistics.median(f[0] / b[0] for f, b in zip(windows[side], windows[1])):.2f}x bare"
                             for side, name in ((2, "LLMSim's app"), (3, "Flask alone"))))
-        finally:
-            for other in others:
-                other.stop()
     load = "wrk" if wrk.available() and not args.aiohttp else "bench/load.py"
     return f"load: {load}, {args.repeats} windows of {args.overhead_window:g} s each, medians\n" + table(
         ["mode", "clients", "llmsim req/s", "p50 ms", "p99 ms", "errors", "CPU server/load", "bare req/s", "p50 ms",
@@ -267,13 +156,11 @@ def fidelity(args: argparse.Namespace, model: str, levels: list[int], until_miss
         rows, knee = _levels(args, f"{server.base_url}/responses", server.process.pid, body, levels, timing,
                              prefill_ms, "", until_missed)
         if args.knee_bare and model == args.knee_model:  # the same streams against the stack's floor
-            bare = BareProcess(record(server.base_url, model), args.workers, pace=model)
-            pin(bare.process.pid, args.server_cpu)
-            try:
-                rows += _levels(args, f"{bare.url}/responses", bare.process.pid, body, levels, timing, prefill_ms,
-                                "bare ", until_missed)[0]
-            finally:
-                bare.stop()
+            with bare(record(server.base_url, model), args.workers, pace=model) as floor:
+                assert floor.process is not None
+                pin(floor.process.pid, args.server_cpu)
+                rows += _levels(args, f"{floor.base_url}/responses", floor.process.pid, body, levels, timing,
+                                prefill_ms, "bare ", until_missed)[0]
     return table(["streams", "open min/mean", "requests", "tokens/s", "CPU server/load", "server µs/token", "metric",
                   "n", "configured p50/p95/p99 ms",
                   "measured p50/p95/p99 ms", "error p50/p95/p99", "p50 & p99 within 10%"], rows), knee
@@ -372,7 +259,8 @@ def fidelity_rows(streams: int, samples: list[Sample], open_streams: list[int], 
         got = [quantile(values, q) for q in (0.5, 0.95, 0.99)]
         errors = [(g - w) / w * 100 for g, w in zip(got, want)]
         within = "n<100" if len(values) < 100 else "yes" if abs(errors[0]) <= 10 and abs(errors[2]) <= 10 else "NO"
-        rows.append([str(streams), f"{min(open_streams, default=0)}/{sum(open_streams) / max(1, len(open_streams)):.0f}",
+        mean_open = sum(open_streams) / max(1, len(open_streams))
+        rows.append([str(streams), f"{min(open_streams, default=0)}/{mean_open:.0f}",
                      f"{len(started)} ({failed} failed)", f"{len(measured['inter-token']) / plan.window:.0f}",
                      metric, str(len(values)),
                      "/".join(f"{w:.1f}" for w in want), "/".join(f"{g:.1f}" for g in got),
@@ -383,13 +271,15 @@ def fidelity_rows(streams: int, samples: list[Sample], open_streams: list[int], 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--part", choices=["a", "b", "c", "d", "all"], default="all")
-    parser.add_argument("--clients", type=lambda v: [int(x) for x in v.split(",")], default=[1, 16, 64, 256])
-    parser.add_argument("--streams", type=lambda v: [int(x) for x in v.split(",")], default=[1, 100, 1000])
+    parser.add_argument("--clients", type=counts, default=[1, 16, 64, 256])
+    parser.add_argument("--streams", type=counts, default=[1, 100, 1000])
     parser.add_argument("--model", default="bench-model", help="the paced model of part (b)")
     parser.add_argument("--profiles-dir", type=Path, action="append", default=[ROOT / "bench" / "profiles"])
     parser.add_argument("--verbosity", default="medium", help="text.verbosity of part (b): how long each stream is")
     parser.add_argument("--overhead-model", default="gpt-4o-mini")
     parser.add_argument("--overhead-window", type=float, default=4.0, help="seconds measured per window of (a)")
+    parser.add_argument("--overhead-warmup", type=float, default=1.0,
+                        help="seconds over which (a)'s clients start, without wrk (bench/load.py)")
     parser.add_argument("--repeats", type=int, default=3, help="windows per server and row of (a)")
     parser.add_argument("--aiohttp", action="store_true", help="(a)'s load from bench/load.py even with wrk")
     parser.add_argument("--window", type=float, default=30.0, help="seconds measured per level of (b)")
@@ -397,8 +287,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=1, help="LLMSim's gunicorn workers")
     parser.add_argument("--processes", type=int, default=2, help="client processes")
     parser.add_argument("--knee-model", default="gpt-4o", help="the real model of part (c)")
-    parser.add_argument("--knee-streams", type=lambda v: [int(x) for x in v.split(",")],
-                        default=[200, 400, 600, 800, 1000, 1200, 1400, 1600],
+    parser.add_argument("--knee-streams", type=counts,
+                        default=[100, 200, 300, 400, 500, 600, 800, 1000, 1200, 1400, 1600],
                         help="the stream counts part (c) tries, in turn, until one misses")
     parser.add_argument("--stream-client", choices=["raw", "aiohttp"], default="raw",
                         help="(b)/(c)'s stream reader: raw asyncio sockets (cheap) or aiohttp, to compare them")
@@ -409,13 +299,13 @@ def main() -> None:
     parser.add_argument("--memory-responses", type=int, default=300, help="responses stored in part (d)")
     parser.add_argument("--server-cpu", type=int, default=0, help="the core the servers run on (-1: any)")
     parser.add_argument("--client-cpu", type=int, default=1, help="the core the load runs on (-1: any)")
-    args = parser.parse_args()
-    args.server_cpu = None if args.server_cpu < 0 or (os.cpu_count() or 1) < 2 else args.server_cpu
-    if args.client_cpu >= 0 and (os.cpu_count() or 1) >= 2:
-        os.sched_setaffinity(0, {args.client_cpu})  # the load processes fork from this one
-
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)  # 1,000 streams hold 2,000 sockets on one machine
-    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 65536)), hard))
+    smoke(parser, clients=[16], repeats=1, overhead_window=1.0, overhead_warmup=0.2, aiohttp=True, streams=[10],
+          window=1.0, warmup=0.5, knee_streams=[10, 20], in_process_requests=20, memory_responses=20, processes=1,
+          server_cpu=-1, client_cpu=-1)
+    args = parse(parser)
+    args.server_cpu = core(args.server_cpu)
+    load_on(core(args.client_cpu))  # the load processes fork from this one
+    more_files()
     out = [f"machine at the start: {machine()}"]
     if args.part in ("a", "all"):
         out.append("(a) speed 0: LLMSim against a bare endpoint on the same gunicorn+gevent server\n" + overhead(args)

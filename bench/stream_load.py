@@ -15,7 +15,9 @@ import time
 from urllib.parse import urlsplit
 
 import uvloop
-from load import DELTA, Plan, Sample
+
+from bench.common import DELTA
+from bench.load import Plan, Sample
 
 
 class _Stream(asyncio.Protocol):
@@ -73,7 +75,7 @@ async def _client(index: int, plan: Plan, origin: float, samples: list[Sample]) 
             continue
         try:
             await asyncio.wait_for(asyncio.shield(done), left)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             transport.close()
             break  # the window closed mid-stream: what arrived so far still counts
 
