@@ -21,6 +21,8 @@ import aiohttp
 from bench.common import DELTA
 from bench.sse_client import StreamClient
 
+START = 1.0  # seconds from measure() to the clients' start, as the client processes fork: a bench's CPU marks count it
+
 
 @dataclass
 class Sample:
@@ -163,7 +165,7 @@ def run(plan: Plan, processes: int = 1) -> tuple[list[Sample], list[int]]:
 
 
 def measure(plan: Plan, processes: int = 1) -> Measured:
-    origin_wall = time.time() + 1.0  # every process starts its clock together
+    origin_wall = time.time() + START  # every process starts its clock together
     shares = [plan.clients // processes + (i < plan.clients % processes) for i in range(processes)]
     plans = [Plan(**{**plan.__dict__, "clients": n}) for n in shares if n]  # each staggers over the same warm-up
     with multiprocessing.get_context("fork").Pool(len(plans)) as pool:

@@ -282,7 +282,7 @@ def main() -> None:
     parser.add_argument("--http", action="store_true", help="also compare the HTTP servers")
     parser.add_argument("--concurrency", type=counts, default=[1, 4, 8, 16],
                         help="concurrent streams to compare over HTTP, comma-separated")
-    smoke(parser, size="tiny", tokens=16, prompt_words=20, runs=1, http=True, concurrency=[1, 2])
+    smoke(parser, size="tiny", tokens=16, prompt_words=20, runs=1, http=True, concurrency=[2])
     args = parse(parser)
 
     import mlx.core as mx

@@ -36,6 +36,7 @@ from typing import NamedTuple
 if __package__ in (None, ""):  # `python bench/proxy_bench.py`: the repository's root on the path
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
+from bench import load  # noqa: E402
 from bench.common import PROMPT, core, counts, load_on, machine, parse, pin, quantile, smoke, table  # noqa: E402
 from bench.load import Plan, run  # noqa: E402
 from bench.servers import forwarder, running  # noqa: E402
@@ -94,8 +95,10 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=1, help="client processes")
     parser.add_argument("--server-cpu", type=int, default=0, help="the upstreams' core (-1: any)")
     parser.add_argument("--client-cpu", type=int, default=1, help="the proxies' and the load's core (-1: any)")
-    smoke(parser, clients=[2], window=1.5, warmup=0.0, repeats=2, server_cpu=-1, client_cpu=-1)
+    smoke(parser, clients=[2], window=1.0, warmup=0.0, repeats=1, server_cpu=-1, client_cpu=-1)
     args = parse(parser)
+    if args.smoke:
+        load.START = 0.3  # one client process: it forks in far less
     upstream_cpu, client_cpu = core(args.server_cpu), core(args.client_cpu)
     load_on(client_cpu)  # the proxies and the load processes start from this one
     print(f"machine at the start: {machine()}")

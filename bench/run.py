@@ -42,7 +42,7 @@ import httpx
 if __package__ in (None, ""):  # `python bench/run.py`: the repository's root on the path, as for `-m bench.run`
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
-from bench import wrk  # noqa: E402
+from bench import load, wrk  # noqa: E402
 from bench.common import (  # noqa: E402
     PROMPT,
     ROOT,
@@ -76,13 +76,13 @@ def _window(url: str, pid: int, body: dict[str, object], clients: int, stream: b
         busy = (cpu_seconds(pid) - before) / (time.perf_counter() - started)
         return [result.rate, result.p50, result.p99, result.errors, busy, result.cpu]
     plan = Plan(url, body, {}, clients, warmup=args.overhead_warmup, window=args.overhead_window, stream=stream)
-    server = CpuMeter(pid, 1.0 + plan.warmup, plan.window)  # load.run starts its clock 1 s in
-    load = CpuMeter(os.getpid(), 1.0 + plan.warmup, plan.window)  # the client processes
+    server = CpuMeter(pid, load.START + plan.warmup, plan.window)  # load.run starts its clock START s in
+    generator = CpuMeter(os.getpid(), load.START + plan.warmup, plan.window)  # the client processes
     samples, _ = run(plan, processes=min(args.processes, clients))
     done = [s for s in samples if s.end is not None and plan.warmup <= s.end]
     good = [s.latency_ms for s in done if s.ok and s.start >= plan.warmup]
     return [sum(s.ok for s in done) / args.overhead_window, quantile(good, 0.5), quantile(good, 0.99),
-            sum(not s.ok for s in done), server.share(), load.share()]
+            sum(not s.ok for s in done), server.share(), generator.share()]
 
 
 def overhead(args: argparse.Namespace) -> str:
@@ -128,8 +128,8 @@ def overhead(args: argparse.Namespace) -> str:
                             f"{name} {statistics.median(w[0] for w in windows[side]):.0f} req/s = "
                             f"{statistics.median(f[0] / b[0] for f, b in zip(windows[side], windows[1])):.2f}x bare"
                             for side, name in ((2, "LLMSim's app"), (3, "Flask alone"))))
-    load = "wrk" if wrk.available() and not args.aiohttp else "bench/load.py"
-    return f"load: {load}, {args.repeats} windows of {args.overhead_window:g} s each, medians\n" + table(
+    generator = "wrk" if wrk.available() and not args.aiohttp else "bench/load.py"
+    return f"load: {generator}, {args.repeats} windows of {args.overhead_window:g} s each, medians\n" + table(
         ["mode", "clients", "llmsim req/s", "p50 ms", "p99 ms", "errors", "CPU server/load", "bare req/s", "p50 ms",
          "p99 ms", "errors", "CPU server/load", "llmsim/bare"], rows) + "\n" + "\n".join(goals) + (
         "\n  JSON's floor: the recorded JSON answered by LLMSim's app (Flask and its hooks) from its create view, "
@@ -175,7 +175,7 @@ def _levels(args: argparse.Namespace, url: str, pid: int, body: dict[str, object
     for streams in levels:
         window = args.window if streams > 1 else args.window * 2
         plan = Plan(url, body, {}, streams, warmup=args.warmup, window=window, stream=True, client=args.stream_client)
-        server_cpu = CpuMeter(pid, 1.0 + plan.warmup, plan.window)  # measure() starts its clock in 1 s
+        server_cpu = CpuMeter(pid, load.START + plan.warmup, plan.window)  # measure() starts its clock START s in
         samples, open_streams, load_cpu = measure(plan, processes=min(args.processes, streams))
         level = fidelity_rows(streams, samples, open_streams, timing, prefill_ms, plan)
         per_token = server_cpu.share() / max(1.0, float(level[0][3])) * 1e6  # the server's CPU per streamed token
@@ -270,7 +270,7 @@ def fidelity_rows(streams: int, samples: list[Sample], open_streams: list[int], 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--part", choices=["a", "b", "c", "d", "all"], default="all")
+    parser.add_argument("--part", default="all", help="the parts to run, comma-separated (a,b,c,d), or all")
     parser.add_argument("--clients", type=counts, default=[1, 16, 64, 256])
     parser.add_argument("--streams", type=counts, default=[1, 100, 1000])
     parser.add_argument("--model", default="bench-model", help="the paced model of part (b)")
@@ -299,26 +299,30 @@ def main() -> None:
     parser.add_argument("--memory-responses", type=int, default=300, help="responses stored in part (d)")
     parser.add_argument("--server-cpu", type=int, default=0, help="the core the servers run on (-1: any)")
     parser.add_argument("--client-cpu", type=int, default=1, help="the core the load runs on (-1: any)")
-    smoke(parser, clients=[16], repeats=1, overhead_window=1.0, overhead_warmup=0.2, aiohttp=True, streams=[10],
+    # (b) is (c)'s code with another model and levels: the smoke run leaves it out
+    smoke(parser, part="a,c,d", clients=[16], repeats=1, overhead_window=1.0, overhead_warmup=0.2, aiohttp=True,
           window=1.0, warmup=0.5, knee_streams=[10, 20], in_process_requests=20, memory_responses=20, processes=1,
           server_cpu=-1, client_cpu=-1)
     args = parse(parser)
     args.server_cpu = core(args.server_cpu)
     load_on(core(args.client_cpu))  # the load processes fork from this one
     more_files()
+    parts = {"a", "b", "c", "d"} if args.part == "all" else set(args.part.split(","))
+    if args.smoke:
+        load.START = 0.3  # one client process: it forks in far less
     out = [f"machine at the start: {machine()}"]
-    if args.part in ("a", "all"):
+    if "a" in parts:
         out.append("(a) speed 0: LLMSim against a bare endpoint on the same gunicorn+gevent server\n" + overhead(args)
                    + "\n" + in_process(args))
-    if args.part in ("b", "all"):
+    if "b" in parts:
         text, _ = fidelity(args, args.model, args.streams)
         out.append(f"(b) speed 1: timing fidelity of {args.model} (configured = the profile's quantiles; TTFT adds "
                    "the prompt's prefill time)\n" + text)
-    if args.part in ("c", "all"):
+    if "c" in parts:
         text, knee = fidelity(args, args.knee_model, args.knee_streams, until_missed=True)
         out.append(f"(c) speed 1: the knee of {args.knee_model}, one worker\n" + text + "\n" +
                    goal(f"streams within 10 % (knee among {args.knee_streams})", knee, 400, ""))
-    if args.part in ("d", "all"):
+    if "d" in parts:
         out.append("(d) memory and long chains\n" + memory(args))
     out.append(f"machine at the end: {machine()}")
     print("\n\n".join(out))

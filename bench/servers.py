@@ -22,7 +22,7 @@ from typing import Any, Protocol
 import httpx
 
 from bench.common import PROMPT, ROOT
-from llmsim.api.http import SEED_HEADER
+from llmsim.api.http import SEED_HEADER, SPEED_HEADER
 from llmsim.testing import free_port
 
 # Of the answer bare.py replays, and of LLMSim's in bench/run.py (a): the same bytes. Its gpt-4o-mini answer to
@@ -109,8 +109,8 @@ def forwarder(upstream: str, workers: int) -> BenchServer:
 
 def record(base_url: str, model: str) -> dict[str, object]:
     """One JSON answer and one stream's SSE frames, for the bare server to replay: seeded, so bare.py replays the
-    same answer in every run."""
-    body, seeded = {"model": model, "input": PROMPT}, {SEED_HEADER: str(SEED)}
+    same answer in every run; at speed 0 (the same bytes, at once), from a paced server too."""
+    body, seeded = {"model": model, "input": PROMPT}, {SEED_HEADER: str(SEED), SPEED_HEADER: "0"}
     answer = httpx.post(f"{base_url}/responses", json=body, headers=seeded, timeout=60).text
     with httpx.stream("POST", f"{base_url}/responses", json={**body, "stream": True}, headers=seeded,
                       timeout=60) as stream:

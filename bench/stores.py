@@ -65,7 +65,7 @@ import redis
 if __package__ in (None, ""):  # `python bench/stores.py`: the repository's root on the path, as for `-m bench.stores`
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
-from bench import stream_load, wrk  # noqa: E402
+from bench import load, stream_load, wrk  # noqa: E402
 from bench.common import (  # noqa: E402
     PROMPT,
     ROOT,
@@ -139,7 +139,8 @@ def window(server: ServerProcess, redis_server: RedisServer, body: dict[str, obj
     assert server.process is not None
     pid, url, use_wrk = server.process.pid, f"{server.base_url}/responses", wrk.available() and not args.aiohttp
     marks: list[tuple[float, ...]] = []
-    for delay in (0.0, args.window) if use_wrk else (1.0, 1.0 + args.window):  # load.py starts after 1 s
+    start = 0.0 if use_wrk else load.START  # bench/load.py starts its clients START s in
+    for delay in (start, start + args.window):
         timer = threading.Timer(delay, lambda: marks.append(
             (time.perf_counter(), cpu_seconds(pid), cpu_seconds(redis_pid), *core_busy(core(args.client_cpu)))))
         timer.daemon = True
@@ -255,14 +256,15 @@ def sampled_streams(server: ServerProcess | BenchServer, body: dict[str, object]
     assert server.process is not None
     body_file = Path(directory, "stream.json")
     body_file.write_text(json.dumps(body))
-    window = (1.0 + args.pacing_warmup, 1.0 + args.pacing_warmup + args.pacing_window)  # stream_load starts in 1 s
+    start = load.START  # bench/stream_load.py's streams start START s in: the others too
+    window = (start + args.pacing_warmup, start + args.pacing_warmup + args.pacing_window)
     command = [sys.executable, "-m", "bench.lazy_streams", f"{server.base_url}/responses",
                str(body_file), str(args.streams - args.probe_streams), str(args.pacing_warmup), f"{window[1] + 1.0:g}",
                str(args.poll), str(window[0]), str(args.pacing_window)]
-    load = subprocess.Popen(command, stdout=subprocess.PIPE, cwd=ROOT)
+    lazy_load = subprocess.Popen(command, stdout=subprocess.PIPE, cwd=ROOT)
     marks: list[tuple[float, ...]] = []
     def mark() -> None:
-        marks.append((time.perf_counter(), cpu_seconds(load.pid), cpu_seconds(server.process.pid)))
+        marks.append((time.perf_counter(), cpu_seconds(lazy_load.pid), cpu_seconds(server.process.pid)))
 
     timers = [threading.Timer(delay, mark) for delay in window]
     for timer in timers:
@@ -270,7 +272,7 @@ def sampled_streams(server: ServerProcess | BenchServer, body: dict[str, object]
     plan = Plan(f"{server.base_url}/responses", body, {}, args.probe_streams, warmup=args.pacing_warmup,
                 window=args.pacing_window, stream=True)
     samples, probe_cpu = stream_load.run(plan)  # starts in 1 s, as the other streams do
-    lazy = json.loads(load.communicate()[0])
+    lazy = json.loads(lazy_load.communicate()[0])
     for timer in timers:
         timer.join()
     (t0, load0, server0), (t1, load1, server1) = marks
@@ -459,6 +461,8 @@ def main() -> None:
     args.redis_cpu = core(args.client_cpu if args.redis_cpu is None else args.redis_cpu)
     load_on(core(args.client_cpu))  # the load processes fork from this one
     more_files()
+    if args.smoke:
+        load.START = 0.3  # one client process: it forks in far less
     out = [f"{machine()} at the start; Redis: appendonly, appendfsync {args.fsync}; (a) on cores: server "
            f"{args.server_cpu}, redis-server {args.redis_cpu}, load {args.client_cpu} (None: any)"]
     with RedisServer(fsync=args.fsync) as redis_server, tempfile.TemporaryDirectory() as directory:
