@@ -114,6 +114,6 @@ class BareServer(LLMSimServer):
 if __name__ == "__main__":
     port, recorded_path, workers = int(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
     floor = sys.argv[4] if sys.argv[4:5] in (["--floor"], ["--flask"]) else None
-    pace = load_catalog([DEFAULT_PROFILES_DIR]).get(sys.argv[4]).timing if len(sys.argv) > 4 and not floor else None
+    pace = load_catalog([DEFAULT_PROFILES_DIR]).resolve(sys.argv[4]).timing if len(sys.argv) > 4 and not floor else None
     BareServer(Settings(port=port, workers=workers, speed=0.0), json.loads(recorded_path.read_text()), pace,
                floor).run()

@@ -142,7 +142,9 @@ async def _run(plan: Plan, origin_wall: float) -> tuple[list[Sample], list[int],
     origin = time.perf_counter() + (origin_wall - time.time())  # a shared start across processes
     await asyncio.sleep(max(0.0, origin - time.perf_counter()))
     samples: list[Sample] = []
-    open_streams, seen, cpu = [0], [], []
+    open_streams: list[int] = [0]
+    seen: list[int] = []
+    cpu: list[float] = []
     await asyncio.gather(_watch(plan, origin, open_streams, seen, cpu),
                          *(_client(i, plan, origin, samples, open_streams) for i in range(plan.clients)))
     return samples, seen, sum(cpu)

@@ -41,8 +41,9 @@ from llmsim.backends.mlx.models import ModelSpec  # noqa: E402
 from llmsim.testing import ServerProcess, free_port  # noqa: E402
 
 Sample = tuple[float, float, int]  # (ttft seconds, decode seconds, tokens)
-WORDS = ("the quick brown fox jumps over the lazy dog while Paris sleeps under a warm summer rain and "
-         "everyone asks what the weather will be like tomorrow ").split()
+WORDS = ["the", "quick", "brown", "fox", "jumps", "over", "the", "lazy", "dog", "while", "Paris", "sleeps", "under",
+         "a", "warm", "summer", "rain", "and", "everyone", "asks", "what", "the", "weather", "will", "be", "like",
+         "tomorrow"]
 
 
 def user_text(words: int) -> str:
@@ -287,7 +288,7 @@ def main() -> None:
 
     import mlx.core as mx
 
-    print(f"mlx {mx.__version__} on {mx.default_device()}", flush=True)
+    print(f"mlx {getattr(mx, '__version__', '?')} on {mx.default_device()}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         path = args.model
         if path is None:

@@ -95,7 +95,7 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=1, help="client processes")
     parser.add_argument("--server-cpu", type=int, default=0, help="the upstreams' core (-1: any)")
     parser.add_argument("--client-cpu", type=int, default=1, help="the proxies' and the load's core (-1: any)")
-    smoke(parser, clients=[2], window=1.0, warmup=0.0, repeats=1, server_cpu=-1, client_cpu=-1)
+    smoke(parser, clients=[2], window=2.0, warmup=0.0, repeats=1, server_cpu=-1, client_cpu=-1)  # a TTFT in the window
     args = parse(parser)
     if args.smoke:
         load.START = 0.3  # one client process: it forks in far less

@@ -143,7 +143,7 @@ def fidelity(args: argparse.Namespace, model: str, levels: list[int], until_miss
     user starts (its default store, which keeps every response). `until_missed`: stop after the first level that
     misses (the knee is below it)."""
     dirs = [DEFAULT_PROFILES_DIR, *args.profiles_dir]
-    timing = load_catalog(dirs).get(model).timing
+    timing = load_catalog(dirs).resolve(model).timing
     assert timing is not None, f"{model} has no timing"
     flags = [arg for d in args.profiles_dir for arg in ("--profiles-dir", str(d))]
     with ServerProcess("--speed", "1", "--workers", str(args.workers), *flags) as server:
@@ -249,7 +249,8 @@ def fidelity_rows(streams: int, samples: list[Sample], open_streams: list[int], 
     begin, end = plan.warmup, plan.warmup + plan.window
     started = [s for s in samples if s.start >= begin]
     failed = sum(1 for s in started if s.end is not None and not s.ok)
-    measured = {"TTFT": [s.ttft_ms for s in started if s.ttft is not None and s.ttft <= end],
+    measured: dict[str, list[float]] = {
+        "TTFT": [(s.ttft - s.start) * 1000 for s in started if s.ttft is not None and s.ttft <= end],
                 "inter-token": [g for s in samples for g in s.gaps_ms(begin, end)]}
     configured = {"TTFT": lambda q: timing.ttft_ms.quantile(q) + prefill_ms,  # type: ignore[attr-defined]
                   "inter-token": timing.itl_ms.quantile}  # type: ignore[attr-defined]

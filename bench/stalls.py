@@ -22,7 +22,9 @@ import socket
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import httpx
@@ -117,8 +119,10 @@ def timed(server: ServerProcess, body: dict) -> tuple[float, int]:
 
 def costs(args: argparse.Namespace) -> list[str]:
     item = "the tide comes in and goes out, and the keeper writes it down " * 4
-    scaled = lambda sizes: [max(1, round(n * args.scale)) for n in sizes]  # noqa: E731
-    cases = {
+    def scaled(sizes: list[int]) -> list[float]:
+        return [max(1, round(n * args.scale)) for n in sizes]
+
+    cases: dict[str, tuple[list[float], Callable[[Any], dict[str, Any]]]] = {
         "truncation auto, N items": (scaled([1500, 3000, 6000, 12000]), lambda n: {
             "model": "gpt-4", "truncation": "auto", "input": [{"role": "user", "content": item} for _ in range(n)]}),
         "tool schema, minItems N": (scaled([1000, 10_000, 100_000, 1_000_000]), lambda n: {

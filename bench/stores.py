@@ -118,7 +118,8 @@ class Row(NamedTuple):
     redis_reads: float  # redis-server's socket reads per answered request: under 1 when scripts are pipelined
 
 
-def aiohttp_load(url: str, body: dict[str, object], clients: int, window: float, processes: int) -> tuple[float, ...]:
+def aiohttp_load(url: str, body: dict[str, object], clients: int, window: float, processes: int
+                 ) -> tuple[float, float, float, int]:
     """The same figures from bench/load.py's closed-loop aiohttp clients (when `wrk` is missing): they take many
     times wrk's CPU per request, so the load's core may limit before the server's does (see the load column)."""
     plan = Plan(url, body, {}, clients, warmup=0.0, window=window, stream=False)
@@ -218,6 +219,7 @@ def round_trips(redis_server: RedisServer) -> str:
         sent["n"] += 1
         return original_send(self, commands)
 
+    first = client.post("/v1/responses", json={"model": "gpt-4o", "input": PROMPT}).get_json()["id"]
     requests = {
         "create (json)": lambda: client.post("/v1/responses", json={"model": "gpt-4o", "input": PROMPT}),
         "create (stream)": lambda: client.post("/v1/responses", json={"model": "gpt-4o", "input": PROMPT,
@@ -228,9 +230,8 @@ def round_trips(redis_server: RedisServer) -> str:
         "create (rpm + tpm limits)": lambda: client.post("/v1/responses", json={"model": "gpt-4o", "input": PROMPT},
                                                          headers={"Authorization": "Bearer sk-limited"}),
     }
-    first = client.post("/v1/responses", json={"model": "gpt-4o", "input": PROMPT}).get_json()["id"]
     rows = []
-    Connection.send_packed_command = counting  # type: ignore[method-assign]
+    Connection.send_packed_command = counting  # type: ignore[method-assign,assignment]
     Scripts._send = counting_scripts  # type: ignore[method-assign]
     try:
         for name, call in requests.items():
@@ -263,8 +264,10 @@ def sampled_streams(server: ServerProcess | BenchServer, body: dict[str, object]
                str(args.poll), str(window[0]), str(args.pacing_window)]
     lazy_load = subprocess.Popen(command, stdout=subprocess.PIPE, cwd=ROOT)
     marks: list[tuple[float, ...]] = []
+    server_pid = server.process.pid
+
     def mark() -> None:
-        marks.append((time.perf_counter(), cpu_seconds(lazy_load.pid), cpu_seconds(server.process.pid)))
+        marks.append((time.perf_counter(), cpu_seconds(lazy_load.pid), cpu_seconds(server_pid)))
 
     timers = [threading.Timer(delay, mark) for delay in window]
     for timer in timers:
