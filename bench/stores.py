@@ -259,8 +259,9 @@ def sampled_streams(server: ServerProcess | BenchServer, body: dict[str, object]
     body_file.write_text(json.dumps(body))
     start = load.START  # bench/stream_load.py's streams start START s in: the others too
     window = (start + args.pacing_warmup, start + args.pacing_warmup + args.pacing_window)
+    # the lazy streams run a poll past the window: its last deltas are read (a second, as before, at the default)
     command = [sys.executable, "-m", "bench.lazy_streams", f"{server.base_url}/responses",
-               str(body_file), str(args.streams - args.probe_streams), str(args.pacing_warmup), f"{window[1] + 1.0:g}",
+               str(body_file), str(args.streams - args.probe_streams), str(args.pacing_warmup), f"{window[1] + args.poll:g}",
                str(args.poll), str(window[0]), str(args.pacing_window)]
     lazy_load = subprocess.Popen(command, stdout=subprocess.PIPE, cwd=ROOT)
     marks: list[tuple[float, ...]] = []
