@@ -1,15 +1,21 @@
 """The baseline: a bare WSGI app on the same gunicorn + gevent server, replaying recorded answers.
 
-It returns the bytes LLMSim returned for the same request (JSON, or the SSE frames one
-by one) without parsing, generating or pacing anything, so LLMSim's time over it is
-LLMSim's own overhead. Given a model, it paces the frames as that model's profile does (TTFT before the
-first text delta, one inter-token gap before each further one), the deltas sent by LLMSim's own pacing writer:
-the floor of a paced stream on this stack (gunicorn + gevent + the shared timer and writer), with none of
-LLMSim's work per request or per event.
+It returns the bytes LLMSim returned for the same request without parsing, generating or pacing anything, so
+LLMSim's time over it is LLMSim's own overhead. Written as LLMSim writes them: a JSON answer's head with its body,
+and a stream nothing paces (speed 0) whole, its head, frames and last chunk in one write (LLMSim corks the
+connection, llmsim/api/sse.py). Writing each frame with its own `send`, as this floor once did, makes the same
+bytes 4-5x slower on this stack, and LLMSim's streaming looked as fast as a floor that was not one.
+
+Given a model, it paces the frames as that model's profile does (TTFT before the first text delta, one
+inter-token gap before each further one), the deltas sent by LLMSim's own pacing writer: the floor of a paced
+stream on this stack (gunicorn + gevent + the shared timer and writer), with none of LLMSim's work per request
+or per event.
 With `--floor`, LLMSim's own app answers instead, its create views replaced by one that parses the body and returns
 the recorded JSON: Flask and LLMSim's hooks (API key, request id, headers, the request log's and metrics' hooks)
 with none of the answer's work, the most a JSON answer can reach on this stack. With `--flask`, a Flask app of that
 one view and no hooks: Flask's own share.
+
+    python -m bench.bare PORT RECORDED.json WORKERS [MODEL to pace like | --floor | --flask]
 """
 
 from __future__ import annotations
@@ -53,13 +59,15 @@ def paced(frames: list[bytes], timing: Timing, client: Any) -> Iterator[bytes]:
 def bare_app(recorded: dict[str, Any], timing: Timing | None = None) -> Callable[..., Iterable[bytes]]:
     body = recorded["json"].encode()
     frames = [frame.encode() for frame in recorded["frames"]]
+    whole = b"".join(frames)
 
     def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         request = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
         if b'"stream": true' in request or b'"stream":true' in request:
             start_response("200 OK", [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache")])
-            if timing is None:
-                return iter(frames)
+            if timing is None:  # as LLMSim writes a stream nothing paces: head, body and end in one write
+                sockets.cork(environ["gunicorn.socket"])
+                return [whole]
             return paced(frames, timing, environ["gunicorn.socket"])
         start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
         return [body]
@@ -102,9 +110,9 @@ class BareServer(LLMSimServer):
         return bare_app(self.recorded, self.timing)
 
 
-if __name__ == "__main__":  # python bench/bare.py PORT RECORDED.json WORKERS [MODEL to pace like | --floor | --flask]
+if __name__ == "__main__":
     port, recorded_path, workers = int(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
     floor = sys.argv[4] if sys.argv[4:5] in (["--floor"], ["--flask"]) else None
-    pace = load_catalog([DEFAULT_PROFILES_DIR]).get(sys.argv[4]).timing if len(sys.argv) > 4 and not floor else None
+    pace = load_catalog([DEFAULT_PROFILES_DIR]).resolve(sys.argv[4]).timing if len(sys.argv) > 4 and not floor else None
     BareServer(Settings(port=port, workers=workers, speed=0.0), json.loads(recorded_path.read_text()), pace,
                floor).run()

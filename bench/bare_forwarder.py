@@ -5,7 +5,7 @@ body, unread, to the upstream through the same urllib3 pool as `--backend proxy`
 cheapest) and hands the upstream's bytes back as they arrive: no JSON, no validation, no faults, metrics or
 store. What it costs is what any Python hop costs here; what LLMSim's proxy costs above it is LLMSim's own.
 
-`python bench/bare_forwarder.py PORT UPSTREAM_URL WORKERS`
+`python -m bench.bare_forwarder PORT UPSTREAM_URL WORKERS`
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ it reads in the measured window: the rate of every stream it keeps, not a sample
 once starts its next stream at once, and these wait up to a `poll` for theirs). Timing the deltas is
 bench/stream_load.py's job, on a sample of streams beside these.
 
-    python bench/lazy_streams.py URL BODY.json STREAMS WARMUP_S SECONDS POLL_S FROM_S WINDOW_S
+    python -m bench.lazy_streams URL BODY.json STREAMS WARMUP_S SECONDS POLL_S FROM_S WINDOW_S
     (prints the streams ended, the bytes read, and the text deltas read from FROM_S for WINDOW_S seconds)
 """
 
@@ -28,7 +28,10 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from load import DELTA
+if __package__ in (None, ""):  # `python bench/lazy_streams.py`: the repository's root on the path
+    sys.path[0] = str(Path(__file__).resolve().parent.parent)
+
+from bench.common import DELTA  # noqa: E402
 
 GROUPS = 10  # the streams are read a tenth at a time, in turn: a poll's ends (and next requests) spread over it
 END = b"\r\n0\r\n\r\n"  # a chunked body's last chunk; every other chunk's data ends in an SSE frame's "\n\n"

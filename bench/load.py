@@ -11,7 +11,6 @@ event after the request was sent, inter-token gaps are between consecutive ones.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import multiprocessing
 import time
 from dataclasses import dataclass, field
@@ -19,9 +18,10 @@ from typing import Any, NamedTuple
 
 import aiohttp
 
-from sse_client import StreamClient
+from bench.common import DELTA
+from bench.sse_client import StreamClient
 
-DELTA = b"event: response.output_text.delta\n"
+START = 1.0  # seconds from measure() to the clients' start, as the client processes fork: a bench's CPU marks count it
 
 
 @dataclass
@@ -44,7 +44,7 @@ class Sample:
 
     def gaps_ms(self, after: float, before: float) -> list[float]:
         """Inter-token gaps whose second token arrived inside [after, before]."""
-        return [(b - a) * 1000 for a, b in itertools.pairwise(self.deltas) if after <= b <= before]
+        return [(b - a) * 1000 for a, b in zip(self.deltas, self.deltas[1:], strict=False) if after <= b <= before]
 
 
 @dataclass
@@ -142,7 +142,9 @@ async def _run(plan: Plan, origin_wall: float) -> tuple[list[Sample], list[int],
     origin = time.perf_counter() + (origin_wall - time.time())  # a shared start across processes
     await asyncio.sleep(max(0.0, origin - time.perf_counter()))
     samples: list[Sample] = []
-    open_streams, seen, cpu = [0], [], []
+    open_streams: list[int] = [0]
+    seen: list[int] = []
+    cpu: list[float] = []
     await asyncio.gather(_watch(plan, origin, open_streams, seen, cpu),
                          *(_client(i, plan, origin, samples, open_streams) for i in range(plan.clients)))
     return samples, seen, sum(cpu)
@@ -165,7 +167,7 @@ def run(plan: Plan, processes: int = 1) -> tuple[list[Sample], list[int]]:
 
 
 def measure(plan: Plan, processes: int = 1) -> Measured:
-    origin_wall = time.time() + 1.0  # every process starts its clock together
+    origin_wall = time.time() + START  # every process starts its clock together
     shares = [plan.clients // processes + (i < plan.clients % processes) for i in range(processes)]
     plans = [Plan(**{**plan.__dict__, "clients": n}) for n in shares if n]  # each staggers over the same warm-up
     with multiprocessing.get_context("fork").Pool(len(plans)) as pool:

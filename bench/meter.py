@@ -1,6 +1,6 @@
 """What measuring requests at the edge costs: the same streamed responses with and without their Meter.
 
-    python bench/meter.py
+    python -m bench.meter
 
 Runs the metrics in prometheus-client's multiprocess mode (files, as under the server) and drains STREAMS
 streamed Responses (sim backend, speed 0, a fixed seed) through the pipeline and SSE framing, with the
@@ -11,9 +11,17 @@ ROUNDS: on a shared machine the least disturbed round is the truest.
 
 from __future__ import annotations
 
+import argparse
 import os
+import sys
 import tempfile
 import time
+from pathlib import Path
+
+if __package__ in (None, ""):  # `python bench/meter.py`: the repository's root on the path, as for `-m bench.meter`
+    sys.path[0] = str(Path(__file__).resolve().parent.parent)
+
+from bench.common import parse, smoke  # noqa: E402
 
 STREAMS = 40
 ROUNDS = 9
@@ -21,6 +29,11 @@ GOAL = 1.10
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--streams", type=int, default=STREAMS, help="streamed responses per round")
+    parser.add_argument("--rounds", type=int, default=ROUNDS, help="rounds of each kind; the best counts")
+    smoke(parser, streams=3, rounds=2)
+    args = parse(parser)
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="llmsim-bench-metrics-")
     from llmsim.api.sse import frames
     from llmsim.backends import load_backend, load_models
@@ -38,31 +51,31 @@ def main() -> None:
     metrics = Metrics()
     body = {"model": "gpt-4o", "input": "Tell me about the sea.", "stream": True, "max_output_tokens": 600}
 
-    def plain(_prompt: Prompt, _stream: bool) -> Admission:
+    def plain(_prompt: Prompt, _stream: bool, _whole: bool = False) -> Admission:
         return Admission()
 
-    def metered(prompt: Prompt, stream: bool) -> Admission:
+    def metered(prompt: Prompt, stream: bool, _whole: bool = False) -> Admission:
         return Admission(meter=Meter(metrics, prompt.profile.id, stream=stream, input_tokens=prompt.input_tokens,
                                      pricing=prompt.profile.pricing))
 
     def drain(admit: object) -> tuple[float, int]:
         events = 0
         start = time.perf_counter()
-        for _ in range(STREAMS):
+        for _ in range(args.streams):
             for _ in frames(pipeline.create(body, admit=admit).events):  # type: ignore[arg-type]
                 events += 1
         return time.perf_counter() - start, events
 
     drain(metered)  # warm-up: tokenizer, label children, metric files
     bare, measured = [], []
-    for _ in range(ROUNDS):
+    for _ in range(args.rounds):
         seconds, events = drain(plain)
         bare.append(seconds / events)
         seconds, events = drain(metered)
         measured.append(seconds / events)
     bare_us, measured_us = min(bare) * 1e6, min(measured) * 1e6
     ratio = measured_us / bare_us
-    print(f"{STREAMS} streamed responses of ~{events // STREAMS} events, best of {ROUNDS} rounds")
+    print(f"{args.streams} streamed responses of ~{events // args.streams} events, best of {args.rounds} rounds")
     print(f"pipeline + SSE framing:         {bare_us:6.2f} us/event")
     print(f"the same, measured at the edge: {measured_us:6.2f} us/event")
     print(f"ratio measured / bare:          {ratio:6.3f}   goal <= {GOAL}: {'met' if ratio <= GOAL else 'NOT met'}")

@@ -1,7 +1,7 @@
 """The mlx backend's speed against mlx_lm itself, on one model and one prompt.
 
-    python bench/mlx_bench.py                       # builds a random-weight 0.5B qwen2 (no download)
-    python bench/mlx_bench.py --model PATH --http   # a local model; also through both HTTP servers
+    python -m bench.mlx_bench                       # builds a random-weight 0.5B qwen2 (no download)
+    python -m bench.mlx_bench --model PATH --http   # a local model; also through both HTTP servers
 
 Prints, per way of generating: time to first token (TTFT) and decode tokens/s (tokens after the
 first over the time after the first), the median of --runs runs after a warm-up, sampled at temperature 1:
@@ -31,16 +31,19 @@ from pathlib import Path
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+if __package__ in (None, ""):  # `python bench/mlx_bench.py`: the repository's root on the path
+    sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
+from bench.common import counts, parse, quantile, smoke  # noqa: E402
 from llmsim.backends.mlx.backend import LoadedModel, MLXBackend, load_model  # noqa: E402
 from llmsim.backends.mlx.models import ModelSpec  # noqa: E402
 from llmsim.generation import Finish, Prompt, Turn  # noqa: E402
 from llmsim.testing import ServerProcess, free_port  # noqa: E402
 
 Sample = tuple[float, float, int]  # (ttft seconds, decode seconds, tokens)
-WORDS = ("the quick brown fox jumps over the lazy dog while Paris sleeps under a warm summer rain and "
-         "everyone asks what the weather will be like tomorrow ").split()
+WORDS = ["the", "quick", "brown", "fox", "jumps", "over", "the", "lazy", "dog", "while", "Paris", "sleeps", "under",
+         "a", "warm", "summer", "rain", "and", "everyone", "asks", "what", "the", "weather", "will", "be", "like",
+         "tomorrow"]
 
 
 def user_text(words: int) -> str:
@@ -181,11 +184,6 @@ def chat_stream(client: httpx.Client, url: str, body: dict) -> Sample:
     return first - start, last - first, tokens
 
 
-def quantile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
 def concurrent(n: int, rounds: int, once: Callable[[], Sample]) -> tuple[float, float, float]:
     """`n` streams at once, `rounds` times: aggregate tokens/s over the wall time, TTFT p50 and p99 (ms)."""
     samples: list[Sample] = []
@@ -283,13 +281,14 @@ def main() -> None:
     parser.add_argument("--prompt-words", type=int, default=300, help="words in the user message")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--http", action="store_true", help="also compare the HTTP servers")
-    parser.add_argument("--concurrency", type=lambda s: [int(n) for n in s.split(",")], default=[1, 4, 8, 16],
+    parser.add_argument("--concurrency", type=counts, default=[1, 4, 8, 16],
                         help="concurrent streams to compare over HTTP, comma-separated")
-    args = parser.parse_args()
+    smoke(parser, size="tiny", tokens=16, prompt_words=20, runs=1, http=True, concurrency=[2])
+    args = parse(parser)
 
     import mlx.core as mx
 
-    print(f"mlx {mx.__version__} on {mx.default_device()}", flush=True)
+    print(f"mlx {getattr(mx, '__version__', '?')} on {mx.default_device()}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         path = args.model
         if path is None:

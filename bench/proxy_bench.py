@@ -1,4 +1,4 @@
-"""`python bench/proxy_bench.py`: what `--backend proxy` adds, direct to an upstream LLMSim against through a
+"""`python -m bench.proxy_bench`: what `--backend proxy` adds, direct to an upstream LLMSim against through a
 proxy in front of it, at 1 and 100 concurrent streams.
 
 - TTFT: the upstream paced at speed 1 and seeded, every request the same, so each has the same TTFT
@@ -19,30 +19,29 @@ stack (gunicorn + gevent, the same urllib3 pool, the upstream's bytes relayed un
 What it adds is what any Python HTTP hop costs here; LLMSim's figure above it is LLMSim's own. The goal stays
 defined against the upstream direct.
 
-Direct, bare and proxied runs alternate in one process, against the same upstream; compare the ratios of one
-run and note the load average (printed): on a busy machine the figures are the machine's as much as LLMSim's.
+Direct, bare and proxied windows alternate in one process, against the same upstreams, `--repeats` rounds of
+short windows as bench/stores.py does: a figure is the median of its windows, an added TTFT or a loss the median
+of the rounds' (each round's windows are taken next to each other). Compare the ratios of one run and note the
+load average (printed): on a busy machine the figures are the machine's as much as LLMSim's.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import socket
-import subprocess
+import statistics
 import sys
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
+from typing import NamedTuple
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+if __package__ in (None, ""):  # `python bench/proxy_bench.py`: the repository's root on the path
+    sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
-from llmsim.testing import ServerProcess, free_port  # noqa: E402
-from load import Plan, run  # noqa: E402
-from run import machine, pin, quantile, table  # noqa: E402
+from bench import load  # noqa: E402
+from bench.common import PROMPT, core, counts, load_on, machine, parse, pin, quantile, smoke, table  # noqa: E402
+from bench.load import Plan, run  # noqa: E402
+from bench.servers import forwarder, running  # noqa: E402
+from llmsim.testing import ServerProcess  # noqa: E402
 
-PROMPT = "Tell me a story about a lighthouse keeper."
 GOAL_TTFT_MS, GOAL_LOSS = 2.0, 0.05
 
 
@@ -58,79 +57,87 @@ def measure(base_url: str, clients: int, args: argparse.Namespace) -> tuple[floa
     return quantile(ttfts, 0.5), tokens / plan.window, failed  # type: ignore[arg-type]
 
 
-@contextmanager
-def bare_forwarder(upstream: str, workers: int) -> Iterator[str]:
-    """bench/bare_forwarder.py in front of `upstream`, running; its base URL."""
-    port = free_port()
-    process = subprocess.Popen([sys.executable, str(ROOT / "bench" / "bare_forwarder.py"), str(port), upstream,
-                                str(workers)], cwd=ROOT)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("the bare forwarder did not start") from None
-                time.sleep(0.05)
-        time.sleep(0.5)  # the master listens before its worker has loaded the app
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+class Round(NamedTuple):
+    """One side's windows in one round: its TTFT p50 (paced upstream) and its tokens/s (speed-0 upstream)."""
+
+    ttft: float
+    rate: float
+    failed: int
+
+
+def alternate(urls: dict[str, tuple[str, str]], clients: int, args: argparse.Namespace) -> dict[str, list[Round]]:
+    """`--repeats` rounds of one short window per side (direct, bare forwarder, proxy), in alternating order: this
+    machine drifts by more than the figures' margins within minutes (one long window per figure swung the loss
+    from -79 % to +69 % in three runs), so a figure is a median of rounds and a ratio one of windows taken in
+    the same round, next to each other."""
+    rounds: dict[str, list[Round]] = {side: [] for side in urls}
+    for repeat in range(args.repeats):
+        order = list(urls) if repeat % 2 == 0 else list(urls)[::-1]
+        ttfts = {side: measure(urls[side][0], clients, args) for side in order}
+        for side in order:
+            ttft, _, failed_paced = ttfts[side]
+            _, rate, failed = measure(urls[side][1], clients, args)
+            rounds[side].append(Round(ttft, rate, failed_paced + failed))
+        print(f"  {clients} streams, round {repeat + 1}: " + ", ".join(
+            f"{side} {r[-1].ttft:.1f} ms {r[-1].rate:.0f} tokens/s" for side, r in rounds.items()), flush=True)
+    return rounds
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--clients", type=lambda v: [int(x) for x in v.split(",")], default=[1, 100])
+    parser.add_argument("--clients", type=counts, default=[1, 100])
     parser.add_argument("--model", default="gpt-4o-mini")
     parser.add_argument("--verbosity", default="low", help="text.verbosity: how long each stream is")
-    parser.add_argument("--window", type=float, default=10.0, help="seconds measured per row")
-    parser.add_argument("--warmup", type=float, default=3.0, help="seconds over which the clients start")
+    parser.add_argument("--window", type=float, default=3.0, help="seconds measured per window")
+    parser.add_argument("--warmup", type=float, default=1.0, help="seconds over which a window's clients start")
+    parser.add_argument("--repeats", type=int, default=5, help="rounds of windows (one per side) per figure")
     parser.add_argument("--workers", type=int, default=1, help="gunicorn workers of each server")
     parser.add_argument("--processes", type=int, default=1, help="client processes")
     parser.add_argument("--server-cpu", type=int, default=0, help="the upstreams' core (-1: any)")
     parser.add_argument("--client-cpu", type=int, default=1, help="the proxies' and the load's core (-1: any)")
-    args = parser.parse_args()
-    two = (os.cpu_count() or 1) >= 2
-    upstream_cpu = args.server_cpu if args.server_cpu >= 0 and two else None
-    client_cpu = args.client_cpu if args.client_cpu >= 0 and two else None
-    if client_cpu is not None:
-        os.sched_setaffinity(0, {client_cpu})  # the proxies and the load processes start from this one
+    smoke(parser, clients=[2], window=2.0, warmup=0.0, repeats=1, server_cpu=-1, client_cpu=-1)  # a TTFT in the window
+    args = parse(parser)
+    if args.smoke:
+        load.START = 0.3  # one client process: it forks in far less
+    upstream_cpu, client_cpu = core(args.server_cpu), core(args.client_cpu)
+    load_on(client_cpu)  # the proxies and the load processes start from this one
     print(f"machine at the start: {machine()}")
     print(f"pinning: upstreams on core {upstream_cpu if upstream_cpu is not None else 'any'}, proxies and load "
           f"generator ({args.processes} process) on core {client_cpu if client_cpu is not None else 'any'}")
     workers = ("--workers", str(args.workers))
     rows = []
-    with ServerProcess("--speed", "1", "--seed", "1", *workers) as paced, \
-            ServerProcess("--speed", "0", *workers) as fast, \
-            ServerProcess("--backend", "proxy", "--upstream", paced.base_url, *workers) as paced_proxy, \
-            ServerProcess("--backend", "proxy", "--upstream", fast.base_url, *workers) as fast_proxy, \
-            bare_forwarder(paced.base_url, args.workers) as paced_bare, \
-            bare_forwarder(fast.base_url, args.workers) as fast_bare:
+    paced, fast = ServerProcess("--speed", "1", "--seed", "1", *workers), ServerProcess("--speed", "0", *workers)
+    paced_proxy, fast_proxy = (ServerProcess("--backend", "proxy", "--upstream", upstream.base_url, *workers)
+                               for upstream in (paced, fast))
+    paced_bare, fast_bare = forwarder(paced.base_url, args.workers), forwarder(fast.base_url, args.workers)
+    with running(paced, fast, paced_proxy, fast_proxy, paced_bare, fast_bare):
         for upstream in (paced, fast):
             assert upstream.process is not None
             pin(upstream.process.pid, upstream_cpu)
+        urls = {"direct": (paced.base_url, fast.base_url),
+                "bare forwarder": (paced_bare.base_url, fast_bare.base_url),
+                "LLMSim proxy": (paced_proxy.base_url, fast_proxy.base_url)}
         for clients in args.clients:
-            ttft_direct, _, failed_a = measure(paced.base_url, clients, args)
-            ttft_bare, _, failed_b = measure(paced_bare, clients, args)
-            ttft_proxy, _, failed_c = measure(paced_proxy.base_url, clients, args)
-            _, rate_direct, failed_d = measure(fast.base_url, clients, args)
-            _, rate_bare, failed_e = measure(fast_bare, clients, args)
-            _, rate_proxy, failed_f = measure(fast_proxy.base_url, clients, args)
-            failed = failed_a + failed_b + failed_c + failed_d + failed_e + failed_f
-            for via, ttft, rate in (("bare forwarder", ttft_bare, rate_bare), ("LLMSim proxy", ttft_proxy,
-                                                                                  rate_proxy)):
-                added, loss = ttft - ttft_direct, 1 - rate / rate_direct
+            rounds = alternate(urls, clients, args)
+            failed = sum(r.failed for side in rounds.values() for r in side)
+            for via in ("bare forwarder", "LLMSim proxy"):
+                pairs = list(zip(rounds["direct"], rounds[via], strict=False))
+                added = statistics.median(through.ttft - direct.ttft for direct, through in pairs)
+                losses = [1 - through.rate / direct.rate for direct, through in pairs if direct.rate]
+                loss = statistics.median(losses)
                 goals = via == "LLMSim proxy"
-                rows.append([str(clients), via, f"{ttft_direct:.1f}", f"{ttft:.1f}", f"{added:+.1f}",
-                             ("yes" if added < GOAL_TTFT_MS else "NO") if goals else "", f"{rate_direct:.0f}",
-                             f"{rate:.0f}", f"{loss * 100:+.1f}%", ("yes" if loss < GOAL_LOSS else "NO") if goals
-                             else "", str(failed) if goals else ""])
+                rows.append([str(clients), via, f"{statistics.median(r.ttft for r in rounds['direct']):.1f}",
+                             f"{statistics.median(r.ttft for r in rounds[via]):.1f}", f"{added:+.1f}",
+                             ("yes" if added < GOAL_TTFT_MS else "NO") if goals else "",
+                             f"{statistics.median(r.rate for r in rounds['direct']):.0f}",
+                             f"{statistics.median(r.rate for r in rounds[via]):.0f}", f"{loss * 100:+.1f}%",
+                             f"{min(losses) * 100:+.0f} to {max(losses) * 100:+.0f}%",
+                             ("yes" if loss < GOAL_LOSS else "NO") if goals else "", str(failed) if goals else ""])
                 print("  ", " ".join(rows[-1]), flush=True)
+    print(f"{args.repeats} rounds of {args.window:g} s windows per figure, alternating; medians, and the median of "
+          "each round's difference or ratio")
     print(table(["streams", "through", "TTFT p50 direct ms", "through ms", "added ms", f"< {GOAL_TTFT_MS:.0f} ms",
-                 "tokens/s direct", "through", "lost", f"< {GOAL_LOSS:.0%}", "failed"], rows))
+                 "tokens/s direct", "through", "lost", "lost per round", f"< {GOAL_LOSS:.0%}", "failed"], rows))
     print("goals are LLMSim's; the bare forwarder (bench/bare_forwarder.py) is the floor of any HTTP hop here")
     print(f"machine at the end: {machine()}")
 

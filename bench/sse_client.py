@@ -14,7 +14,8 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
-DELTA = b"event: response.output_text.delta\n"
+from bench.common import DELTA
+
 LAST_CHUNK = b"\r\n0\r\n\r\n"  # the end of a chunked body (after the last chunk's own CRLF)
 KEEP = max(len(DELTA), len(LAST_CHUNK)) - 1  # bytes carried over so a marker split between reads still counts
 

@@ -1,4 +1,4 @@
-"""`python bench/stalls.py`: LLMSim under its own chaos and hostile input (issue 13), against the goals.
+"""`python -m bench.stalls`: LLMSim under its own chaos and hostile input (issue 13), against the goals.
 
 (1) /llmsim/health latency on fresh connections, idle and while 100 `latency_spike` requests wait
     (goal: < 100 ms).
@@ -18,19 +18,21 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import resource
 import socket
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import httpx
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT)]
+if __package__ in (None, ""):  # `python bench/stalls.py`: the repository's root on the path, as for `-m bench.stalls`
+    sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
+from bench.common import counts, more_files, parse, smoke  # noqa: E402
 from llmsim.testing import ServerProcess  # noqa: E402
 
 MODEL = "gpt-4o-mini"
@@ -95,7 +97,7 @@ def health_under_slow_clients(args: argparse.Namespace) -> list[str]:
              b"POST /openai/v1/responses HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
              b"Content-Length: 1000\r\n\r\n{"]
     lines = []
-    for count in (4000, 4200):
+    for count in args.slow_clients:
         with ServerProcess("--speed", "0") as server:
             warm(server)
             slow = []
@@ -117,16 +119,19 @@ def timed(server: ServerProcess, body: dict) -> tuple[float, int]:
 
 def costs(args: argparse.Namespace) -> list[str]:
     item = "the tide comes in and goes out, and the keeper writes it down " * 4
-    cases = {
-        "truncation auto, N items": ([1500, 3000, 6000, 12000], lambda n: {
+    def scaled(sizes: list[int]) -> list[float]:
+        return [max(1, round(n * args.scale)) for n in sizes]
+
+    cases: dict[str, tuple[list[float], Callable[[Any], dict[str, Any]]]] = {
+        "truncation auto, N items": (scaled([1500, 3000, 6000, 12000]), lambda n: {
             "model": "gpt-4", "truncation": "auto", "input": [{"role": "user", "content": item} for _ in range(n)]}),
-        "tool schema, minItems N": ([1000, 10_000, 100_000, 1_000_000], lambda n: {
+        "tool schema, minItems N": (scaled([1000, 10_000, 100_000, 1_000_000]), lambda n: {
             "model": MODEL, "input": "plot", "tool_choice": "required", "tools": [{
                 "type": "function", "name": "plot", "parameters": {
                     "type": "object", "required": ["points"],
                     "properties": {"points": {"type": "array", "minItems": n, "items": {"type": "number"}}}}}]}),
-        "body of N MB past the window": ([4, 8, 16, 30], lambda n: {
-            "model": "gpt-4o", "input": "lighthouse " * (n * 1024 * 1024 // 11)}),
+        "body of N MB past the window": ([n * args.scale for n in (4, 8, 16, 30)], lambda n: {
+            "model": "gpt-4o", "input": "lighthouse " * int(n * 1024 * 1024 / 11)}),
     }
     lines = ["(3) cost against input size (ms per request; x = cost per unit of input, against the smallest)"]
     with ServerProcess("--speed", "0") as server:
@@ -187,9 +192,12 @@ def main() -> None:
     parser.add_argument("--window", type=float, default=30.0, help="seconds each mode of part 4 runs")
     parser.add_argument("--poll", type=lambda v: [float(x) for x in v.split(",")], default=[2.0, 0.5],
                         help="seconds between a background client's polls, comma-separated")
-    args = parser.parse_args()
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)  # 4,200 slow clients hold 8,400 sockets here
-    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 65536)), hard))
+    parser.add_argument("--slow-clients", type=counts, default=[4000, 4200],
+                        help="slow clients of part 2, per server (the default cap: 4,096 connections)")
+    parser.add_argument("--scale", type=float, default=1.0, help="part 3's input sizes, scaled")
+    smoke(parser, probes=5, repeat=1, clients=10, window=3.0, poll=[0.2], slow_clients=[50], scale=0.01)
+    args = parse(parser)
+    more_files()  # 4,200 slow clients hold 8,400 sockets here
     parts = {"1": health_under_spikes, "2": health_under_slow_clients, "3": costs, "4": background_ratio}
     for key, part in parts.items():
         if args.part in (key, "all"):

@@ -1,4 +1,4 @@
-"""`python bench/stores.py`: what the memory, SQLite and Redis stores cost, and what workers buy.
+"""`python -m bench.stores`: what the memory, SQLite and Redis stores cost, and what workers buy.
 
 (a) Speed 0, non-streaming requests from closed-loop clients, on the memory, SQLite and Redis stores
     at 1, 2 and 4 workers: requests/s, p50/p99 latency, and Redis/memory throughput (goal: >= 0.85), with
@@ -45,9 +45,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -63,23 +63,35 @@ from typing import Any, NamedTuple
 import httpx
 import redis
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+if __package__ in (None, ""):  # `python bench/stores.py`: the repository's root on the path, as for `-m bench.stores`
+    sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
-import stream_load  # noqa: E402
-import wrk  # noqa: E402
+from bench import load, stream_load, wrk  # noqa: E402
+from bench.common import (  # noqa: E402
+    PROMPT,
+    ROOT,
+    core,
+    core_busy,
+    counts,
+    cpu_seconds,
+    load_on,
+    machine,
+    more_files,
+    parse,
+    place,
+    quantile,
+    smoke,
+    table,
+)
+from bench.load import Plan, run  # noqa: E402
+from bench.servers import BenchServer, bare, record, running  # noqa: E402
 from llmsim.config import DEFAULT_PROFILES_DIR  # noqa: E402
 from llmsim.testing import RedisServer, ServerProcess  # noqa: E402
 from llmsim.timing.profiles import load_catalog  # noqa: E402
-from load import Plan, run  # noqa: E402
-from run import PROMPT, BareProcess, _children, cpu_seconds, machine, quantile, record, table  # noqa: E402
 
 
-def place(pid: int, cpu: int | None) -> None:
-    """A server (its master and workers) or redis-server on one core, or (None) on any: this process, which the
-    servers fork from, runs on the load's core."""
-    for task in [pid, *_children(pid)]:
-        os.sched_setaffinity(task, range(os.cpu_count() or 1) if cpu is None else {cpu})
+def _middle(measured: list[Any], field: str) -> float:
+    return statistics.median(getattr(r, field) for r in measured)
 
 
 def store_url(kind: str, redis_server: RedisServer, directory: str) -> str:
@@ -111,7 +123,8 @@ class Row(NamedTuple):
     redis_reads: float  # redis-server's socket reads per answered request: under 1 when scripts are pipelined
 
 
-def aiohttp_load(url: str, body: dict[str, object], clients: int, window: float, processes: int) -> tuple[float, ...]:
+def aiohttp_load(url: str, body: dict[str, object], clients: int, window: float, processes: int
+                 ) -> tuple[float, float, float, int]:
     """The same figures from bench/load.py's closed-loop aiohttp clients (when `wrk` is missing): they take many
     times wrk's CPU per request, so the load's core may limit before the server's does (see the load column)."""
     plan = Plan(url, body, {}, clients, warmup=0.0, window=window, stream=False)
@@ -119,17 +132,6 @@ def aiohttp_load(url: str, body: dict[str, object], clients: int, window: float,
     done = [s for s in samples if s.end is not None]
     good = [s.latency_ms for s in done if s.ok]
     return len(good) / window, quantile(good, 0.5), quantile(good, 0.99), sum(not s.ok for s in done)
-
-
-def core_busy(cpu: int | None) -> tuple[float, float]:
-    """A core's busy and total jiffies so far (/proc/stat); None: all cores."""
-    name = "cpu" if cpu is None else f"cpu{cpu}"
-    with open("/proc/stat") as stat:
-        for line in stat:
-            if line.split(maxsplit=1)[0] == name:
-                ticks = [int(v) for v in line.split()[1:9]]
-                return sum(ticks) - ticks[3] - ticks[4], sum(ticks)
-    raise ValueError(name)
 
 
 def window(server: ServerProcess, redis_server: RedisServer, body: dict[str, object], args: argparse.Namespace,
@@ -143,9 +145,10 @@ def window(server: ServerProcess, redis_server: RedisServer, body: dict[str, obj
     assert server.process is not None
     pid, url, use_wrk = server.process.pid, f"{server.base_url}/responses", wrk.available() and not args.aiohttp
     marks: list[tuple[float, ...]] = []
-    for delay in (0.0, args.window) if use_wrk else (1.0, 1.0 + args.window):  # load.py starts after 1 s
+    start = 0.0 if use_wrk else load.START  # bench/load.py starts its clients START s in
+    for delay in (start, start + args.window):
         timer = threading.Timer(delay, lambda: marks.append(
-            (time.perf_counter(), cpu_seconds(pid), cpu_seconds(redis_pid), *core_busy(args.client_cpu))))
+            (time.perf_counter(), cpu_seconds(pid), cpu_seconds(redis_pid), *core_busy(core(args.client_cpu)))))
         timer.daemon = True
         timer.start()
     if use_wrk:
@@ -167,13 +170,14 @@ def throughput(args: argparse.Namespace, redis_server: RedisServer, directory: s
     rows = []
     body = {"model": args.model, "input": PROMPT}
     for workers in args.workers:
-        with contextlib.ExitStack() as stack:
-            servers: dict[str, ServerProcess] = {}
-            for kind in args.stores:
-                flags = ("--speed", "0", "--workers", str(workers), "--store", store_url(kind, redis_server, directory))
-                servers[kind] = stack.enter_context(ServerProcess(*flags, startup_timeout=180))
-                warm(servers[kind], body, workers)
-                place(servers[kind].process.pid, args.server_cpu)  # type: ignore[union-attr]
+        servers = {kind: ServerProcess("--speed", "0", "--workers", str(workers), "--store",
+                                       store_url(kind, redis_server, directory), startup_timeout=180)
+                   for kind in args.stores}
+        with running(*servers.values()):
+            for server in servers.values():
+                warm(server, body, workers)
+                assert server.process is not None
+                place(server.process.pid, args.server_cpu)
             runs: dict[str, list[Row]] = {kind: [] for kind in servers}
             for repeat in range(args.repeats):
                 for kind in servers if repeat % 2 == 0 else reversed(servers):
@@ -184,8 +188,8 @@ def throughput(args: argparse.Namespace, redis_server: RedisServer, directory: s
                           f"redis reads/req {row.redis_reads:.2f}",
                           flush=True)
         for kind, measured in runs.items():
-            ratio = statistics.median(r.rate / m.rate for r, m in zip(measured, runs["memory"], strict=True))
-            middle = lambda field: statistics.median(getattr(r, field) for r in measured)  # noqa: E731, B023 (used in this turn)
+            ratio = statistics.median(r.rate / m.rate for r, m in zip(measured, runs["memory"], strict=False))
+            middle = functools.partial(_middle, measured)
             rows.append([kind, str(workers), f"{middle('rate'):.0f}", f"{min(r.rate for r in measured):.0f}-"
                          f"{max(r.rate for r in measured):.0f}", f"{middle('p50'):.1f}", f"{middle('p99'):.1f}",
                          str(sum(r.errors for r in measured)), f"{middle('server_cpu'):.2f}",
@@ -220,6 +224,7 @@ def round_trips(redis_server: RedisServer) -> str:
         sent["n"] += 1
         return original_send(self, commands)
 
+    first = client.post("/v1/responses", json={"model": "gpt-4o", "input": PROMPT}).get_json()["id"]
     requests = {
         "create (json)": lambda: client.post("/v1/responses", json={"model": "gpt-4o", "input": PROMPT}),
         "create (stream)": lambda: client.post("/v1/responses", json={"model": "gpt-4o", "input": PROMPT,
@@ -230,9 +235,8 @@ def round_trips(redis_server: RedisServer) -> str:
         "create (rpm + tpm limits)": lambda: client.post("/v1/responses", json={"model": "gpt-4o", "input": PROMPT},
                                                          headers={"Authorization": "Bearer sk-limited"}),
     }
-    first = client.post("/v1/responses", json={"model": "gpt-4o", "input": PROMPT}).get_json()["id"]
     rows = []
-    Connection.send_packed_command = counting  # type: ignore[method-assign]
+    Connection.send_packed_command = counting  # type: ignore[method-assign,assignment]
     Scripts._send = counting_scripts  # type: ignore[method-assign]
     try:
         for name, call in requests.items():
@@ -249,7 +253,7 @@ def round_trips(redis_server: RedisServer) -> str:
     return table(["request", "Redis round trips"], rows)
 
 
-def sampled_streams(server: ServerProcess | Served, body: dict[str, object], args: argparse.Namespace,
+def sampled_streams(server: ServerProcess | BenchServer, body: dict[str, object], args: argparse.Namespace,
                     directory: str) -> tuple[float, float, float, list[float]]:
     """`--streams` open streams: `--probe-streams` of them read by bench/stream_load.py, which times every delta,
     the rest kept open by bench/lazy_streams.py, which reads each socket once per `--poll` and counts the deltas
@@ -258,14 +262,18 @@ def sampled_streams(server: ServerProcess | Served, body: dict[str, object], arg
     assert server.process is not None
     body_file = Path(directory, "stream.json")
     body_file.write_text(json.dumps(body))
-    window = (1.0 + args.pacing_warmup, 1.0 + args.pacing_warmup + args.pacing_window)  # stream_load starts in 1 s
-    command = [sys.executable, str(ROOT / "bench" / "lazy_streams.py"), f"{server.base_url}/responses",
-               str(body_file), str(args.streams - args.probe_streams), str(args.pacing_warmup), f"{window[1] + 1.0:g}",
-               str(args.poll), str(window[0]), str(args.pacing_window)]
-    load = subprocess.Popen(command, stdout=subprocess.PIPE)
+    start = load.START  # bench/stream_load.py's streams start START s in: the others too
+    window = (start + args.pacing_warmup, start + args.pacing_warmup + args.pacing_window)
+    # the lazy streams run a poll past the window: its last deltas are read (a second, as before, at the default)
+    command = [sys.executable, "-m", "bench.lazy_streams", f"{server.base_url}/responses",
+               str(body_file), str(args.streams - args.probe_streams), str(args.pacing_warmup),
+               f"{window[1] + args.poll:g}", str(args.poll), str(window[0]), str(args.pacing_window)]
+    lazy_load = subprocess.Popen(command, stdout=subprocess.PIPE, cwd=ROOT)
     marks: list[tuple[float, ...]] = []
+    server_pid = server.process.pid
+
     def mark() -> None:
-        marks.append((time.perf_counter(), cpu_seconds(load.pid), cpu_seconds(server.process.pid)))
+        marks.append((time.perf_counter(), cpu_seconds(lazy_load.pid), cpu_seconds(server_pid)))
 
     timers = [threading.Timer(delay, mark) for delay in window]
     for timer in timers:
@@ -273,7 +281,7 @@ def sampled_streams(server: ServerProcess | Served, body: dict[str, object], arg
     plan = Plan(f"{server.base_url}/responses", body, {}, args.probe_streams, warmup=args.pacing_warmup,
                 window=args.pacing_window, stream=True)
     samples, probe_cpu = stream_load.run(plan)  # starts in 1 s, as the other streams do
-    lazy = json.loads(load.communicate()[0])
+    lazy = json.loads(lazy_load.communicate()[0])
     for timer in timers:
         timer.join()
     (t0, load0, server0), (t1, load1, server1) = marks
@@ -285,15 +293,18 @@ def sampled_streams(server: ServerProcess | Served, body: dict[str, object], arg
 
 
 @contextlib.contextmanager
-def paced_server(workers: int, redis_server: RedisServer, body: dict[str, object]) -> Iterator[ServerProcess]:
-    """A server pacing at speed 1 on Redis, warmed, free to use every core (this process, which it forks from, is
-    on the load's)."""
-    with ServerProcess("--speed", "1", "--workers", str(workers), "--store", redis_server.url,
-                       startup_timeout=180) as server:
-        assert server.process is not None
-        warm(server, body, workers)  # by then every worker is forked (gunicorn spawns them a moment apart)
-        place(server.process.pid, None)
-        yield server
+def paced_servers(worker_counts: tuple[int, ...], redis_server: RedisServer, body: dict[str, object]
+                  ) -> Iterator[dict[int, ServerProcess]]:
+    """A server pacing at speed 1 on Redis per worker count, started together, warmed, free to use every core
+    (this process, which they fork from, is on the load's)."""
+    servers = {workers: ServerProcess("--speed", "1", "--workers", str(workers), "--store", redis_server.url,
+                                      startup_timeout=180) for workers in worker_counts}
+    with running(*servers.values()):
+        for workers, server in servers.items():
+            assert server.process is not None
+            warm(server, body, workers)  # by then every worker is forked (gunicorn spawns them a moment apart)
+            place(server.process.pid, None)
+        yield servers
 
 
 class Window(NamedTuple):
@@ -308,8 +319,8 @@ class Window(NamedTuple):
     p99: float
 
 
-def alternate(servers: dict[int, Any], body: dict[str, object], args: argparse.Namespace, directory: str,
-              redis_server: RedisServer) -> dict[int, list[Window]]:
+def alternate(servers: dict[int, ServerProcess] | dict[int, BenchServer], body: dict[str, object],
+              args: argparse.Namespace, directory: str, redis_server: RedisServer) -> dict[int, list[Window]]:
     """Windows alternating between `servers` (by worker count, all warmed) `--pacing-repeats` times. Side by side,
     as the machine drifts by as much as the ratio's margin between runs."""
     assert redis_server.process is not None
@@ -331,8 +342,8 @@ def ratios(runs: dict[int, list[Window]], streams: int) -> tuple[list[list[str]]
     each other; and four workers' ratio."""
     rows, found = [], {}
     for workers, measured in runs.items():
-        found[workers] = statistics.median(w.deltas / one.deltas for w, one in zip(measured, runs[1], strict=True))
-        m = Window(*(statistics.median(values) for values in zip(*measured, strict=True)))
+        found[workers] = statistics.median(w.deltas / one.deltas for w, one in zip(measured, runs[1], strict=False))
+        m = Window(*(statistics.median(values) for values in zip(*measured, strict=False)))
         rows.append([str(workers), str(streams), f"{m.deltas:.0f}", f"{min(w.deltas for w in measured):.0f}-"
                      f"{max(w.deltas for w in measured):.0f}", f"{m.p50:.1f}", f"{m.p99:.1f}", f"{m.server_cpu:.2f}",
                      f"{m.load_cpu:.2f}", f"{m.redis_cpu:.2f}", f"{m.deltas / m.server_cpu:.0f}",
@@ -349,8 +360,7 @@ def pacing(args: argparse.Namespace, redis_server: RedisServer, directory: str) 
     then the same for bench/bare.py (`floor`). A figure is the median of its windows."""
     body = {"model": args.paced_model, "input": PROMPT, "stream": True}
     redis.Redis.from_url(redis_server.url).flushall()
-    with contextlib.ExitStack() as stack:
-        servers = {workers: stack.enter_context(paced_server(workers, redis_server, body)) for workers in (1, 4)}
+    with paced_servers((1, 4), redis_server, body) as servers:
         recorded = record(servers[1].base_url, args.paced_model)
         runs = alternate(servers, body, args, directory, redis_server)
     rows, ratio = ratios(runs, args.streams)
@@ -373,21 +383,12 @@ def floor(args: argparse.Namespace, recorded: dict[str, object], body: dict[str,
     when a stream costs only the stack's own work (gunicorn, gevent, the pacing timer and writer, the kernel's
     loopback) and the load's. More streams than LLMSim's, as each costs the floor far less; none touch Redis."""
     level = argparse.Namespace(**{**vars(args), "streams": args.floor_streams})
-    with contextlib.ExitStack() as stack:
-        servers = {}
-        for workers in (1, 4):
-            bare = BareProcess(recorded, workers, pace=args.paced_model)
-            stack.callback(bare.stop)
-            place(bare.process.pid, None)
-            servers[workers] = Served(f"{bare.url}/openai/v1", bare.process)
+    servers = {workers: bare(recorded, workers, pace=args.paced_model) for workers in (1, 4)}
+    with running(*servers.values()):
+        for server in servers.values():
+            assert server.process is not None
+            place(server.process.pid, None)
         return ratios(alternate(servers, body, level, directory, redis_server), args.floor_streams)
-
-
-class Served(NamedTuple):
-    """bench/bare.py as `sampled_streams` measures a server."""
-
-    base_url: str
-    process: subprocess.Popen[bytes]
 
 
 def capacity(args: argparse.Namespace, redis_server: RedisServer, directory: str) -> str:
@@ -401,12 +402,13 @@ def capacity(args: argparse.Namespace, redis_server: RedisServer, directory: str
     rows, knees = [], {}
     for workers in (1, 4):
         knees[workers] = 0
-        with paced_server(workers, redis_server, body) as server:
+        with paced_servers((workers,), redis_server, body) as servers:
+            server = servers[workers]
             for streams in args.capacity_streams:
                 level = argparse.Namespace(**{**vars(args), "streams": streams})
                 deltas, load_cpu, server_cpu, gaps = sampled_streams(server, body, level, directory)
                 got = [quantile(gaps, 0.5), quantile(gaps, 0.99)]
-                errors = [(g - w) / w * 100 for g, w in zip(got, want, strict=True)]
+                errors = [(g - w) / w * 100 for g, w in zip(got, want, strict=False)]
                 on_time = all(abs(e) <= 10 for e in errors)
                 rows.append([str(workers), str(streams), f"{deltas:.0f}", f"{got[0]:.1f} ({errors[0]:+.1f}%)",
                              f"{got[1]:.1f} ({errors[1]:+.1f}%)", f"{server_cpu:.2f}", f"{load_cpu:.2f}",
@@ -425,7 +427,7 @@ def capacity(args: argparse.Namespace, redis_server: RedisServer, directory: str
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--part", choices=["a", "b", "all"], default="all")
-    parser.add_argument("--workers", type=lambda v: [int(x) for x in v.split(",")], default=[1, 2, 4])
+    parser.add_argument("--workers", type=counts, default=[1, 2, 4])
     parser.add_argument("--stores", type=lambda v: v.split(","), default=["memory", "redis", "sqlite"],
                         help="(a)'s stores, memory first")
     parser.add_argument("--clients", type=int, default=32, help="closed-loop clients (connections) of (a)")
@@ -448,7 +450,7 @@ def main() -> None:
     parser.add_argument("--poll", type=float, default=1.0,
                         help="seconds between bench/lazy_streams.py's reads of a stream (a second's deltas fit in "
                              "its socket's buffer: the server writes each alike, read or not)")
-    parser.add_argument("--capacity-streams", type=lambda v: [int(x) for x in v.split(",")],
+    parser.add_argument("--capacity-streams", type=counts,
                         default=[300, 450, 600, 750, 900, 1050, 1200, 1350, 1500],
                         help="the stream counts (b)'s capacity tries, in turn, for one and four workers")
     parser.add_argument("--probe-streams", type=int, default=20,
@@ -460,16 +462,16 @@ def main() -> None:
                         help="the core (a)'s redis-server runs on (default: the load's; -1: any)")
     parser.add_argument("--fsync", default="everysec", choices=["always", "everysec"],
                         help="Redis' appendfsync: always loses nothing acknowledged, everysec at most a second")
-    args = parser.parse_args()
-    pinned = (os.cpu_count() or 1) >= 2
-    args.server_cpu = args.server_cpu if pinned and args.server_cpu >= 0 else None
-    args.redis_cpu = args.client_cpu if args.redis_cpu is None else args.redis_cpu
-    args.redis_cpu = args.redis_cpu if pinned and args.redis_cpu >= 0 else None
-    if pinned and args.client_cpu >= 0:
-        os.sched_setaffinity(0, {args.client_cpu})  # the load processes fork from this one
-
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 65536)), hard))
+    smoke(parser, workers=[1], clients=4, repeats=1, aiohttp=True, window=1.0, pacing_window=1.0, streams=40,
+          floor_streams=40, pacing_warmup=0.5, processes=1, pacing_repeats=1, poll=0.2, capacity_streams=[20],
+          probe_streams=5, server_cpu=-1, client_cpu=-1)
+    args = parse(parser)
+    args.server_cpu = core(args.server_cpu)
+    args.redis_cpu = core(args.client_cpu if args.redis_cpu is None else args.redis_cpu)
+    load_on(core(args.client_cpu))  # the load processes fork from this one
+    more_files()
+    if args.smoke:
+        load.START = 0.3  # one client process: it forks in far less
     out = [f"{machine()} at the start; Redis: appendonly, appendfsync {args.fsync}; (a) on cores: server "
            f"{args.server_cpu}, redis-server {args.redis_cpu}, load {args.client_cpu} (None: any)"]
     with RedisServer(fsync=args.fsync) as redis_server, tempfile.TemporaryDirectory() as directory:

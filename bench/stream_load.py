@@ -17,7 +17,9 @@ from urllib.parse import urlsplit
 
 import uvloop
 
-from load import DELTA, Plan, Sample
+from bench import load
+from bench.common import DELTA
+from bench.load import Plan, Sample
 
 
 class _Stream(asyncio.Protocol):
@@ -104,7 +106,7 @@ def _process(args: tuple[Plan, float]) -> tuple[list[Sample], float]:
 def run(plan: Plan, processes: int = 1) -> tuple[list[Sample], float]:
     """Every stream (the caller picks the measured window), and the load's CPU in the window as a share of one
     core, all processes together."""
-    origin_wall = time.time() + 1.0
+    origin_wall = time.time() + load.START
     shares = [plan.clients // processes + (i < plan.clients % processes) for i in range(processes)]
     plans = [Plan(**{**plan.__dict__, "clients": n}) for n in shares if n]
     with multiprocessing.get_context("fork").Pool(len(plans)) as pool:
