@@ -6,7 +6,7 @@ Strict and closed like llmsim/schema.py, so errors read as the real API's
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, field_validator
 
@@ -57,8 +57,8 @@ class RefusalPart(Strict):
     refusal: str
 
 
-UserPart = Annotated[Union[TextPart, ImagePart, AudioPart, FilePart], Field(discriminator="type")]
-AssistantPart = Annotated[Union[TextPart, RefusalPart], Field(discriminator="type")]
+UserPart = Annotated[TextPart | ImagePart | AudioPart | FilePart, Field(discriminator="type")]
+AssistantPart = Annotated[TextPart | RefusalPart, Field(discriminator="type")]
 
 
 # --- messages ----------------------------------------------------------------------------------
@@ -66,13 +66,13 @@ AssistantPart = Annotated[Union[TextPart, RefusalPart], Field(discriminator="typ
 
 class SystemMessage(Strict):
     role: Literal["system", "developer"]
-    content: Union[str, list[TextPart]]
+    content: str | list[TextPart]
     name: str | None = None
 
 
 class UserMessage(Strict):
     role: Literal["user"]
-    content: Union[str, list[UserPart]]
+    content: str | list[UserPart]
     name: str | None = None
 
 
@@ -98,7 +98,7 @@ class CustomToolCall(Strict):
     custom: CustomCallData
 
 
-ToolCall = Annotated[Union[FunctionToolCall, CustomToolCall], Field(discriminator="type")]
+ToolCall = Annotated[FunctionToolCall | CustomToolCall, Field(discriminator="type")]
 
 
 class AssistantMessage(Strict):
@@ -107,7 +107,7 @@ class AssistantMessage(Strict):
 
     model_config = ConfigDict(strict=True, extra="ignore")
     role: Literal["assistant"]
-    content: Union[str, list[AssistantPart], None] = None
+    content: str | list[AssistantPart] | None = None
     refusal: str | None = None
     name: str | None = None
     tool_calls: list[ToolCall] | None = None
@@ -118,7 +118,7 @@ class AssistantMessage(Strict):
 
 class ToolMessage(Strict):
     role: Literal["tool"]
-    content: Union[str, list[TextPart]]
+    content: str | list[TextPart]
     tool_call_id: str
     name: str | None = None  # the function's name: LangChain JS and OpenAI's cookbook send it
 
@@ -130,7 +130,7 @@ class FunctionMessage(Strict):
 
 
 Message = Annotated[
-    Union[SystemMessage, UserMessage, AssistantMessage, ToolMessage, FunctionMessage], Field(discriminator="role")
+    SystemMessage | UserMessage | AssistantMessage | ToolMessage | FunctionMessage, Field(discriminator="role")
 ]
 
 
@@ -160,7 +160,7 @@ class CustomTool(Strict):
     custom: CustomDefinition
 
 
-Tool = Annotated[Union[FunctionTool, CustomTool], Field(discriminator="type")]
+Tool = Annotated[FunctionTool | CustomTool, Field(discriminator="type")]
 
 
 class Named(Strict):
@@ -187,10 +187,8 @@ class AllowedToolsChoice(Strict):
     allowed_tools: AllowedTools
 
 
-ToolChoice = Union[
-    Literal["none", "auto", "required"],
-    Annotated[Union[NamedFunctionChoice, NamedCustomChoice, AllowedToolsChoice], Field(discriminator="type")],
-]
+ToolChoice = (Literal["none", "auto", "required"]
+              | Annotated[NamedFunctionChoice | NamedCustomChoice | AllowedToolsChoice, Field(discriminator="type")])
 
 
 class FormatText(Strict):
@@ -213,7 +211,7 @@ class FormatJsonSchema(Strict):
     json_schema: JsonSchema
 
 
-ResponseFormat = Annotated[Union[FormatText, FormatJsonObject, FormatJsonSchema], Field(discriminator="type")]
+ResponseFormat = Annotated[FormatText | FormatJsonObject | FormatJsonSchema, Field(discriminator="type")]
 
 
 class StreamOptions(Strict):
@@ -229,7 +227,7 @@ class ChatRequest(Strict):
     model: str
     audio: dict[str, Any] | None = None
     frequency_penalty: float | None = Field(None, ge=-2, le=2)
-    function_call: Union[Literal["none", "auto"], Named, None] = None
+    function_call: Literal["none", "auto"] | Named | None = None
     functions: list[FunctionDefinition] | None = None
     logit_bias: dict[str, int] | None = None
     logprobs: bool | None = None
@@ -250,7 +248,7 @@ class ChatRequest(Strict):
     safety_identifier: str | None = None
     seed: int | None = None
     service_tier: Literal["auto", "default", "flex", "scale", "priority", "fast"] | None = None
-    stop: Union[str, list[str], None] = None
+    stop: str | list[str] | None = None
     store: bool | None = None
     stream: bool | None = None
     stream_options: StreamOptions | None = None
