@@ -3,7 +3,8 @@
 A request that runs through few modules, each called from a few places, is one a reader can follow; this counts
 it. The app serves one request in-process (Flask's test client, the sim backend, speed 0) under `sys.setprofile`:
 every Python call whose code is in an `llmsim.*` module marks that module as run, and a call whose caller is in a
-different `llmsim.*` module is a crossing (a generator resumed counts as a call, as the profiler reports it). One
+different `llmsim.*` module is a crossing (a generator resumed counts as a call, as the profiler reports it); an
+upward one goes from a module below the transport into it (`llmsim.api.*`, `llmsim.app`): a layer calling back. One
 request of each kind is served first, unmeasured, so imports and caches are not counted.
 
     python bench/crossings.py            # plain and streamed, the totals
@@ -22,6 +23,11 @@ from llmsim.app import create_app
 from llmsim.config import Settings
 
 BODY = {"model": "gpt-4.1-mini", "input": "Say hello in five words."}
+TRANSPORT = ("llmsim.api.", "llmsim.app")
+
+
+def _transport(module: str) -> bool:
+    return module.startswith(TRANSPORT)
 
 
 def _module(frame: FrameType | None) -> str | None:
@@ -63,7 +69,9 @@ def main() -> None:
     for label, body in (("plain", BODY), ("stream", {**BODY, "stream": True})):
         client.post("/v1/responses", json=body).get_data()  # warm: imports, caches, metric children
         modules, crossings = measure(client, body)
-        print(f"{label}: {len(modules)} modules, {sum(crossings.values())} calls from one module into another")
+        upward = sum(n for (caller, callee), n in crossings.items() if _transport(callee) and not _transport(caller))
+        print(f"{label}: {len(modules)} modules, {sum(crossings.values())} calls from one module into another, "
+              f"{upward} of them upward into the transport")
         if args.detail:
             for module in sorted(modules):
                 print(f"  {module}")
