@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from llmsim import ids
 from llmsim.backends.base import Backend, Delta, Finish, Prompt, Usage, expand
 from llmsim.backends.relay import Exchange, Relay, Relayed
-from llmsim.chaos.admission import Gate, attached, relayed_prompt
+from llmsim.chaos.admission import Gate, attach, relayed_prompt
 from llmsim.chaos.faults import Admission
 from llmsim.errors import APIError, not_found
 from llmsim.request import ApiRequest
@@ -188,9 +188,12 @@ class Pipeline:
             raise APIError("Invalid request body: expected a JSON object.", code="invalid_type")
         admission = self.gate.admit(endpoint.replace("/", "."), relayed_prompt(body, self.catalog), asked,
                                     bool(body.get("stream")))
-        with attached(admission.ticket):
+        try:
             return self._relayed(backend, Exchange(endpoint, body, asked.raw), admission, asked.speed, asked.owner,
                                  raw), admission
+        except BaseException as error:  # an upstream's error answer, say: its answer finishes the ticket
+            attach(error, admission.ticket)
+            raise
 
     def _relayed(self, backend: Relay, exchange: Exchange, admission: Admission, speed: float | None, owner: str,
                  raw: bool) -> Relayed | None:

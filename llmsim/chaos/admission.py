@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -33,7 +32,7 @@ from llmsim.chaos.faults import (
 )
 from llmsim.chaos.ratelimit import Limits, duration
 from llmsim.chaos.scenarios import Player, ScenarioMoved
-from llmsim.chaos.state import ChaosState
+from llmsim.chaos.state import ChaosState, Decision
 from llmsim.errors import APIError
 from llmsim.request import ApiRequest
 from llmsim.timing import waits
@@ -78,15 +77,11 @@ def ticket_of(error: BaseException) -> Ticket | None:
     return ticket
 
 
-@contextmanager
-def attached(ticket: Ticket | None) -> Iterator[None]:
-    """Whatever is raised inside carries `ticket` (the first one it met: the request's own)."""
-    try:
-        yield
-    except BaseException as error:
-        if ticket is not None and ticket_of(error) is None:
-            setattr(error, TICKET, ticket)
-        raise
+def attach(error: BaseException, ticket: Ticket | None) -> None:
+    """`error` ends the request `ticket` admitted: it carries it (the first one it met: the request's own). Called
+    from an `except` clause, which costs nothing on the way that raises nothing."""
+    if ticket is not None and ticket_of(error) is None:
+        setattr(error, TICKET, ticket)
 
 
 class Measure(Protocol):
@@ -163,35 +158,44 @@ def _limits_and_faults(state: ChaosState, endpoint: str, prompt: Prompt, request
                            lambda config: config.rate_limits.resolve(models, prompt.profile.rate_limits), estimate,
                            choose=forced is None, whole=whole)
     ticket = Ticket(state, decision.entry)
+    try:
+        return _decided(state, decision, ticket, forced, key, estimate, model, stream)
+    except BaseException as error:
+        attach(error, ticket)
+        raise
+
+
+def _decided(state: ChaosState, decision: Decision, ticket: Ticket, forced: Fault | None, key: tuple[str, str],
+             estimate: int, model: str, stream: bool) -> Admission:
+    """What the decision means for the request: refused, hung, failed, or admitted with its stream fault."""
     entry, limits, verdict = decision.entry, decision.limits, decision.verdict
-    with attached(ticket):
-        on_finish: Callable[[Finish], None] | None = None
-        if verdict is not None:
-            ticket.headers = verdict.headers()
-            if not verdict.allowed:
-                entry["rate_limited"] = True
-                raise verdict.error(model)
+    on_finish: Callable[[Finish], None] | None = None
+    if verdict is not None:
+        ticket.headers = verdict.headers()
+        if not verdict.allowed:
+            entry["rate_limited"] = True
+            raise verdict.error(model)
 
-            def on_finish(finish: Finish) -> None:
-                state.settle(key, limits, finish.usage.input_tokens + finish.usage.output_tokens - estimate)
+        def on_finish(finish: Finish) -> None:
+            state.settle(key, limits, finish.usage.input_tokens + finish.usage.output_tokens - estimate)
 
-        rule = decision.rule
-        fault: Fault | None = forced or rule
-        if fault is None:
-            return Admission(on_finish, ticket=ticket)
-        state.count(fault.kind)
-        entry.update(fault=fault.kind, rule=rule.label if rule else "header")
-        if fault.kind in STREAM_KINDS:
-            return Admission(on_finish, StreamFault(fault, stream), ticket=ticket)
-        if fault.kind == "timeout":
-            hang(fault.seconds)
-            return Admission(on_finish, ticket=ticket)
-        headers = dict(ticket.headers)
-        if fault.kind == "rate_limit":
-            headers = _exhausted(headers, limits, fault)
-        if on_finish is not None:  # nothing will be generated: give the reserved tokens back
-            state.settle(key, limits, -estimate)
-        raise http_error(fault, model, headers)
+    rule = decision.rule
+    fault: Fault | None = forced or rule
+    if fault is None:
+        return Admission(on_finish, ticket=ticket)
+    state.count(fault.kind)
+    entry.update(fault=fault.kind, rule=rule.label if rule else "header")
+    if fault.kind in STREAM_KINDS:
+        return Admission(on_finish, StreamFault(fault, stream), ticket=ticket)
+    if fault.kind == "timeout":
+        hang(fault.seconds)
+        return Admission(on_finish, ticket=ticket)
+    headers = dict(ticket.headers)
+    if fault.kind == "rate_limit":
+        headers = _exhausted(headers, limits, fault)
+    if on_finish is not None:  # nothing will be generated: give the reserved tokens back
+        state.settle(key, limits, -estimate)
+    raise http_error(fault, model, headers)
 
 
 def hang(seconds: float | None) -> None:

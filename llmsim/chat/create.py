@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from llmsim.backends.base import Delta, Prompt
-from llmsim.chaos.admission import attached
+from llmsim.chaos.admission import attach
 from llmsim.chaos.faults import Admission
 from llmsim.chat import completions as chat
 from llmsim.chat.schema import ChatRequest
@@ -61,20 +61,27 @@ def create(pipeline: Pipeline, asked: ApiRequest) -> Answer:
     if request.stream:  # nothing paces, slows or cuts it: its frames go out in as few writes as fit
         return Answer(frames=_frames(fair(made.events)), together=not paced and made.admission.stream_fault is None,
                       ticket=made.admission.ticket)
-    with attached(made.admission.ticket):
+    try:
         made, failed = pipeline.finish(made, make, _drained)
-    with attached(made.admission.ticket):
-        if failed is not None:
-            raise APIError(ErrorChunk.message(failed), status=500, type="server_error")
+    except BaseException as unavailable:  # Redis away, say: the first ticket, where the drain attached none
+        attach(unavailable, made.admission.ticket)
+        raise
+    if failed is not None:
+        error = APIError(ErrorChunk.message(failed), status=500, type="server_error")
+        attach(error, made.admission.ticket)
+        raise error
     return Answer(body=made.completion.body(), ticket=made.admission.ticket)
 
 
 def _drained(made: Made) -> str | None:
     """The chunks drawn (the choices keep what they said); the error chunk's data when the answer ended in one."""
-    with attached(made.admission.ticket):
+    try:
         for kind, data in made.events:
             if kind == "error":
                 return data
+    except BaseException as error:
+        attach(error, made.admission.ticket)
+        raise
     return None
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from llmsim.chaos.admission import Ticket, attached
+from llmsim.chaos.admission import Ticket, attach
 from llmsim.chaos.faults import Admission
 from llmsim.errors import APIError
 from llmsim.request import Answer, ApiRequest
@@ -33,13 +33,17 @@ def create(pipeline: Pipeline, asked: ApiRequest) -> Answer:
         pricing = _pricing(pipeline.catalog, run.response["model"])
         return Answer(events=run.events, trailer=lambda: _cost_comment(pricing, run.response),
                       together=not run.waits, ticket=_ticket(run.admission))
-    with attached(_ticket(run.admission)):
+    try:
         run, response = pipeline.finish(run, make, _drained)
-    with attached(_ticket(run.admission)):
-        if response["status"] == "failed":
-            error = response["error"] or {}
-            raise APIError(error.get("message", "The model failed."), status=500, type="server_error",
-                           code=error.get("code"))
+    except BaseException as unavailable:  # Redis away, say: the first ticket, where the drain attached none
+        attach(unavailable, _ticket(run.admission))
+        raise
+    if response["status"] == "failed":
+        error = response["error"] or {}
+        failed = APIError(error.get("message", "The model failed."), status=500, type="server_error",
+                          code=error.get("code"))
+        attach(failed, _ticket(run.admission))
+        raise failed
     # As jsonify writes it; encoded once with the stored response (llmsim/store/base.py `response_json`)
     return Answer(json=run.record.response_json() + "\n", headers=cost_headers(pipeline.catalog, response),
                   ticket=_ticket(run.admission))
@@ -57,8 +61,11 @@ def create_streamed(pipeline: Pipeline, asked: ApiRequest, recent: StoredRespons
 
 
 def _drained(run: Run) -> dict[str, Any]:
-    with attached(_ticket(run.admission)):
+    try:
         return run.drain()
+    except BaseException as error:
+        attach(error, _ticket(run.admission))
+        raise
 
 
 def _ticket(admission: Admission | None) -> Ticket | None:
