@@ -1,7 +1,7 @@
 """One request's way through: translator → backend → events → store.
 
 A surface's orchestrator (llmsim/responses/create.py, llmsim/chat/create.py) takes a typed request here:
-`relay` for a relaying backend (proxy, replay), else `create` (Responses) or `admit` and `generate` (Chat
+`relay` for a relaying backend (proxy, replay), else `create` (Responses) or `direct_and_admit` and `generate` (Chat
 Completions), and, for a JSON answer on Redis, `hold` and `finish`. `create` gives a Run: the events to send
 (already serialized) and, once drained, the final Response. Storing happens when the stream ends. A non-streaming
 request serializes no events: nobody reads them, and a stored response keeps only what it takes to build them again
@@ -106,7 +106,7 @@ class Pipeline:
         if asked.text_mode:
             prompt = replace(prompt, text_mode=asked.text_mode)
         whole = not request.stream and not request.background and not self.pacer.paces(prompt, speed)
-        prompt, admission = self.admit("responses", prompt, asked, request.stream, whole, admitted)
+        prompt, admission = self.direct_and_admit("responses", prompt, asked, request.stream, whole, admitted)
         response = new_response(request, profile, ids.new("resp"), prompt.tools, effort, summary)
         builder = EventBuilder(
             response,
@@ -129,8 +129,8 @@ class Pipeline:
         waits = self.pacer.paces(prompt, speed) or admission.stream_fault is not None  # a fault may pause or cut
         return Run(builder, fair(events), request.stream, record, waits, admission)
 
-    def admit(self, endpoint: str, prompt: Prompt, asked: ApiRequest, stream: bool, whole: bool = False,
-              admitted: Admission | None = None) -> tuple[Prompt, Admission]:
+    def direct_and_admit(self, endpoint: str, prompt: Prompt, asked: ApiRequest, stream: bool, whole: bool = False,
+                         admitted: Admission | None = None) -> tuple[Prompt, Admission]:
         """Scenarios, then rate limits and faults (the gate's): what every surface applies between the prompt and
         the backend. `whole`: nothing of the answer leaves or waits before it is made (see ChaosState.admit)."""
         return self.gate.direct_and_admit(endpoint, prompt, asked, stream, whole, admitted)
@@ -186,8 +186,8 @@ class Pipeline:
         body = asked.body
         if not isinstance(body, dict):
             raise APIError("Invalid request body: expected a JSON object.", code="invalid_type")
-        admission = self.gate.admit(endpoint.replace("/", "."), relayed_prompt(body, self.catalog), asked,
-                                    bool(body.get("stream")))
+        admission = self.gate.check_limits_and_faults(endpoint.replace("/", "."), relayed_prompt(body, self.catalog),
+                                                      asked, bool(body.get("stream")))
         try:
             return self._relayed(backend, Exchange(endpoint, body, asked.raw), admission, asked.speed, asked.owner,
                                  raw), admission

@@ -60,7 +60,7 @@ class Connection(gsocket.socket):  # type: ignore[misc]
             super().sendall(data, flags)
             return
         try:
-            sent = self._sock.send(data, flags)  # the underlying socket is non-blocking: never waits here
+            sent = self._sock.send(data, flags)  # type: ignore[attr-defined]  # gevent's OS socket, non-blocking: no wait
         except BlockingIOError:
             sent = 0
         if sent < len(data):

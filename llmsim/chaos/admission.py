@@ -106,7 +106,9 @@ class Gate:
         `whole`: nothing of the answer leaves or waits before it is made (see ChaosState.admit). `admitted`: the
         limits and faults already checked (a relayed request the backend left to generation)."""
         def check(directed: Prompt) -> Admission:
-            return admitted if admitted is not None else self.admit(endpoint, directed, request, stream, whole)
+            if admitted is not None:
+                return admitted
+            return self.check_limits_and_faults(endpoint, directed, request, stream, whole)
 
         directed, scripted_fault = self.scenarios.direct(prompt, request.body, stream)
         try:
@@ -119,8 +121,8 @@ class Gate:
         admission.stream_fault = scripted_fault or admission.stream_fault
         return directed, admission
 
-    def admit(self, endpoint: str, prompt: Prompt, request: ApiRequest, stream: bool, whole: bool = False
-              ) -> Admission:
+    def check_limits_and_faults(self, endpoint: str, prompt: Prompt, request: ApiRequest, stream: bool,
+                                whole: bool = False) -> Admission:
         """Rate limits and faults for one request, measured."""
         if self.state is None:
             return Admission()

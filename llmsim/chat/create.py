@@ -87,7 +87,8 @@ def _drained(made: Made) -> str | None:
 
 def _made(pipeline: Pipeline, asked: ApiRequest, request: ChatRequest, profile: Profile, prompt: Prompt,
           whole: bool, admitted: Admission | None) -> Made:
-    prompt, admission = pipeline.admit("chat.completions", prompt, asked, bool(request.stream), whole, admitted)
+    prompt, admission = pipeline.direct_and_admit("chat.completions", prompt, asked, bool(request.stream), whole,
+                                                  admitted)
 
     def deltas(choice_prompt: Prompt) -> Iterator[Delta]:
         return admission.deltas(pipeline.generate(choice_prompt, asked.speed))
