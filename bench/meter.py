@@ -16,6 +16,7 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 if __package__ in (None, ""):  # `python bench/meter.py`: the repository's root on the path, as for `-m bench.meter`
@@ -37,32 +38,45 @@ def main() -> None:
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="llmsim-bench-metrics-")
     from llmsim.api.sse import frames
     from llmsim.backends import load_backend, load_models
+    from llmsim.chaos.admission import Gate
     from llmsim.chaos.faults import Admission
     from llmsim.config import Settings
     from llmsim.generation import Prompt
     from llmsim.metrics.meter import Meter
     from llmsim.metrics.registry import Metrics
     from llmsim.pipeline import Pipeline
+    from llmsim.request import ApiRequest
     from llmsim.store import MemoryStore
 
     settings = Settings(speed=0.0, seed=7)
     backend = load_backend(settings)
-    pipeline = Pipeline(load_models(backend, settings), backend, MemoryStore(), seed=7)
+    catalog = load_models(backend, settings)
     metrics = Metrics()
     body = {"model": "gpt-4o", "input": "Tell me about the sea.", "stream": True, "max_output_tokens": 600}
 
-    def plain(_prompt: Prompt, _stream: bool, _whole: bool = False) -> Admission:
-        return Admission()
+    class Fixed(Gate):
+        """The gate every request passes, answering with the bench's own Admission."""
 
-    def metered(prompt: Prompt, stream: bool, _whole: bool = False) -> Admission:
+        def __init__(self, admission: Callable[[Prompt, bool], Admission]) -> None:
+            super().__init__()
+            self.admission = admission
+
+        def check_limits_and_faults(self, _endpoint: str, prompt: Prompt, _request: ApiRequest, stream: bool,
+                                    _whole: bool = False) -> Admission:
+            return self.admission(prompt, stream)
+
+    def metered_admission(prompt: Prompt, stream: bool) -> Admission:
         return Admission(meter=Meter(metrics, prompt.profile.id, stream=stream, input_tokens=prompt.input_tokens,
                                      pricing=prompt.profile.pricing))
 
-    def drain(admit: object) -> tuple[float, int]:
+    plain = Pipeline(catalog, backend, MemoryStore(), seed=7, gate=Fixed(lambda _prompt, _stream: Admission()))
+    metered = Pipeline(catalog, backend, MemoryStore(), seed=7, gate=Fixed(metered_admission))
+
+    def drain(pipeline: Pipeline) -> tuple[float, int]:
         events = 0
         start = time.perf_counter()
         for _ in range(args.streams):
-            for _ in frames(pipeline.create(body, admit=admit).events):  # type: ignore[arg-type]
+            for _ in frames(pipeline.create(ApiRequest(body)).events):
                 events += 1
         return time.perf_counter() - start, events
 

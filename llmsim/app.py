@@ -4,20 +4,25 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Protocol, runtime_checkable
 
-from flask import Flask, Response, g, jsonify, request
+from flask import Flask, Response, jsonify, request
+from flask.json.provider import DefaultJSONProvider
 from werkzeug.exceptions import HTTPException
 
 from llmsim.api import admin, chaos, dashboard, forward, mount, stamp, writes
 from llmsim.api import metrics as api_metrics
 from llmsim.api import scenarios as scenarios_api
+from llmsim.api.answers import settled
 from llmsim.api.http import client_socket
 from llmsim.backends import load_backend, load_models
 from llmsim.chaos import scenarios
+from llmsim.chaos.admission import Gate
 from llmsim.chaos.faults import fault_config
 from llmsim.chaos.state import ChaosState
 from llmsim.config import Settings
 from llmsim.errors import APIError, internal_error
+from llmsim.metrics.meter import Measured
 from llmsim.metrics.registry import Metrics
 from llmsim.pipeline import Pipeline
 from llmsim.responses.replay import Replay
@@ -25,9 +30,17 @@ from llmsim.runtime import waits
 from llmsim.services import Services
 from llmsim.store import Stores, open_stores
 from llmsim.store.redis_client import unavailable_errors
-from llmsim.timing.pacing import Pacer
+from llmsim.timing.pacing import Pacer, QueueObserver
 
 log = logging.getLogger("llmsim")
+ARRIVED = "llmsim.arrived"  # the WSGI environ's key for the request's id and arrival time, for its headers
+
+
+@runtime_checkable
+class Queued(Protocol):
+    """A backend with its own queue (mlx's, for decode slots), which it reports to the metrics."""
+
+    def observe(self, observer: QueueObserver) -> None: ...
 
 
 class _Flask(Flask):
@@ -39,11 +52,18 @@ class _Flask(Flask):
         return response
 
 
-def _store_unavailable(error: Exception) -> tuple[Response, int, dict[str, str]]:
+def _store_unavailable(error: BaseException) -> Response:
     """Redis is away: a 503 the SDKs retry; the pool reconnects by itself once it is back."""
     log.warning("redis unavailable: %s", error)
     body = APIError("The server is overloaded or not ready yet.", status=503, type="server_error").body()
-    return jsonify(body), 503, {"retry-after": "1"}
+    return settled(_json(body, 503, {"retry-after": "1"}), error)
+
+
+def _json(body: object, status: int, headers: dict[str, str] | None = None) -> Response:
+    response = jsonify(body)
+    response.status_code = status
+    response.headers.update(headers or {})
+    return response
 
 
 def create_app(settings: Settings | None = None) -> Flask:
@@ -54,20 +74,22 @@ def create_app(settings: Settings | None = None) -> Flask:
     scenario = scenarios.load(settings.scenario_file) if settings.scenario_file else None
     chaos_state, player = shared_state(stores, settings, scenario)
     metrics = Metrics(shared_store=settings.store != "memory")
+    gate = Gate(chaos_state, player, Measured(metrics))
     pipeline = Pipeline(catalog, backend, stores.responses, seed=settings.seed,
                         pacer=Pacer(settings.speed, observer=metrics.queues), conversations=stores.conversations,
-                        scenarios=player)
+                        gate=gate, batch=stores.batch)
     pipeline.runner.on_queue = metrics.background_queue.inc
-    if hasattr(backend, "observe"):  # the mlx backend's own queue for decode slots
+    if isinstance(backend, Queued):
         backend.observe(metrics.queues)
 
     app = _Flask("llmsim")
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
+    assert isinstance(app.json, DefaultJSONProvider)
     app.json.sort_keys = False
     app.json.ensure_ascii = False
     app.extensions["llmsim"] = Services(settings, catalog, pipeline)
     mount(app)
-    writes.install(app, stores.batch, _store_unavailable)  # before chaos: its request log entry joins the held writes
+    writes.install(app, stores.batch, _store_unavailable)
     chaos.install(app, chaos_state)
     api_metrics.install(app, metrics, pipeline)
     app.register_blueprint(admin.bp)
@@ -78,18 +100,17 @@ def create_app(settings: Settings | None = None) -> Flask:
 
     @app.before_request
     def _start() -> None:
-        g.request_id = stamp.request_id()
-        g.started = time.perf_counter()
+        request.environ[ARRIVED] = (stamp.request_id(), time.perf_counter())
         waits.watch(client_socket())
 
     @app.after_request
     def _headers(response: Response) -> Response:
-        stamp.stamp(response.headers, g.get("request_id", ""), g.get("started", 0))
+        stamp.stamp(response.headers, *request.environ.get(ARRIVED, ("", 0)))
         return response
 
     @app.errorhandler(APIError)
-    def _api_error(error: APIError) -> tuple[Response, int, dict[str, str]]:
-        return jsonify(error.body()), error.status, error.headers
+    def _api_error(error: APIError) -> Response:
+        return settled(_json(error.body(), error.status, error.headers), error)
 
     @app.errorhandler(HTTPException)
     def _http_error(error: HTTPException) -> tuple[Response, int, dict[str, str]]:
@@ -110,9 +131,9 @@ def create_app(settings: Settings | None = None) -> Flask:
         app.register_error_handler(unavailable, _store_unavailable)
 
     @app.errorhandler(Exception)
-    def _unexpected(error: Exception) -> tuple[Response, int]:
+    def _unexpected(error: Exception) -> Response:
         log.exception("unhandled error")
-        return jsonify(internal_error().body()), 500
+        return settled(_json(internal_error().body(), 500), error)
 
     if forward.applies(app):
         app.wsgi_app = forward.Forwarding(app, app.wsgi_app)  # type: ignore[method-assign]

@@ -1,27 +1,30 @@
 """One request's way through: translator → backend → events → store.
 
-Transports call `create` and get a Run: the events to send (already serialized)
-and, once drained, the final Response. Storing happens when the stream ends.
-A non-streaming request serializes no events: nobody reads them, and a stored
-response keeps only what it takes to build them again on replay.
+A surface's orchestrator (llmsim/responses/create.py, llmsim/chat/create.py) takes a typed request here:
+`relay` for a relaying backend (proxy, replay), else `create` (Responses) or `direct_and_admit` and `generate` (Chat
+Completions), and, for a JSON answer on Redis, `hold` and `finish`. `create` gives a Run: the events to send
+(already serialized) and, once drained, the final Response. Storing happens when the stream ends. A non-streaming
+request serializes no events: nobody reads them, and a stored response keeps only what it takes to build them again
+on replay. Admission (scenarios, rate limits, faults) is the Gate the app was built with (llmsim/chaos/admission.py).
 """
 
 from __future__ import annotations
 
 import copy
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from llmsim import ids
-from llmsim.backends.relay import Exchange, Relayed
-from llmsim.chaos.faults import Admission, Gate
-from llmsim.chaos.scenarios import Player, ScenarioMoved
+from llmsim.backends.relay import Exchange, Relay, Relayed
+from llmsim.chaos.admission import Gate, relayed_prompt
+from llmsim.chaos.faults import Admission
 from llmsim.errors import APIError, not_found
 from llmsim.generation import Backend, Delta, Finish, Prompt, Usage, expand
+from llmsim.request import ApiRequest, attach
 from llmsim.responses import rawsse, schema, toolspec, translate
-from llmsim.responses.events import TERMINAL, EventBuilder, SerializedEvent, dumps, dumps_event
+from llmsim.responses.events import TERMINAL, EventBuilder, PacedEvent, SerializedEvent, dumps, dumps_event
 from llmsim.responses.relayed import RelayedStream
 from llmsim.responses.replay import DeltaLog, Replay
 from llmsim.responses.response import new_response
@@ -39,6 +42,9 @@ from llmsim.timing import recorded
 from llmsim.timing.pacing import Pacer
 from llmsim.timing.profiles import Catalog
 
+T = TypeVar("T")
+R = TypeVar("R")
+
 
 @dataclass
 class Run:
@@ -47,6 +53,7 @@ class Run:
     stream: bool
     record: StoredResponse  # put in the store at the end when the request asked; WebSocket mode also keeps it
     waits: bool = True  # False: nothing paces, slows or cuts the events, so a transport may send them together
+    admission: Admission | None = None  # its ticket: what the answer carries (llmsim/chaos/admission.py)
 
     @property
     def response(self) -> dict[str, Any]:
@@ -61,26 +68,28 @@ class Run:
 class Pipeline:
     def __init__(self, catalog: Catalog, backend: Backend, store: ResponseStore, seed: int | None = None,
                  pacer: Pacer | None = None, conversations: ConversationStore | None = None,
-                 scenarios: Player | None = None) -> None:
+                 gate: Gate | None = None, batch: Any = None) -> None:
+        """`gate`: admission (none: everything admitted). `batch`: the Redis store's held writes (None: none)."""
         self.catalog = catalog
         self.backend = backend
+        self.relaying = backend if isinstance(backend, Relay) else None  # proxy, replay: they answer whole requests
         self.store = store
         self.conversations = MemoryConversations() if conversations is None else conversations  # empty is falsy
         self.runner = BackgroundRunner(store, lambda event: (event["type"], dumps(event)))
         self.seed = seed
         self.pacer = pacer or Pacer(speed=0.0)
-        self.scenarios = scenarios or Player()  # scripted replies (llmsim/chaos/scenarios.py); none by default
+        self.gate = gate or Gate()
+        self.batch = batch
 
-    def create(self, body: Any, *, seed: int | None = None, recent: StoredResponse | None = None,
-               speed: float | None = None, admit: Gate | None = None, generate: bool = True,
-               text_mode: str | None = None, owner: str = "", paced_runs: bool = False) -> Run:
-        """`owner`: the scope (API key) the response is stored in and chains within (see `stored`).
-        `recent`: a response held outside the store (WebSocket mode's connection-local cache) to chain from.
-        `admit`: rate limits and faults (llmsim/api/chaos.py), checked once the prompt is known.
-        `generate=False` (WebSocket mode's warm-up): a completed response with no output, to chain from.
-        `text_mode`: the sim's text mode for this request (X-LLMSim-Text-Mode); None keeps the server's.
+    def create(self, asked: ApiRequest, *, recent: StoredResponse | None = None, generate: bool = True,
+               paced_runs: bool = False, admitted: Admission | None = None) -> Run:
+        """A Responses request run. `asked.owner`: the scope (API key) the response is stored in and chains within
+        (see `stored`). `recent`: a response held outside the store (WebSocket mode's connection-local cache) to
+        chain from. `generate=False` (WebSocket mode's warm-up): a completed response with no output, to chain from.
         `paced_runs`: the transport sends a run's text deltas itself, a paced run's each when due (SSE: api/sse.py);
-        a stream with a fault, in the background or not streamed has each delta as an event instead."""
+        a stream with a fault, in the background or not streamed has each delta as an event instead.
+        `admitted`: its limits and faults already checked (see `relay`)."""
+        body, owner, seed, speed = asked.body, asked.owner, asked.seed, asked.speed
         request = schema.parse(schema.CreateRequest, body)
         schema.check_metadata(request.metadata)
         toolspec.check(request)
@@ -94,10 +103,10 @@ class Pipeline:
         effort, summary = translate.resolve_reasoning(request, profile)
         prompt = translate.build_prompt(request, profile, history + items, self.seed if seed is None else seed,
                                         effort, summary)
-        if text_mode:
-            prompt = replace(prompt, text_mode=text_mode)
+        if asked.text_mode:
+            prompt = replace(prompt, text_mode=asked.text_mode)
         whole = not request.stream and not request.background and not self.pacer.paces(prompt, speed)
-        prompt, admission = self.admit(prompt, body, request.stream, admit, whole)
+        prompt, admission = self.direct_and_admit("responses", prompt, asked, request.stream, whole, admitted)
         response = new_response(request, profile, ids.new("resp"), prompt.tools, effort, summary)
         builder = EventBuilder(
             response,
@@ -110,7 +119,7 @@ class Pipeline:
         deltas = admission.deltas(self.generate(prompt, speed, runs=True, paced_runs=paced_runs) if generate else
                                   iter([Finish("stop", Usage(prompt.input_tokens, 0))]))
         if request.background:
-            return self._background(builder, deltas, record, request.stream)
+            return self._background(builder, deltas, record, request.stream, admission)
         builder.quiet = not request.stream and admission.stream_fault is None  # nobody sees a text delta's event
         builder.whole_runs = paced_runs
         if builder.quiet:  # so the turns are taken between deltas: a long answer makes few events
@@ -118,23 +127,13 @@ class Pipeline:
         events = admission.events(builder, self._events(builder, deltas, record, request.store, request.stream),
                                   dumps)
         waits = self.pacer.paces(prompt, speed) or admission.stream_fault is not None  # a fault may pause or cut
-        return Run(builder, fair(events), request.stream, record, waits)
+        return Run(builder, fair(events), request.stream, record, waits, admission)
 
-    def admit(self, prompt: Prompt, body: Any, stream: bool, admit: Gate | None, whole: bool = False
-              ) -> tuple[Prompt, Admission]:
-        """Scenarios, then rate limits and faults: what every transport (Responses, Chat Completions) applies
-        between the prompt and the backend. Raises the HTTP faults; the Admission carries a stream fault.
-        `whole`: nothing of the answer leaves or waits before it is made (see ChaosState.decide)."""
-        directed, scripted_fault = self.scenarios.direct(prompt, body, stream)
-        try:
-            admission = admit(directed, stream, whole) if admit else Admission()
-        except ScenarioMoved:  # the fleet loaded a scenario as this request came in: it plays that one
-            directed, scripted_fault = self.scenarios.direct(prompt, body, stream)
-            admission = admit(directed, stream, whole) if admit else Admission()
-        finally:
-            self.scenarios.flush()  # the request's turn, where its admission did not record it
-        admission.stream_fault = scripted_fault or admission.stream_fault
-        return directed, admission
+    def direct_and_admit(self, endpoint: str, prompt: Prompt, asked: ApiRequest, stream: bool, whole: bool = False,
+                         admitted: Admission | None = None) -> tuple[Prompt, Admission]:
+        """Scenarios, then rate limits and faults (the gate's): what every surface applies between the prompt and
+        the backend. `whole`: nothing of the answer leaves or waits before it is made (see ChaosState.admit)."""
+        return self.gate.direct_and_admit(endpoint, prompt, asked, stream, whole, admitted)
 
     def generate(self, prompt: Prompt, speed: float | None = None, runs: bool = False,
                  paced_runs: bool = False) -> Iterator[Delta]:
@@ -158,13 +157,47 @@ class Pipeline:
         """A conversation if `owner` may see it, like `stored`."""
         conversation = self.conversations.get(conversation_id)
         return conversation if conversation is not None and conversation.owner == owner else None
-    def relay(self, exchange: Exchange, admission: Admission, speed: float | None = None, owner: str = "",
-              raw: bool = False) -> Relayed | None:
-        """Proxy and replay answer a whole request with their own events and ids; around them the same
-        recorded timing, stream faults, rate-limit settling and store apply. None: the backend left it to
-        `create` (replay's miss with `--on-miss sim`). `raw`: the transport can send a live stream's bytes as
-        they are, which it gets unless a stream fault needs the events one by one."""
-        reply = self.backend.relay(exchange)  # type: ignore[attr-defined]
+
+    def hold(self) -> None:
+        """Hold this request's writes (Redis) until its answer leaves, and let a JSON answer's admission wait for
+        `finish` (a stream's writes are released before its first event; its admission never waits)."""
+        if self.batch is not None:
+            self.batch.hold(defer=True)
+
+    def finish(self, made: T, make: Callable[[], T], drain: Callable[[T], R]) -> tuple[T, R]:
+        """A held JSON answer `made` and drained, its deferred admission and held writes sent to Redis; if the
+        fleet's faults or scenario changed meanwhile, nothing was written: made and drained again, under its own."""
+        drained = drain(made)
+        if self.batch is None or self.batch.commit():
+            return made, drained
+        made = make()
+        return made, drain(made)
+
+    def relay(self, endpoint: str, asked: ApiRequest, raw: bool = False) -> tuple[Relayed | None, Admission | None]:
+        """The one road of a relayed request (proxy, replay; the lean WSGI path's too): admitted by what its body
+        says, then answered by the backend with its own events and ids, around which the same recorded timing,
+        stream faults, rate-limit settling and store apply. (None, None): the backend generates. (None, the
+        admission): the backend left it to generation (replay's miss with `--on-miss sim`), admitted already.
+        `raw`: the transport can send a live stream's bytes as they are, which it gets unless a stream fault needs
+        the events one by one."""
+        backend = self.relaying
+        if backend is None:
+            return None, None
+        body = asked.body
+        if not isinstance(body, dict):
+            raise APIError("Invalid request body: expected a JSON object.", code="invalid_type")
+        admission = self.gate.check_limits_and_faults(endpoint.replace("/", "."), relayed_prompt(body, self.catalog),
+                                                      asked, bool(body.get("stream")))
+        try:
+            return self._relayed(backend, Exchange(endpoint, body, asked.raw), admission, asked.speed, asked.owner,
+                                 raw), admission
+        except BaseException as error:  # an upstream's error answer, say: its answer finishes the ticket
+            attach(error, admission.ticket)
+            raise
+
+    def _relayed(self, backend: Relay, exchange: Exchange, admission: Admission, speed: float | None, owner: str,
+                 raw: bool) -> Relayed | None:
+        reply = backend.relay(exchange)
         if reply is None:
             return None
         speed = self.pacer.speed if speed is None else speed
@@ -202,9 +235,8 @@ class Pipeline:
                     self._settle_relayed(watch, admission, store, kept, owner)
                 yield kind, data
         finally:
-            close = getattr(events, "close", None)
-            if close is not None:
-                close()
+            if isinstance(events, Generator):
+                events.close()
         if watch.chat:
             self._settle_relayed(watch, admission, False, kept, owner)
 
@@ -221,9 +253,8 @@ class Pipeline:
                     self._settle_relayed(watch, admission, store, [], owner, raw=bytes(kept))
                 yield chunk
         finally:
-            close = getattr(chunks, "close", None)
-            if close is not None:
-                close()
+            if isinstance(chunks, Generator):
+                chunks.close()
         if not settled and (watch.chat or watch.observe_all(kept)):  # chat: its usage came last, if at all
             self._settle_relayed(watch, admission, store and not watch.chat, [], owner, raw=bytes(kept))
 
@@ -270,12 +301,12 @@ class Pipeline:
                                             profile.encoding)
 
     def _events(self, builder: EventBuilder, deltas: Iterator[Any], record: StoredResponse, store: bool,
-                stream: bool) -> Iterator[SerializedEvent]:
+                stream: bool) -> Iterator[SerializedEvent | PacedEvent]:
         """The serialized events (only the types when not streaming: nobody reads the data)."""
         log = DeltaLog()
         builder.render = stream  # this loop takes the text deltas the builder serializes itself
         for event in builder.run(log.recording(deltas)):
-            if type(event) is tuple:  # a text delta the builder serialized itself
+            if isinstance(event, tuple):  # a text delta the builder serialized itself
                 yield event
                 continue
             kind = event["type"]
@@ -286,15 +317,15 @@ class Pipeline:
                     self.store.put(record)
             yield kind, dumps_event(event) if stream else ""
 
-    def _background(self, builder: EventBuilder, deltas: Iterator[Delta], record: StoredResponse, stream: bool
-                    ) -> Run:
+    def _background(self, builder: EventBuilder, deltas: Iterator[Delta], record: StoredResponse, stream: bool,
+                    admission: Admission) -> Run:
         """Answer at once with the queued response; a worker generates it, the store carries its events."""
         queued = [(event["type"], dumps(event)) for event in builder.queue()]
         self.store.put(StoredResponse(copy.deepcopy(builder.response), record.input_items, record.history, queued,
                                       worker=background.this_worker(), owner=record.owner))
         self.runner.submit(builder.detached(), deltas, functools.partial(self._add_turn, record.input_items))
         events = follow(self.store, builder.response["id"]) if stream else iter(list(queued))
-        return Run(builder, events, stream, record)
+        return Run(builder, events, stream, record, admission=admission)
 
     def _add_turn(self, items: list[dict[str, Any]], response: dict[str, Any]) -> None:
         """A completed response in a conversation adds its input and output items to it."""

@@ -52,3 +52,8 @@ if _c_encoder is not None:
         return "".join(_encode(value, 0))
 else:  # pragma: no cover - CPython has the accelerator
     dumps_plain = _plain.encode  # type: ignore[assignment]  # a bound method of the same signature
+
+
+def canonical(value: Any) -> str:
+    """Compact JSON with sorted keys: one text for equal values (cassette matching, a body's size)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

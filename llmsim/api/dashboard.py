@@ -122,7 +122,7 @@ def _by(samples: dict[str, list[tuple[dict[str, str], float]]], name: str, label
 
 def _scenario() -> dict[str, Any] | None:
     """The loaded scenario, where it stands, and what the next request gets from it (rules may come first)."""
-    player = services().pipeline.scenarios
+    player = services().pipeline.gate.scenarios
     current = player.state()
     scenario = current["scenario"]
     if scenario is None:

@@ -17,7 +17,8 @@ from llmsim.errors import APIError
 
 MAX_DEPTH = 100  # arrays and objects inside one another; real requests stay far below
 # Where a lone surrogate can come from: a \uD800-\uDFFF escape, or its UTF-8-like bytes (which json decodes)
-_SURROGATE = {bytes: re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]"), str: re.compile(r"\\u[dD][89a-fA-F]")}
+_SURROGATE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
+_SURROGATE_STR = re.compile(r"\\u[dD][89a-fA-F]")
 
 INVALID_JSON = (
     "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP "
@@ -51,7 +52,8 @@ def loads(raw: str | bytes, code: str | None = None) -> Any:
         raise _too_deep(code) from None
     except (ValueError, UnicodeDecodeError):
         raise APIError(INVALID_JSON, code=code) from None
-    check(value, code, texts=_SURROGATE[type(raw)].search(raw) is not None)
+    surrogate = _SURROGATE_BYTES.search(raw) if isinstance(raw, bytes) else _SURROGATE_STR.search(raw)
+    check(value, code, texts=surrogate is not None)
     return value
 
 

@@ -4,9 +4,10 @@ without Flask's request machinery.
 A proxy's time per request is what its clients lose in throughput and TTFT, and a forwarded request needs little
 of the app: the upstream validates the body, so it is decoded once (for the model, limits and `stream`) and never
 modelled; no route is matched and no request object is built; the upstream's stream bytes go to the server as they
-come, without werkzeug's layers per chunk. What applies is the app's own code, called directly: the chaos gate
-and rate limits (relay.admit), the pipeline's relay (store, settling, the metrics' Meter), the x-ratelimit headers
-and the request log entry (chaos.answered), the request count (metrics.answered) and the standard headers (stamp).
+come, without werkzeug's layers per chunk. This is transport only: the environ becomes the typed request the app's
+routes make, the same orchestrator answers it (its relay: admission, the backend, store, settling, the metrics'
+Meter; llmsim/pipeline.py `Pipeline.relay`), and its answer becomes bytes with what the app's hooks add (the
+x-ratelimit headers and request log entry of its ticket, the request count, the standard headers).
 
 Whatever is out of the ordinary takes the app's path instead, which answers it as before: API keys configured
 (authentication and scoping), a Redis store (its held writes), LLMSim's speed header, a body that is not plain
@@ -21,15 +22,21 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from flask import Flask, Response, jsonify
-from werkzeug.datastructures import EnvironHeaders
 from werkzeug.http import HTTP_STATUS_CODES
 
-from llmsim.api import PREFIXES, chaos, decode, relay, stamp, writes
+from llmsim.api import PREFIXES, chaos, decode, stamp, writes
 from llmsim.api import metrics as api_metrics
+from llmsim.api.answers import relayed_response
 from llmsim.api.http import SPEED_HEADER
 from llmsim.api.sse import SSE_HEADERS
-from llmsim.backends.relay import ENDPOINTS, Exchange, Relayed
+from llmsim.backends.relay import ENDPOINTS, Relayed
+from llmsim.chaos.admission import FAULT_HEADER
+from llmsim.chat import create as chat
 from llmsim.errors import APIError, internal_error
+from llmsim.metrics.answers import answered
+from llmsim.pipeline import Pipeline
+from llmsim.request import Answer, ApiRequest, Ticket, ticket_of
+from llmsim.responses import create as responses
 from llmsim.runtime import waits
 from llmsim.runtime.waits import ClientGone
 from llmsim.services import Services
@@ -37,6 +44,9 @@ from llmsim.services import Services
 log = logging.getLogger("llmsim")
 ROUTES = {f"{prefix}/{endpoint}": endpoint for prefix in PREFIXES for endpoint in ENDPOINTS}
 SPEED_KEY = "HTTP_" + SPEED_HEADER.upper().replace("-", "_")
+FAULT_KEY = "HTTP_" + FAULT_HEADER.upper().replace("-", "_")
+SURFACES: dict[str, Callable[[Pipeline, ApiRequest], Answer]] = {"responses": responses.create,
+                                                                  "chat/completions": chat.create}
 
 # a relayed stream's own headers, lower-case as the relayed ones (kept_headers) and the x-ratelimit ones are
 SSE = {"content-type": "text/event-stream; charset=utf-8",
@@ -63,7 +73,7 @@ class Passthrough:
 def applies(app: Flask) -> bool:
     """Whether the app's backend forwards and nothing the lean path leaves out is configured."""
     services: Services = app.extensions["llmsim"]
-    return (getattr(services.pipeline.backend, "name", None) == "proxy" and not services.settings.api_keys
+    return (services.pipeline.backend.name == "proxy" and not services.settings.api_keys
             and writes.EXTENSION not in app.extensions)
 
 
@@ -75,7 +85,6 @@ class Forwarding:
         services: Services = app.extensions["llmsim"]
         self.pipeline = services.pipeline
         self.max_body = services.settings.max_body_bytes
-        self.chaos = app.extensions[chaos.EXTENSION]
         self.metrics = app.extensions[api_metrics.EXTENSION]
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
@@ -84,12 +93,13 @@ class Forwarding:
         if endpoint is None or length is None:
             return self.wsgi(environ, start_response)
         request_id, started = stamp.request_id(), time.perf_counter()
-        with self.app.app_context():  # `g` for the gate's per-request notes, as on the app's path
-            response = self._answer(endpoint, environ, length)
+        with self.app.app_context():  # as on the app's path (jsonify)
+            response, ticket = self._answer(endpoint, environ, length)
             stamp.stamp(response.headers, request_id, started)
             streamed = isinstance(response, Passthrough)  # stored as it ends: its Meter updates the gauges then
-            api_metrics.answered(self.metrics, self.pipeline, f"/{endpoint}", response.status_code, not streamed)
-            chaos.answered(self.chaos, response.headers, response.status_code)
+            answered(self.metrics, self.pipeline, f"/{endpoint}", response.status_code, not streamed)
+            if ticket is not None:
+                ticket.answered(response.headers, response.status_code)
         return response(environ, start_response)
 
     def _plain(self, environ: dict[str, Any]) -> int | None:
@@ -101,29 +111,35 @@ class Forwarding:
             return None
         return int(length)
 
-    def _answer(self, endpoint: str, environ: dict[str, Any], length: int) -> Response | Passthrough:
+    def _answer(self, endpoint: str, environ: dict[str, Any], length: int
+                ) -> tuple[Response | Passthrough, Ticket | None]:
+        """The answer, and the ticket its admission left (if it got that far)."""
         waits.watch(environ.get("gunicorn.socket"))
         try:
             raw = environ["wsgi.input"].read(length)
-            body = decode.loads(raw)
-            if not isinstance(body, dict):
-                raise APIError("Invalid request body: expected a JSON object.", code="invalid_type")
-            admission = relay.admit(endpoint, body, EnvironHeaders(environ))
-            relayed = self.pipeline.relay(Exchange(endpoint, body, raw), admission, raw=True)
-            if relayed is None:  # a proxy always answers; this would be a bug
+            answer = SURFACES[endpoint](self.pipeline, asked(environ, decode.loads(raw), raw))
+            if answer.relayed is None:  # a proxy always answers; this would be a bug
                 raise RuntimeError("the proxy backend gave no answer")
-            if relayed.chunks is not None:
-                return Passthrough(relayed)
-            return relay.http_response(relayed, named_events=endpoint == "responses")
-        except ClientGone:
-            return Response(chaos.cut())
+            if answer.relayed.chunks is not None:
+                return Passthrough(answer.relayed), answer.ticket
+            return relayed_response(answer.relayed, named_events=endpoint == "responses"), answer.ticket
+        except ClientGone as error:
+            return Response(chaos.cut()), ticket_of(error)
         except APIError as error:
             response = jsonify(error.body())
             response.status_code = error.status
             response.headers.update(error.headers)
-            return response
-        except Exception:
+            return response, ticket_of(error)
+        except Exception as error:
             log.exception("unhandled error")
             response = jsonify(internal_error().body())
             response.status_code = 500
-            return response
+            return response, ticket_of(error)
+
+
+def asked(environ: dict[str, Any], body: Any, raw: bytes) -> ApiRequest:
+    """The typed request the app's routes make (llmsim/api/http.py `asked`), from what the lean path admits: no
+    API keys configured (one scope), no speed header; a proxy forwards the body's bytes as they are."""
+    scheme, _, key = environ.get("HTTP_AUTHORIZATION", "").partition(" ")
+    return ApiRequest(body, api_key=key.strip() or None if scheme.lower() == "bearer" else None,
+                      fault=environ.get(FAULT_KEY), raw=raw)

@@ -6,15 +6,17 @@ import hashlib
 import hmac
 import socket
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 from flask import current_app, request
 from gunicorn.http.errors import ParseException
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from llmsim.api import decode
+from llmsim.chaos.admission import FAULT_HEADER
 from llmsim.config import SPEED_EXPECTED, TEXT_MODES, valid_speed
 from llmsim.errors import APIError
+from llmsim.request import ApiRequest
 from llmsim.services import Services
 
 
@@ -61,7 +63,7 @@ def _terminated(environ: dict[str, Any], limit: int | None) -> bytes:
     data = environ["wsgi.input"].read() if limit is None else environ["wsgi.input"].read(limit + 1)
     if limit is not None and len(data) > limit:
         raise RequestEntityTooLarge()
-    return data  # type: ignore[no-any-return]
+    return data
 
 
 def _bearer() -> str | None:
@@ -141,6 +143,21 @@ def speed_header() -> float | None:
 def text_mode_header() -> str | None:
     """X-LLMSim-Text-Mode: this request's sim text mode (prose, echo, lorem, faker), overriding the server's."""
     return _header(TEXT_MODE_HEADER, str.lower, f"one of {', '.join(TEXT_MODES)}", valid=lambda m: m in TEXT_MODES)
+
+
+def asked(body: Any) -> ApiRequest:
+    """This request, typed: its body and the headers that matter below the transport (an LLMSim header that is
+    not valid is the client's 400 here, the fault header's when admission reads it)."""
+    return ApiRequest(body, owner=owner(), api_key=_bearer() or None, speed=speed_header(), seed=seed_header(),
+                      text_mode=text_mode_header(), fault=request.headers.get(FAULT_HEADER))
+
+
+@overload
+def int_arg(name: str, default: int, low: int | None = None, high: int | None = None) -> int: ...
+
+
+@overload
+def int_arg(name: str, default: None, low: int | None = None, high: int | None = None) -> int | None: ...
 
 
 def int_arg(name: str, default: int | None, low: int | None = None, high: int | None = None) -> int | None:

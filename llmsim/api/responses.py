@@ -2,36 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from flask import Blueprint, current_app, jsonify, request
+from flask import Blueprint, jsonify, request
 from flask.typing import ResponseReturnValue
 
-from llmsim.api import relay, writes
-from llmsim.api.chaos import gate
-from llmsim.api.http import bool_arg, int_arg, json_body, owner, seed_header, services, speed_header, text_mode_header
+from llmsim.api.answers import respond
+from llmsim.api.http import asked, bool_arg, int_arg, json_body, owner, services
 from llmsim.api.sse import sse_response
 from llmsim.errors import APIError, not_found
-from llmsim.pipeline import Run
 from llmsim.responses import compaction
+from llmsim.responses import create as responses
+from llmsim.responses.create import cost_headers
 from llmsim.store import StoredResponse, background
 from llmsim.store.background import follow
-from llmsim.timing.pricing import COST_HEADER, Pricing, response_cost
 
 bp = Blueprint("responses", __name__)
-def _pricing(model: str) -> Pricing | None:
-    catalog = services().catalog
-    return (catalog.get(model) or catalog.default).pricing
-
-
-def _cost_headers(response: dict) -> dict[str, str]:
-    cost = response_cost(_pricing(response["model"]), response)
-    return {COST_HEADER: cost} if cost is not None else {}
-
-
-def _cost_comment(pricing: Pricing | None, response: dict) -> str | None:
-    cost = response_cost(pricing, response)
-    return None if cost is None else f"{COST_HEADER}: {cost}"
 
 
 def _stored(response_id: str) -> StoredResponse:
@@ -41,42 +25,16 @@ def _stored(response_id: str) -> StoredResponse:
     return record
 
 
-def _run(body: Any, answer: relay.Answer) -> Run:
-    return services().pipeline.create(body, seed=seed_header(), speed=speed_header(),
-                                      admit=answer.admit or gate("responses"), text_mode=text_mode_header(),
-                                      owner=owner(), paced_runs=True)
-
-
 @bp.post("/responses")
 def create() -> ResponseReturnValue:
-    body = json_body()
-    answer = relay.answer("responses", body, speed_header(), raw=True)
-    if answer.relayed is not None:
-        return relay.http_response(answer.relayed)
-    writes.hold()  # a JSON answer's writes (and admission, if it can wait) go to Redis together: one round trip
-    run = _run(body, answer)
-    if run.stream:  # the cost is known only at the end: an SSE comment after the last event
-        pricing = _pricing(run.response["model"])
-        return sse_response(run.events, lambda: _cost_comment(pricing, run.response), together=not run.waits)
-    run.drain()
-    if not writes.commit():  # made under faults or a scenario the fleet has since changed: made again under its own
-        run = _run(body, answer)
-        run.drain()
-    response = run.response
-    if response["status"] == "failed":
-        error = response["error"] or {}
-        raise APIError(error.get("message", "The model failed."), status=500, type="server_error",
-                       code=error.get("code"))
-    # As jsonify writes it; encoded once with the stored response (llmsim/store/base.py `response_json`)
-    return current_app.response_class(run.record.response_json() + "\n", mimetype="application/json"), \
-        _cost_headers(response)
+    return respond(responses.create(services().pipeline, asked(json_body())))
 
 
 @bp.get("/responses/<response_id>")
 def retrieve(response_id: str) -> ResponseReturnValue:
     record = background.settle_orphan(services().pipeline.store, _stored(response_id))
     if not bool_arg("stream"):
-        return jsonify(record.response), _cost_headers(record.response)
+        return jsonify(record.response), cost_headers(services().catalog, record.response)
     after = int_arg("starting_after", -1, low=-1)
     return sse_response(follow(services().pipeline.store, response_id, after))  # waits while it runs
 

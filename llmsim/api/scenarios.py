@@ -19,7 +19,7 @@ YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yam
 
 
 def _player() -> scenarios.Player:
-    return services().pipeline.scenarios
+    return services().pipeline.gate.scenarios
 
 
 @bp.put("")

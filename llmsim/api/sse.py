@@ -9,7 +9,7 @@ from __future__ import annotations
 import socket
 from collections.abc import Callable, Iterable, Iterator
 from itertools import chain, repeat
-from typing import Any
+from typing import Any, cast
 
 from flask import Response, request
 
@@ -92,7 +92,8 @@ def sse_response(events: Iterable[tuple[str, Any]], trailer: Callable[[], str | 
     client = (waits.watched(), request.environ.get("SERVER_PROTOCOL") != "HTTP/1.0")  # 1.1: gunicorn chunks the body
     if together:
         cork()
-    return Response(frames(events, trailer, together, client), mimetype="text/event-stream", headers=SSE_HEADERS)
+    body = cast("Iterator[str]", frames(events, trailer, together, client))  # werkzeug takes str and bytes alike
+    return Response(body, mimetype="text/event-stream", headers=SSE_HEADERS)
 
 
 def cork() -> None:

@@ -4,7 +4,7 @@ long it was processed."""
 from __future__ import annotations
 
 import time
-from collections.abc import MutableMapping
+from typing import Protocol
 
 from llmsim import ids
 
@@ -15,7 +15,15 @@ def request_id() -> str:
     return ids.new("req", 32)
 
 
-def stamp(headers: MutableMapping[str, str], request_id: str, started: float) -> None:
+class Headers(Protocol):
+    """An answer's headers: a dict, or werkzeug's Headers."""
+
+    def __setitem__(self, key: str, value: str, /) -> None: ...
+
+    def setdefault(self, key: str, default: str, /) -> str: ...
+
+
+def stamp(headers: Headers, request_id: str, started: float) -> None:
     """`started`: the request's `time.perf_counter()` on arrival."""
     headers["x-request-id"] = request_id
     headers["openai-version"] = API_VERSION

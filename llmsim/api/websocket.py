@@ -9,6 +9,7 @@ even with `store: false`, and a failed turn evicts it.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Protocol
 
 from flask import Blueprint
@@ -16,12 +17,13 @@ from flask.blueprints import BlueprintSetupState
 from flask_sock import Sock
 from simple_websocket import ConnectionClosed
 
-from llmsim.api import decode, relay
-from llmsim.api.chaos import gate
-from llmsim.api.http import owner, seed_header, services, speed_header, text_mode_header
-from llmsim.chaos.faults import ConnectionDropped, Gate
+from llmsim.api import decode
+from llmsim.api.http import asked, services
+from llmsim.chaos.faults import ConnectionDropped
 from llmsim.errors import APIError
 from llmsim.pipeline import Pipeline, dumps
+from llmsim.request import ApiRequest, Ticket, ticket_of
+from llmsim.responses import create as responses
 from llmsim.store import StoredResponse
 
 bp = Blueprint("responses_ws", __name__)
@@ -45,24 +47,22 @@ def _options(state: BlueprintSetupState) -> None:
 
 @Sock().route("/responses", bp=bp)
 def responses_socket(ws: Connection) -> None:
-    Session(ws, services().pipeline, seed=seed_header(), speed=speed_header(), admit=gate("responses"),
-            text_mode=text_mode_header(), owner=owner()).serve()
+    session = Session(ws, services().pipeline, asked(None))
+    session.serve()
+    if session.ticket is not None:  # the connection's answer (flask-sock's 200) finishes its last request's entry
+        session.ticket.answered({}, 200)
 
 
 class Session:
     """One connection: reads client events and answers each `response.create` with its stream."""
 
-    def __init__(self, ws: Connection, pipeline: Pipeline, *, seed: int | None = None, speed: float | None = None,
-                 admit: Gate | None = None, text_mode: str | None = None,
-                 owner: str = "") -> None:
+    def __init__(self, ws: Connection, pipeline: Pipeline, asked: ApiRequest | None = None) -> None:
+        """`asked`: the upgrade request (its key, seed, speed, fault, text mode), each message its body."""
         self.ws = ws
         self.pipeline = pipeline
-        self.seed = seed
-        self.text_mode = text_mode
-        self.speed = speed
-        self.admit = admit  # rate limits and faults, as for POST /responses
-        self.owner = owner  # the API key's scope, as for POST /responses
+        self.asked = asked or ApiRequest(None)
         self.recent: StoredResponse | None = None
+        self.ticket: Ticket | None = None  # the last admitted request's
 
     def serve(self) -> None:
         """Until the client goes away: a closed socket ends the loop and any response being streamed."""
@@ -92,14 +92,19 @@ class Session:
         if not isinstance(generate, bool):
             raise APIError("Invalid type for 'generate': expected a boolean.", param="generate", code="invalid_type")
         body.pop("type")
-        answer = relay.answer("responses", {**body, "stream": True}, self.speed, self.pipeline)
+        try:
+            answer = responses.create_streamed(self.pipeline, replace(self.asked, body={**body, "stream": True}),
+                                               self.recent, generate)
+        except BaseException as error:
+            self.ticket = ticket_of(error) or self.ticket
+            raise
+        self.ticket = answer.ticket or self.ticket
         if answer.relayed is not None:  # proxy, replay: their own events, one after another on this socket
             for _, data in answer.relayed.events or iter([("", dumps(answer.relayed.body))]):
                 self.send(data, stream_id)
             return
-        run = self.pipeline.create({**body, "stream": True}, seed=self.seed, speed=self.speed,
-                                   admit=answer.admit or self.admit, recent=self.recent, generate=generate,
-                                   text_mode=self.text_mode, owner=self.owner)
+        run = answer.run
+        assert run is not None
         events = run.events
         try:
             for _, data in events:

@@ -1,7 +1,8 @@
 """Writes a JSON answer holds back until it leaves: its stored response, its request log entry and its token limit's
 true-up, sent to Redis together on one round trip instead of one each. Nothing reads them before the answer leaves,
 and if they cannot be written the answer becomes a 503: nothing acknowledged is lost. When nothing can intervene in
-the request (llmsim/chaos/redis_state.py), its admission goes with them: `commit` says whether it was accepted."""
+the request (llmsim/chaos/redis_state.py), its admission goes with them: the pipeline holds and commits them
+(`Pipeline.hold`, `Pipeline.finish`); here they are released as the answer leaves."""
 
 from __future__ import annotations
 
@@ -9,13 +10,13 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from flask import Flask, Response, current_app
+from flask import Flask, Response
 
 EXTENSION = "llmsim.writes"
 log = logging.getLogger("llmsim")
 
 
-def install(app: Flask, batch: Any, unavailable: Callable[[Exception], Any]) -> None:
+def install(app: Flask, batch: Any, unavailable: Callable[[BaseException], Any]) -> None:
     """`batch`: the Redis store's (None: no store to batch for). Install before the hooks whose writes join it:
     Flask runs `after_request` hooks last-installed first."""
     if batch is None:
@@ -42,18 +43,3 @@ def install(app: Flask, batch: Any, unavailable: Callable[[Exception], Any]) -> 
         except errors:
             log.warning("redis unavailable: held writes dropped", exc_info=True)
 
-
-def hold() -> None:
-    """Hold this request's writes until its answer leaves, and let a JSON answer's admission wait for `commit`
-    (a stream's writes are released before its first event; its admission never waits)."""
-    batch = current_app.extensions.get(EXTENSION)
-    if batch is not None:
-        batch.hold(defer=True)
-
-
-def commit() -> bool:
-    """The answer is made: its deferred admission (if any) and what is held so far go to Redis. False: the fleet's
-    faults or scenario changed meanwhile, nothing was written, and the request must be made again (it will be
-    admitted the usual way)."""
-    batch = current_app.extensions.get(EXTENSION)
-    return batch is None or batch.commit()

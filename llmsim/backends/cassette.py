@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from llmsim.backends.relay import TimedEvent
+from llmsim.wire import canonical
 
 VERSION = 1
 # The parts of a request that decide its answer, for the default `normalised` matching.
@@ -86,9 +87,6 @@ def _data(text: str) -> Any:
 def _text(data: Any) -> str:
     return data if isinstance(data, str) else json.dumps(data, separators=(",", ":"), ensure_ascii=False)
 
-
-def canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def normalised(endpoint: str, body: dict[str, Any]) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from llmsim.errors import APIError
 from llmsim.timing.recorded import TimedEvent
@@ -47,7 +47,11 @@ class Reply:
     chunks: Iterator[bytes] | None = None  # instead of `events`: a live stream's SSE bytes, as they come
 
 
+@runtime_checkable
 class Relay(Protocol):
+    """A relaying backend (proxy, replay), the other protocol beside a generating one (llmsim/generation.py
+    `Backend`): the pipeline tells them apart by type (`isinstance(backend, Relay)`), once."""
+
     name: str
 
     def relay(self, exchange: Exchange) -> Reply | None:

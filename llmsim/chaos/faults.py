@@ -23,14 +23,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from llmsim.chaos.ratelimit import RateLimitConfig, duration, retry_after_headers
 from llmsim.config import Settings
 from llmsim.errors import APIError
-from llmsim.generation import Delta, Finish, Prompt, expand
+from llmsim.generation import Delta, Finish, expand
 from llmsim.responses.events import TERMINAL, EventBuilder
 from llmsim.runtime import waits
 
 if TYPE_CHECKING:
     from llmsim.metrics.meter import Meter
+    from llmsim.request import Ticket
 
-SerializedEvent = tuple[str, str]
+SerializedEvent = tuple[str, Any]  # (event type, its JSON text; or PACED_TEXT and a paced run, passed through)
 
 Kind = Literal[
     "rate_limit", "insufficient_quota", "server_error", "bad_gateway", "overloaded", "slow_down",
@@ -175,7 +176,7 @@ class FaultConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     seed: int | None = None
     faults: list[Rule] = Field(default_factory=list)
-    rate_limits: RateLimitConfig = Field(default_factory=RateLimitConfig)
+    rate_limits: RateLimitConfig = Field(default_factory=lambda: RateLimitConfig.model_validate({}))
 
 
 class FaultConfigError(Exception):
@@ -381,12 +382,14 @@ class StreamFault:
 
 @dataclass
 class Admission:
-    """What the gate hands the pipeline: count the output tokens, settle rate limits at the end, and wrap
-    the events when a stream fault was chosen. `meter` measures the request (llmsim/metrics/meter.py)."""
+    """What the gate (llmsim/chaos/admission.py) hands the pipeline: count the output tokens, settle rate limits
+    at the end, and wrap the events when a stream fault was chosen. `meter` measures the request
+    (llmsim/metrics/meter.py); `ticket` is what its answer carries (x-ratelimit headers, the request log entry)."""
 
     on_finish: Callable[[Finish], None] | None = None
     stream_fault: StreamFault | None = None
     meter: Meter | None = None
+    ticket: Ticket | None = None
 
     def deltas(self, deltas: Iterator[Delta]) -> Iterator[Delta]:
         if self.stream_fault is not None:  # it counts the tokens as the client gets them: one by one
@@ -417,7 +420,3 @@ class Admission:
         assert self.stream_fault is None, "a stream fault needs the events"
         return self.meter.chunks(chunks, chat) if self.meter else chunks
 
-
-# The chaos gate as Pipeline.create calls it: (prompt, stream, whole), where `whole` says nothing of the answer
-# leaves or waits before it is made (ChaosState.decide).
-Gate = Callable[[Prompt, bool, bool], Admission]

@@ -17,7 +17,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from llmsim.chat.schema import AssistantMessage, ChatRequest, FunctionMessage, SystemMessage, ToolMessage, UserMessage
+from llmsim.chat.schema import (
+    AssistantMessage,
+    ChatRequest,
+    FunctionMessage,
+    SystemMessage,
+    ToolChoice,
+    ToolMessage,
+    UserMessage,
+)
 from llmsim.errors import APIError
 from llmsim.generation import (
     Delta,
@@ -71,7 +79,7 @@ def parse(body: Any) -> ChatRequest:
 def _text(content: str | list[Any] | None) -> str:
     if content is None or isinstance(content, str):
         return content or ""
-    return "".join(getattr(part, "text", None) or getattr(part, "refusal", "") for part in content)
+    return "".join(getattr(part, "text", None) or getattr(part, "refusal", None) or "" for part in content)
 
 
 def _user_part(part: Any) -> dict[str, Any]:
@@ -140,7 +148,7 @@ def _reference(ref: dict[str, Any]) -> dict[str, Any]:
 
 
 def _tool_choice(request: ChatRequest) -> str | dict[str, Any]:
-    choice = request.tool_choice
+    choice: ToolChoice | dict[str, Any] | None = request.tool_choice
     if choice is None and request.function_call is not None:  # the deprecated form
         choice = request.function_call if isinstance(request.function_call, str) else {
             "type": "function", "function": {"name": request.function_call.name}}

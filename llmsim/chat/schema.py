@@ -6,7 +6,7 @@ Strict and closed like llmsim/responses/schema.py, so errors read as the real AP
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, field_validator
 
@@ -187,10 +187,8 @@ class AllowedToolsChoice(Strict):
     allowed_tools: AllowedTools
 
 
-ToolChoice = Union[
-    Literal["none", "auto", "required"],
-    Annotated[NamedFunctionChoice | NamedCustomChoice | AllowedToolsChoice, Field(discriminator="type")],
-]
+ToolChoice = (Literal["none", "auto", "required"]
+              | Annotated[NamedFunctionChoice | NamedCustomChoice | AllowedToolsChoice, Field(discriminator="type")])
 
 
 class FormatText(Strict):

@@ -1,10 +1,10 @@
 """One generating request, measured where its events leave the server: what the client saw.
 
-The chaos gate makes a Meter for every admitted request and the Admission wraps two streams with it: the
-backend's deltas (to read the usage and finish reason) and the serialized events, last before they become
-bytes (to time the first token and the gaps between tokens, latency faults included). When the events end,
-however they end, the request's figures go into the metrics at once. Per event it costs a dict lookup and,
-for a token, a clock read; the histograms are written once per request.
+The chaos gate measures its checks with `Measured`, which makes a Meter for every admitted request; the Admission
+wraps two streams with it: the backend's deltas (to read the usage and finish reason) and the serialized events,
+last before they become bytes (to time the first token and the gaps between tokens, latency faults included). When
+the events end, however they end, the request's figures go into the metrics at once. Per event it costs a dict
+lookup and, for a token, a clock read; the histograms are written once per request.
 """
 
 from __future__ import annotations
@@ -12,16 +12,18 @@ from __future__ import annotations
 import bisect
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from itertools import repeat
 from typing import Any
 
-from llmsim.generation import Finish
+from llmsim.chaos.faults import Admission
+from llmsim.generation import Finish, Prompt
 from llmsim.metrics.registry import ITL_BUCKETS, Metrics
+from llmsim.request import ticket_of
 from llmsim.responses.events import PACED_TEXT
 from llmsim.timing.pricing import Pricing
 
-SerializedEvent = tuple[str, str]
+SerializedEvent = tuple[str, Any]  # a PacedText (llmsim/responses/events.py) is no string
 FINISHED = {"stop": "stop", "tool_calls": "stop", "length": "length"}  # vLLM's reasons; anything else: abort
 CHUNK = "chat.completion.chunk"
 TEXT, OTHER, LOOK = 1, 0, 2  # an event type carries tokens, does not, or (a chat chunk) its data says
@@ -52,7 +54,7 @@ class Meter:
         self.model = self.series.model
         self.stream = stream
         self.pricing = pricing
-        self.entry = entry  # the request log's entry (llmsim/api/chaos.py): the dashboard's row
+        self.entry = entry  # the request log's entry (llmsim/chaos/admission.py): the dashboard's row
         self.started = time.perf_counter() if started is None else started
         self.prompt_tokens = input_tokens
         self.usage: list[Finish] = []  # one per choice (Chat Completions' n)
@@ -249,3 +251,31 @@ def _response_id(data: str) -> str | None:
     start += 6
     end = data.find('"', start)
     return data[start:end] if end > start else None
+
+
+class Measured:
+    """Admission measured (the chaos gate's `measure`): the fault or rate limit its checks gave counted, and a
+    Meter on the admitted request, timed from before the checks (an injected hang is part of its wait)."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self.metrics = metrics
+
+    def __call__(self, prompt: Prompt, stream: bool, check: Callable[[], Admission]) -> Admission:
+        started = time.perf_counter()
+        try:
+            admission = check()
+        except BaseException as error:
+            ticket = ticket_of(error)
+            self._count(ticket.entry if ticket is not None else None)
+            raise
+        entry = admission.ticket.entry if admission.ticket is not None else None
+        self._count(entry)
+        admission.meter = Meter(self.metrics, prompt.profile.id, stream=stream, input_tokens=prompt.input_tokens,
+                                pricing=prompt.profile.pricing, entry=entry, started=started)
+        return admission
+
+    def _count(self, entry: dict[str, Any] | None) -> None:
+        if entry is not None and entry.get("fault"):
+            self.metrics.faults.labels(entry["fault"]).inc()
+        if entry is not None and entry.get("rate_limited"):
+            self.metrics.rate_limited.inc()

@@ -12,9 +12,10 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Literal
 
-from llmsim.backends.cassette import Cassette, canonical, normalised, request_key
+from llmsim.backends.cassette import Cassette, normalised, request_key
 from llmsim.backends.relay import Exchange
 from llmsim.errors import APIError
+from llmsim.wire import canonical
 
 Mode = Literal["normalised", "exact", "sequence"]
 MODES: tuple[Mode, ...] = ("normalised", "exact", "sequence")

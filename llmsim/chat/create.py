@@ -1,0 +1,145 @@
+"""POST /chat/completions, the one place that runs it: the same prompt rules, backends, scenarios, pacing, rate
+limits and faults as /responses, on the one pipeline; its transport is llmsim/api/chat.py."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import closing
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from llmsim.chaos.faults import Admission
+from llmsim.chat import completions as chat
+from llmsim.chat.schema import ChatRequest
+from llmsim.errors import APIError
+from llmsim.generation import Delta, Prompt
+from llmsim.request import Answer, ApiRequest, attach
+from llmsim.responses.events import dumps
+from llmsim.runtime.fairness import fair
+from llmsim.runtime.waits import ClientGone
+from llmsim.timing.profiles import Profile
+
+if TYPE_CHECKING:  # the pipeline runs what this module asks of it; nothing below imports this
+    from llmsim.pipeline import Pipeline
+
+log = logging.getLogger("llmsim")
+CHUNK = "chat.completion.chunk"
+SerializedEvent = tuple[str, str]
+
+
+@dataclass
+class Made:
+    """A request admitted (scenarios, rate limits, faults) and its completion's chunks, not yet drawn."""
+
+    completion: chat.Completion
+    events: Iterator[SerializedEvent]
+    admission: Admission
+
+
+def create(pipeline: Pipeline, asked: ApiRequest) -> Answer:
+    """The answer: a relayed one, an SSE stream, or the completion's JSON (its Redis writes held when nothing
+    paces it, and made again if the fleet's chaos changed meanwhile)."""
+    relayed, admitted = pipeline.relay("chat/completions", asked, raw=True)
+    if relayed is not None:
+        return Answer(relayed=relayed, ticket=admitted.ticket if admitted else None)
+    request = chat.parse(asked.body)
+    profile = pipeline.catalog.resolve(request.model)
+    prompt = chat.build_prompt(request, profile, pipeline.seed if asked.seed is None else asked.seed)
+    prompt = replace(prompt, text_mode=asked.text_mode or prompt.text_mode)
+    paced = pipeline.pacer.paces(prompt, asked.speed)
+    whole = not request.stream and not paced
+    if whole:
+        pipeline.hold()  # its admission goes to Redis with its request log entry as it is answered: one round trip
+
+    def make() -> Made:
+        return _made(pipeline, asked, request, profile, prompt, whole, admitted)
+
+    made = make()
+    if request.stream:  # nothing paces, slows or cuts it: its frames go out in as few writes as fit
+        return Answer(frames=_frames(fair(made.events)), together=not paced and made.admission.stream_fault is None,
+                      ticket=made.admission.ticket)
+    try:
+        made, failed = pipeline.finish(made, make, _drained)
+    except BaseException as unavailable:  # Redis away, say: the first ticket, where the drain attached none
+        attach(unavailable, made.admission.ticket)
+        raise
+    if failed is not None:
+        error = APIError(ErrorChunk.message(failed), status=500, type="server_error")
+        attach(error, made.admission.ticket)
+        raise error
+    return Answer(body=made.completion.body(), ticket=made.admission.ticket)
+
+
+def _drained(made: Made) -> str | None:
+    """The chunks drawn (the choices keep what they said); the error chunk's data when the answer ended in one."""
+    try:
+        for kind, data in made.events:
+            if kind == "error":
+                return data
+    except BaseException as error:
+        attach(error, made.admission.ticket)
+        raise
+    return None
+
+
+def _made(pipeline: Pipeline, asked: ApiRequest, request: ChatRequest, profile: Profile, prompt: Prompt,
+          whole: bool, admitted: Admission | None) -> Made:
+    prompt, admission = pipeline.direct_and_admit("chat.completions", prompt, asked, bool(request.stream), whole,
+                                                  admitted)
+
+    def deltas(choice_prompt: Prompt) -> Iterator[Delta]:
+        return admission.deltas(pipeline.generate(choice_prompt, asked.speed))
+
+    completion = chat.Completion(request, profile, prompt)
+    chunks = _chunks(completion, chat.choice_prompts(prompt, request.n or 1), deltas)
+    return Made(completion, admission.events(ErrorChunk(), chunks, ErrorChunk.dumps), admission)  # type: ignore[arg-type]
+
+
+def _chunks(completion: chat.Completion, prompts: list[Prompt],
+            deltas: Callable[[Prompt], Iterator[Delta]]) -> Iterator[SerializedEvent]:
+    """Every choice's chunks, choice after choice, then the usage chunk when stream_options asks for it."""
+    try:
+        for index, choice_prompt in enumerate(prompts):
+            with closing(deltas(choice_prompt)) as stream:  # type: ignore[type-var]
+                for chunk in completion.chunks(stream, index):
+                    yield CHUNK, dumps(chunk)
+    except ClientGone:  # the client left mid-wait, or a fault cuts the stream: no failure of the model
+        raise
+    except Exception:  # noqa: BLE001 - a backend failure mid-way becomes the stream's error chunk, not its details
+        log.exception("generation failed")
+        event = ErrorChunk.error("server_error", "The model failed to generate a response.")
+        yield "error", ErrorChunk.dumps(event)
+        return
+    if completion.include_usage:
+        yield CHUNK, dumps(completion.usage_chunk())
+
+
+def _frames(events: Iterator[SerializedEvent]) -> Iterator[str]:
+    """`data: CHUNK` lines, then `data: [DONE]` unless the stream ended in an error."""
+    last = None
+    for last, data in events:  # noqa: B007 - the last kind says how the stream ended
+        yield f"data: {data}\n\n"
+    if last != "error":
+        yield "data: [DONE]\n\n"
+
+
+class ErrorChunk:
+    """How a chat stream ends in error (`data: {"error": {...}}`, which the SDK raises on); it stands in for the
+    event builder when an injected stream fault ends the stream."""
+
+    @staticmethod
+    def error(code: str | None, message: str, param: str | None = None) -> dict[str, Any]:
+        return {"type": "error", "error": {"message": message, "type": "server_error", "param": param, "code": code}}
+
+    def fail(self, code: str, message: str) -> Iterator[dict[str, Any]]:
+        yield self.error(code, message)
+
+    @staticmethod
+    def dumps(event: dict[str, Any]) -> str:
+        return dumps({"error": event["error"]})
+
+    @staticmethod
+    def message(data: str) -> str:
+        return str(json.loads(data)["error"]["message"])
