@@ -114,3 +114,15 @@ def test_mlx_bench() -> None:
     cells = row(out, "2")  # two concurrent streams, on LLMSim and on mlx_lm's server
     assert positive([float(cells[1]), float(cells[4])]), cells
 
+
+
+def test_crossings() -> None:
+    """The road's length is counted, and nothing below the transport calls back up into it."""
+    done = subprocess.run([sys.executable, "-m", "bench.crossings"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    for kind in ("plain", "stream"):
+        modules, calls, upward = figures(kind + r": (\d+) modules, (\d+) calls from one module into another, "
+                                         r"(\d+) of them upward", done.stdout)
+        assert modules > 10 and calls > modules, done.stdout
+        assert upward == 0, done.stdout
