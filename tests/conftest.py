@@ -34,6 +34,23 @@ def start_server() -> Iterator[Callable[..., ServerProcess]]:
         process.stop()
 
 
+@pytest.fixture(scope="module")
+def shared_server() -> Iterator[Callable[..., ServerProcess]]:
+    """`start_server` for a module whose tests need no fresh server: one server per set of flags and environment,
+    started at its first use and stopped after the module (a start costs a core 1.5 s)."""
+    started: dict[tuple[tuple[str, ...], tuple[tuple[str, str], ...]], ServerProcess] = {}
+
+    def start(*flags: str, env: dict[str, str] | None = None) -> ServerProcess:
+        key = (flags, tuple(sorted((env or {}).items())))
+        if key not in started:
+            started[key] = ServerProcess("--speed", "0", *flags, env=env).start()
+        return started[key]
+
+    yield start
+    for process in started.values():
+        process.stop()
+
+
 @pytest.fixture
 def sdk_client(start_server: Callable[..., ServerProcess]) -> Iterator[Callable[..., openai.OpenAI]]:
     """`sdk_client(server, api_key=..., **options)`: openai clients (no retries unless asked) closed before the
