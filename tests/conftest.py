@@ -1,11 +1,66 @@
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import fcntl
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Generator, Iterator
+from typing import IO
 
 import openai
 import pytest
 
 from llmsim.testing import ServerProcess
+
+
+# Modules whose tests time a paced stream or a timer to the millisecond. Under pytest-xdist such a module runs
+# alone: the other test processes finish the test they are in and wait until it is done, so it sees no more load
+# than in one process (two of them failed in one of two runs of four processes on 2 cores).
+ALONE = frozenset({"test_ticks.py", "test_sockets.py", "test_paced_writer.py"})
+LOCKS = "LLMSIM_TEST_LOCKS"  # the directory of the processes' lock files, made by the xdist controller
+_alone: list[IO[str]] = []  # the lock files this process holds while its module runs alone
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        os.environ[LOCKS] = tempfile.mkdtemp(prefix="llmsim-tests-")  # the workers, started later, inherit it
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput") and LOCKS in os.environ:
+        shutil.rmtree(os.environ.pop(LOCKS), ignore_errors=True)
+
+
+def _locks(directory: str, mode: int) -> list[IO[str]]:
+    """The gate, then the turn, in `mode`. The gate lets no new shared turn in while an exclusive one waits, so
+    that one waits only for the tests already running; a shared turn leaves the gate once it has the turn."""
+    gate, turn = (open(os.path.join(directory, name), "a") for name in ("gate", "turn"))
+    fcntl.flock(gate, mode)
+    fcntl.flock(turn, mode)
+    if mode == fcntl.LOCK_SH:
+        gate.close()
+        return [turn]
+    return [gate, turn]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, object, object]:
+    """Each test, its fixtures' setup and teardown included, holds a shared turn; a module of ALONE holds an
+    exclusive one from its first test to its last."""
+    directory = os.environ.get(LOCKS)
+    if directory is None:
+        return (yield)
+    alone = item.path.name in ALONE
+    if alone and not _alone:
+        _alone.extend(_locks(directory, fcntl.LOCK_EX))
+    held = [] if alone else _locks(directory, fcntl.LOCK_SH)
+    try:
+        return (yield)
+    finally:
+        if alone and (nextitem is None or nextitem.path != item.path):
+            held, _alone[:] = _alone[:], []
+        for lock in held:
+            lock.close()  # closing the file lets its lock go
 
 
 @pytest.fixture(scope="session")
