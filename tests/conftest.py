@@ -21,6 +21,17 @@ LOCKS = "LLMSIM_TEST_LOCKS"  # the directory of the processes' lock files, made 
 _alone: list[IO[str]] = []  # the lock files this process holds while its module runs alone
 
 
+# The longest modules, a minute or more of a process each on a loaded machine, go first: started last (the order
+# is alphabetical), one of them ran on alone while the other processes had finished.
+FIRST = ("test_proxy_replay.py", "test_mlx.py", "test_redis.py", "test_store_state.py", "test_metrics.py",
+         "test_sqlite.py", "test_stalls.py", "test_serve.py", "test_plugin.py", "test_plugin_cassettes.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(FIRST)))  # stable: the rest keep their order
+
+
 def pytest_configure(config: pytest.Config) -> None:
     if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
         os.environ[LOCKS] = tempfile.mkdtemp(prefix="llmsim-tests-")  # the workers, started later, inherit it
