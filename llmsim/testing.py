@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import socket
 import ssl
 import subprocess
@@ -22,7 +23,12 @@ def free_port() -> int:
 
 
 class ServerProcess:
-    """`with ServerProcess("--seed", "7") as server: server.base_url` → a running server, stopped on exit."""
+    """`with ServerProcess("--seed", "7") as server: server.base_url` → a running server, stopped on exit.
+
+    It is up once `/llmsim/health` answers: a probe that /metrics does not count (a probe of `/models` that timed
+    out on a loaded machine and came again was counted twice). `stop()` ends it at once, as gunicorn does on
+    SIGINT, without the graceful wait of SIGTERM (up to a second for a worker to notice, and more while a client
+    keeps a connection open): a test about that wait sends SIGTERM itself."""
 
     def __init__(self, *flags: str, env: dict[str, str] | None = None, startup_timeout: float = 30.0) -> None:
         self.flags = flags
@@ -51,12 +57,12 @@ class ServerProcess:
             if self.process.poll() is not None:
                 raise RuntimeError(f"llmsim exited with {self.process.returncode}:\n{self.log()}")
             try:
-                with urllib.request.urlopen(f"{self.base_url}/models", timeout=1):
+                with urllib.request.urlopen(f"{self.url}/llmsim/health", timeout=1):
                     return self
             except urllib.error.HTTPError:
-                return self  # it answers (with an auth error, say): it is up
+                return self  # it answers (a 503 while its Redis is away, say): it is up
             except OSError:
-                time.sleep(0.05)
+                time.sleep(0.02)
         self.stop()
         raise RuntimeError(f"llmsim did not start within {self.startup_timeout}s")
 
@@ -67,7 +73,7 @@ class ServerProcess:
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:
-            self.process.terminate()
+            self.process.send_signal(signal.SIGINT)  # gunicorn's quick stop; its workers exit on SIGQUIT
             try:
                 self.process.wait(timeout=10)
             except subprocess.TimeoutExpired:

@@ -1,11 +1,86 @@
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import fcntl
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Generator, Iterator
+from typing import IO
 
 import openai
 import pytest
 
 from llmsim.testing import ServerProcess
+
+# Modules whose tests time a paced stream or a timer to the millisecond, and a test that fits a profile to the
+# timing it records. Under pytest-xdist each runs alone: the other test processes finish the test they are in and
+# wait until it is done, so it sees no more load than in one process (with four processes on 2 cores, two of the
+# modules' tests failed in one of two runs; the fit, run beside test_mlx's decoding, fitted a TTFT of 0.01 ms).
+ALONE = frozenset({"test_ticks.py", "test_sockets.py", "test_paced_writer.py",
+                   "test_proxy_replay.py::test_profile_fit_recovers_the_upstream_profile"})
+LOCKS = "LLMSIM_TEST_LOCKS"  # the directory of the processes' lock files, made by the xdist controller
+_alone: list[IO[str]] = []  # the lock files this process holds while its module runs alone
+
+
+# The longest modules, a minute or more of a process each on a loaded machine, go first: started last (the order
+# is alphabetical), one of them ran on alone while the other processes had finished.
+FIRST = ("test_proxy_replay.py", "test_mlx.py", "test_redis.py", "test_store_state.py", "test_metrics.py",
+         "test_sqlite.py", "test_stalls.py", "test_serve.py", "test_plugin.py", "test_plugin_cassettes.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(FIRST)))  # stable: the rest keep their order
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        os.environ[LOCKS] = tempfile.mkdtemp(prefix="llmsim-tests-")  # the workers, started later, inherit it
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput") and LOCKS in os.environ:
+        shutil.rmtree(os.environ.pop(LOCKS), ignore_errors=True)
+
+
+def _locks(directory: str, mode: int) -> list[IO[str]]:
+    """The gate, then the turn, in `mode`. The gate lets no new shared turn in while an exclusive one waits, so
+    that one waits only for the tests already running; a shared turn leaves the gate once it has the turn."""
+    gate, turn = (open(os.path.join(directory, name), "a") for name in ("gate", "turn"))  # noqa: SIM115  # held open past this call: closing lets the lock go
+    fcntl.flock(gate, mode)
+    fcntl.flock(turn, mode)
+    if mode == fcntl.LOCK_SH:
+        gate.close()
+        return [turn]
+    return [gate, turn]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, object, object]:
+    """Each test, its fixtures' setup and teardown included, holds a shared turn; an entry of ALONE holds an
+    exclusive one from its first test to its last."""
+    directory = os.environ.get(LOCKS)
+    if directory is None:
+        return (yield)
+    alone = _alone_as(item)
+    if alone and not _alone:
+        _alone.extend(_locks(directory, fcntl.LOCK_EX))
+    held = [] if alone else _locks(directory, fcntl.LOCK_SH)
+    try:
+        return (yield)
+    finally:
+        if alone and (nextitem is None or _alone_as(nextitem) != alone):
+            held, _alone[:] = _alone[:], []
+        for lock in held:
+            lock.close()  # closing the file lets its lock go
+
+
+def _alone_as(item: pytest.Item) -> str | None:
+    """The entry of ALONE that the test is run alone by: its module, or itself."""
+    for name in (item.path.name, f"{item.path.name}::{item.name}"):
+        if name in ALONE:
+            return name
+    return None
 
 
 @pytest.fixture(scope="session")
@@ -31,6 +106,23 @@ def start_server() -> Iterator[Callable[..., ServerProcess]]:
 
     yield start
     for process in started:
+        process.stop()
+
+
+@pytest.fixture(scope="module")
+def shared_server() -> Iterator[Callable[..., ServerProcess]]:
+    """`start_server` for a module whose tests need no fresh server: one server per set of flags and environment,
+    started at its first use and stopped after the module (a start costs a core 1.5 s)."""
+    started: dict[tuple[tuple[str, ...], tuple[tuple[str, str], ...]], ServerProcess] = {}
+
+    def start(*flags: str, env: dict[str, str] | None = None) -> ServerProcess:
+        key = (flags, tuple(sorted((env or {}).items())))
+        if key not in started:
+            started[key] = ServerProcess("--speed", "0", *flags, env=env).start()
+        return started[key]
+
+    yield start
+    for process in started.values():
         process.stop()
 
 

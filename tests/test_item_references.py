@@ -24,11 +24,17 @@ def ref(item_id: str) -> dict[str, str]:
     return {"type": "item_reference", "id": item_id}
 
 
+@pytest.fixture(scope="module")
+def sqlite_store(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return f"sqlite:///{tmp_path_factory.mktemp('store') / 'store.db'}"
+
+
 @pytest.fixture(params=["memory", "sqlite"])
-def store_client(request: pytest.FixtureRequest, tmp_path: Path, start_server: Callable[..., ServerProcess],
+def store_client(request: pytest.FixtureRequest, sqlite_store: str, shared_server: Callable[..., ServerProcess],
                  sdk_client: Callable[..., openai.OpenAI]) -> openai.OpenAI:
-    flags = ("--store", f"sqlite:///{tmp_path / 'store.db'}") if request.param == "sqlite" else ()
-    return sdk_client(start_server(*flags))
+    """One server per store for the module: each test refers only to items it stored itself."""
+    flags = ("--store", sqlite_store) if request.param == "sqlite" else ()
+    return sdk_client(shared_server(*flags))
 
 
 def test_references_to_items_of_any_stored_response(store_client: openai.OpenAI) -> None:

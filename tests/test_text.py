@@ -18,6 +18,12 @@ from llmsim.testing import ServerProcess
 FENCE = re.compile(r"```(\w+)\n(.*?)\n```", re.S)
 
 
+@pytest.fixture
+def start_server(shared_server: Callable[..., ServerProcess]) -> Callable[..., ServerProcess]:
+    """A seed header or the server's flags fix every text asked of these servers: the module's tests share them."""
+    return shared_server
+
+
 def answer(client: openai.OpenAI, question: str, mode: str | None = None, seed: str = "1", **kwargs: object) -> str:
     headers = {"X-LLMSim-Seed": seed, **({"X-LLMSim-Text-Mode": mode} if mode else {})}
     return client.responses.create(model="gpt-4o", input=question, extra_headers=headers, **kwargs).output_text

@@ -28,17 +28,24 @@ def cell_of(item: pytest.Item) -> tuple[str, str] | None:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
                               ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """The report carries its cell: under pytest-xdist it is counted in the controller, which has no items."""
     report = yield
     cell_key = cell_of(item)
-    if cell_key is not None and (report.when == "call" or report.failed):
-        client, feature = cell_key
-        cell = _outcomes.setdefault(client, {}).setdefault(feature, {})
-        if cell.get(item.name) != "failed":
-            cell[item.name] = "passed" if report.passed else "failed"
+    if cell_key is not None:
+        report.llmsim_cell = (*cell_key, item.name)
     return report
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    cell_key = getattr(report, "llmsim_cell", None)
+    if cell_key is not None and (report.when == "call" or report.failed):
+        client, feature, name = cell_key
+        cell = _outcomes.setdefault(client, {}).setdefault(feature, {})
+        if cell.get(name) != "failed":
+            cell[name] = "passed" if report.passed else "failed"
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     target = os.environ.get("LLMSIM_CLIENTS_MATRIX")
-    if target and _outcomes:
+    if target and _outcomes and not hasattr(session.config, "workerinput"):  # not in an xdist worker
         matrix.write(_outcomes, Path(target))
