@@ -132,7 +132,7 @@ class Pipeline:
     def direct_and_admit(self, endpoint: str, prompt: Prompt, asked: ApiRequest, stream: bool, whole: bool = False,
                          admitted: Admission | None = None) -> tuple[Prompt, Admission]:
         """Scenarios, then rate limits and faults (the gate's): what every surface applies between the prompt and
-        the backend. `whole`: nothing of the answer leaves or waits before it is made (see ChaosState.admit)."""
+        the backend. `whole`: nothing of the answer leaves or waits before it is made (see ChaosState.decide)."""
         return self.gate.direct_and_admit(endpoint, prompt, asked, stream, whole, admitted)
 
     def generate(self, prompt: Prompt, speed: float | None = None, runs: bool = False,
