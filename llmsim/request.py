@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from llmsim.chaos.state import ChaosState
     from llmsim.pipeline import Run
 
-SerializedEvent = tuple[str, Any]
+SerializedEvent = tuple[str, Any]  # (event type, its JSON text; or PACED_TEXT and a paced run, passed through)
 log = logging.getLogger("llmsim")
 TICKET = "llmsim_ticket"  # the attribute an error raised after admission carries its Ticket in
 

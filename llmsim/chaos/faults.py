@@ -24,6 +24,7 @@ from llmsim.chaos.ratelimit import RateLimitConfig, duration, retry_after_header
 from llmsim.config import Settings
 from llmsim.errors import APIError
 from llmsim.generation import Delta, Finish, expand
+from llmsim.request import SerializedEvent
 from llmsim.responses.events import TERMINAL, EventBuilder
 from llmsim.runtime import waits
 
@@ -31,7 +32,6 @@ if TYPE_CHECKING:
     from llmsim.metrics.meter import Meter
     from llmsim.request import Ticket
 
-SerializedEvent = tuple[str, Any]  # (event type, its JSON text; or PACED_TEXT and a paced run, passed through)
 
 Kind = Literal[
     "rate_limit", "insufficient_quota", "server_error", "bad_gateway", "overloaded", "slow_down",

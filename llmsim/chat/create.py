@@ -16,7 +16,7 @@ from llmsim.chat.schema import ChatRequest
 from llmsim.errors import APIError
 from llmsim.generation import Delta, Prompt
 from llmsim.request import Answer, ApiRequest, attach
-from llmsim.responses.events import dumps
+from llmsim.responses.events import SerializedEvent, dumps
 from llmsim.runtime.fairness import fair
 from llmsim.runtime.waits import ClientGone
 from llmsim.timing.profiles import Profile
@@ -26,7 +26,6 @@ if TYPE_CHECKING:  # the pipeline runs what this module asks of it; nothing belo
 
 log = logging.getLogger("llmsim")
 CHUNK = "chat.completion.chunk"
-SerializedEvent = tuple[str, str]
 
 
 @dataclass

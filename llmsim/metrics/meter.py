@@ -19,11 +19,10 @@ from typing import Any
 from llmsim.chaos.faults import Admission
 from llmsim.generation import Finish, Prompt
 from llmsim.metrics.registry import ITL_BUCKETS, Metrics
-from llmsim.request import ticket_of
+from llmsim.request import SerializedEvent, ticket_of
 from llmsim.responses.events import PACED_TEXT
 from llmsim.timing.pricing import Pricing
 
-SerializedEvent = tuple[str, Any]  # a PacedText (llmsim/responses/events.py) is no string
 FINISHED = {"stop": "stop", "tool_calls": "stop", "length": "length"}  # vLLM's reasons; anything else: abort
 CHUNK = "chat.completion.chunk"
 TEXT, OTHER, LOOK = 1, 0, 2  # an event type carries tokens, does not, or (a chat chunk) its data says
