@@ -8,8 +8,9 @@
 
 `llmsim_server` (one per session) runs a real server on a free port with the flags of the
 `llmsim_flags` fixture (override it in a conftest.py); `llmsim` is the per-test handle and
-starts each test with no scenario, no faults and an empty transcript. The openai SDK is
-imported only when a test uses the fixtures, so the plugin costs nothing elsewhere.
+starts each test with no scenario, no faults and an empty transcript. Loading the plugin imports
+only pytest and this module (a pytest run that uses no fixture of it pays ~5 ms): the server's
+launcher, httpx and the openai SDK are imported when a test first uses a fixture.
 
 Record once, replay afterwards:
 
@@ -32,11 +33,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from llmsim.testing import ServerProcess
-
 if TYPE_CHECKING:
     import httpx
     import openai
+
+    from llmsim.testing import ServerProcess
 
 ADMIN = "/llmsim/admin"
 
@@ -168,6 +169,8 @@ def llmsim_cassette(request: pytest.FixtureRequest) -> Iterator[LLMSim]:
                         f"(and --llmsim-upstream URL)", pytrace=False)
         flags = ("--backend", "replay", "--cassettes", str(directory), "--speed",
                  str(marker.kwargs.get("speed", 0)))
+    from llmsim.testing import ServerProcess
+
     with ServerProcess(*flags) as server:
         handle = LLMSim(server)
         try:
@@ -184,6 +187,8 @@ def llmsim_flags() -> tuple[str, ...]:
 
 @pytest.fixture(scope="session")
 def llmsim_server(llmsim_flags: tuple[str, ...]) -> Iterator[ServerProcess]:
+    from llmsim.testing import ServerProcess
+
     with ServerProcess(*llmsim_flags) as server:
         yield server
 

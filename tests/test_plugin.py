@@ -3,6 +3,9 @@ set per test and reset between tests, and the requests the server received can b
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from importlib.metadata import entry_points
 from pathlib import Path
 
@@ -40,6 +43,21 @@ def test_each_test_starts_clean(llmsim):
 def test_registered_by_entry_point() -> None:
     plugins = {e.name: e.value for e in entry_points(group="pytest11")}
     assert plugins.get("llmsim") == "llmsim.pytest_plugin"
+
+
+def test_loading_the_plugin_imports_nothing_heavy() -> None:
+    """Installed, the plugin loads in every pytest run of the environment: one that uses no fixture of it must
+    not pay for the server, its web stack or the SDK (they cost ~1.5 s of a core when the plugin imported them)."""
+    probe = ("import json, sys, pytest; before = set(sys.modules); import llmsim.pytest_plugin; "
+             "print(json.dumps(sorted(set(sys.modules) - before)))")
+    added = set(json.loads(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                                          check=True).stdout))
+    assert {name for name in added if name.startswith("llmsim")} == {"llmsim", "llmsim.config",
+                                                                     "llmsim.pytest_plugin"}
+    assert {name.split(".")[0] for name in added} <= {"llmsim", *sys.stdlib_module_names}, added
+    heavy = {"flask", "faker", "gunicorn", "gevent", "openai", "httpx", "pydantic", "tiktoken", "yaml",
+             "llmsim.app", "llmsim.testing", "ssl"}
+    assert heavy.isdisjoint(added)
 
 
 def test_fixture_in_a_fresh_pytest_run(pytester: pytest.Pytester) -> None:
