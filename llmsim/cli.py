@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import ipaddress
+import math
 import os
+import socket
 import sqlite3
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
+from urllib.parse import urlsplit
 
 from llmsim.backends import BACKENDS
 from llmsim.backends.cassette import load as load_cassettes
@@ -25,18 +31,57 @@ def _env(name: str, default: object) -> object:
     return os.environ.get(f"LLMSIM_{name.upper()}", default)
 
 
+class _Parser(argparse.ArgumentParser):
+    """A bad flag is one line naming it and what it allows, not the usage and a traceback-like paragraph."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"llmsim: {message.removeprefix('argument ')} (see {self.prog} --help)\n")
+
+
 def _speed(value: str) -> float:
-    speed = float(value)
+    try:
+        speed = float(value)
+    except ValueError:
+        speed = math.nan
     if not valid_speed(speed):
-        raise argparse.ArgumentTypeError(f"speed must be {SPEED_EXPECTED}, got {value}")
+        raise argparse.ArgumentTypeError(f"speed must be {SPEED_EXPECTED}, got {value!r}")
     return speed
 
 
-def _seconds(value: str) -> float:
-    seconds = float(value)
-    if not 0 < seconds <= 3600:
-        raise argparse.ArgumentTypeError(f"expected seconds from 0 to 3600, got {value}")
-    return seconds
+def _number(kind: type[int] | type[float], low: float | None = None, high: float | None = None, *,
+            above: bool = False) -> Callable[[str], float]:
+    """An argparse type: a finite `kind` from `low` (excluded when `above`) to `high`, or an error saying so."""
+    words = "an integer" if kind is int else "a number"
+    if low is not None and high is not None:
+        allowed = f"{words} {'above' if above else 'from'} {low:g}{' up' if above else ''} to {high:g}"
+    elif low is not None:
+        allowed = f"{words} {'above' if above else 'of at least'} {low:g}"
+    else:
+        allowed = words
+
+    def parse(value: str) -> float:
+        try:
+            number = kind(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {allowed}, got {value!r}") from None
+        if not (math.isfinite(number) and (low is None or (number > low if above else number >= low))
+                and (high is None or number <= high)):
+            raise argparse.ArgumentTypeError(f"expected {allowed}, got {value!r}")
+        return number
+
+    parse.__name__ = kind.__name__  # argparse names the type in its own messages
+    return parse
+
+
+_seconds = _number(float, 0, 3600, above=True)
+MAX_WORKERS = 256  # processes, each a full server: more is a typo, not a machine
+
+
+def _url(value: str) -> str:
+    parts = urlsplit(value)
+    if value and parts.scheme not in ("http", "https") or not parts.hostname:
+        raise argparse.ArgumentTypeError(f"expected an http:// or https:// URL, got {value!r}")
+    return value
 
 
 def _flag(value: object) -> bool:
@@ -48,12 +93,13 @@ def _paths(value: str) -> list[Path]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="llmsim", description="OpenAI-compatible Responses API server.")
+    parser = _Parser(prog="llmsim", description="OpenAI-compatible Responses API server.")
     commands = parser.add_subparsers(dest="command", required=True)
-    serve = commands.add_parser("serve", help="run the server", formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    serve = commands.add_parser("serve", help="run the server", formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+                                usage="%(prog)s [options]  (every flag also reads LLMSIM_<FLAG>)")
     d = Settings()
     serve.add_argument("--host", default=_env("host", d.host), help="address to bind (LLMSIM_HOST)")
-    serve.add_argument("--port", type=int, default=_env("port", d.port), help="port (LLMSIM_PORT)")
+    serve.add_argument("--port", type=_number(int, 1, 65535), default=_env("port", d.port), help="port (LLMSIM_PORT)")
     serve.add_argument("--backend", choices=BACKENDS, default=_env("backend", d.backend),
                        help="generation backend (LLMSIM_BACKEND)")
     serve.add_argument("--model", action="append", default=None, metavar="[ALIAS=]PATH_OR_ID",
@@ -64,15 +110,17 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--trust-remote-code", action="store_true",
                        default=_flag(_env("trust_remote_code", False)),
                        help="mlx: allow a model's own architecture file (LLMSIM_TRUST_REMOTE_CODE)")
-    serve.add_argument("--decode-concurrency", type=int, default=_env("decode_concurrency", d.decode_concurrency),
+    serve.add_argument("--decode-concurrency", type=_number(int, 1),
+                       default=_env("decode_concurrency", d.decode_concurrency),
                        help="mlx: sequences decoded together per model; more wait for a slot "
                             "(LLMSIM_DECODE_CONCURRENCY)")
-    serve.add_argument("--prompt-concurrency", type=int, default=_env("prompt_concurrency", d.prompt_concurrency),
+    serve.add_argument("--prompt-concurrency", type=_number(int, 1),
+                       default=_env("prompt_concurrency", d.prompt_concurrency),
                        help="mlx: prompts prefilled together per model (LLMSIM_PROMPT_CONCURRENCY)")
     serve.add_argument("--profiles-dir", type=_paths, action="extend", default=None,
                        help=f"extra profile directories, added to {DEFAULT_PROFILES_DIR} (LLMSIM_PROFILES_DIR, "
                             f"'{os.pathsep}'-separated)")
-    serve.add_argument("--seed", type=int, default=_env("seed", None),
+    serve.add_argument("--seed", type=_number(int), default=_env("seed", None),
                        help="make every response deterministic (LLMSIM_SEED); per request: X-LLMSim-Seed header")
     serve.add_argument("--speed", type=_speed, default=_env("speed", d.speed),
                        help="pacing multiplier: 0 = no waiting, 1 = realistic, 10 = ten times faster (LLMSIM_SPEED);"
@@ -85,10 +133,11 @@ def build_parser() -> argparse.ArgumentParser:
                             "sqlite:////abs/path.db, which survives restarts and is shared by workers, or "
                             "redis://[:password@]host:port/db (rediss:// for TLS), where a fleet of servers shares "
                             "all state, chaos included (LLMSIM_STORE)")
-    serve.add_argument("--store-max-entries", type=int, default=_env("store_max_entries", d.store_max_entries),
+    serve.add_argument("--store-max-entries", type=_number(int, 0),
+                       default=_env("store_max_entries", d.store_max_entries),
                        help="responses kept in the store, the oldest finished evicted first, unfinished never; "
                             "0 stores nothing (LLMSIM_STORE_MAX_ENTRIES)")
-    serve.add_argument("--store-ttl", type=float, default=_env("store_ttl", d.store_ttl_seconds),
+    serve.add_argument("--store-ttl", type=_number(float, 0), default=_env("store_ttl", d.store_ttl_seconds),
                        help="seconds a stored response lives; 0 = forever (LLMSIM_STORE_TTL)")
     serve.add_argument("--api-key", default=_env("api_key", None),
                        help="require this bearer key (LLMSIM_API_KEY); several comma-separated, each seeing only the "
@@ -101,29 +150,30 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--fault", action="append", default=None,
                        help="a fault rule, KIND;key=value;... e.g. '500;first=2', repeatable (LLMSIM_FAULT, "
                             "space-separated); per request: X-LLMSim-Fault header")
-    serve.add_argument("--rpm", type=int, default=_env("rpm", None),
+    serve.add_argument("--rpm", type=_number(int, 1), default=_env("rpm", None),
                        help="requests per minute per API key and model; unset = unlimited (LLMSIM_RPM)")
-    serve.add_argument("--tpm", type=int, default=_env("tpm", None),
+    serve.add_argument("--tpm", type=_number(int, 1), default=_env("tpm", None),
                        help="tokens per minute per API key and model; unset = unlimited (LLMSIM_TPM)")
     serve.add_argument("--scenario", type=Path, default=_env("scenario", None),
                        help="YAML/JSON scripted scenario to play (LLMSIM_SCENARIO); admin API: /llmsim/admin/scenarios")
-    serve.add_argument("--tool-call-rate", type=float, default=_env("tool_call_rate", d.tool_call_rate),
+    serve.add_argument("--tool-call-rate", type=_number(float, 0, 1), default=_env("tool_call_rate", d.tool_call_rate),
                        help="sim: chance (0-1) of calling a tool the input did not ask for, under tool_choice auto "
                             "(LLMSIM_TOOL_CALL_RATE)")
     serve.add_argument("--text-mode", choices=TEXT_MODES, default=_env("text_mode", d.text_mode),
                        help="sim: prose shaped by the question, echo of the last user message, lorem filler or "
                             "faker sentences (LLMSIM_TEXT_MODE); per request: X-LLMSim-Text-Mode header")
-    serve.add_argument("--max-body-bytes", type=int, default=_env("max_body_bytes", d.max_body_bytes),
+    serve.add_argument("--max-body-bytes", type=_number(int, 1), default=_env("max_body_bytes", d.max_body_bytes),
                        help="largest request body accepted (LLMSIM_MAX_BODY_BYTES)")
-    serve.add_argument("--workers", type=int, default=_env("workers", d.workers),
+    serve.add_argument("--workers", type=_number(int, 1, MAX_WORKERS), default=_env("workers", d.workers),
                        help="worker processes; the memory store is per process (LLMSIM_WORKERS)")
-    serve.add_argument("--worker-connections", type=int, default=_env("worker_connections", d.worker_connections),
+    serve.add_argument("--worker-connections", type=_number(int, 1),
+                       default=_env("worker_connections", d.worker_connections),
                        help="open connections per worker; past it the one idle longest is closed, and a new one "
                             "gets a 503 when all are busy (LLMSIM_WORKER_CONNECTIONS)")
     serve.add_argument("--read-timeout", type=_seconds, default=_env("read_timeout", d.read_timeout),
                        help="seconds a request's head (idle keep-alive time included) and its body may take to "
                             "arrive; a slower one is closed, or gets a 408 (LLMSIM_READ_TIMEOUT)")
-    serve.add_argument("--upstream", default=_env("upstream", None),
+    serve.add_argument("--upstream", type=_url, default=_env("upstream", None),
                        help="proxy: the OpenAI-compatible base URL to forward to, e.g. https://api.openai.com/v1 "
                             "(LLMSIM_UPSTREAM)")
     serve.add_argument("--upstream-api-key-env", default=_env("upstream_api_key_env", d.upstream_api_key_env),
@@ -138,6 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--on-miss", choices=ON_MISS, default=_env("on_miss", d.on_miss),
                        help="replay: when no cassette matches, answer an error, simulate, or forward to --upstream "
                             "and record (LLMSIM_ON_MISS)")
+    _group_by_topic(serve)
     scenario = commands.add_parser("scenario", help="work with scripted scenarios")
     scenario_commands = scenario.add_subparsers(dest="action", required=True)
     validate = scenario_commands.add_parser("validate", help="check a scenario file and list its problems")
@@ -150,6 +201,38 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# `serve --help` by topic. A flag named in no topic is listed last, under "other options": add it to one here.
+TOPICS: dict[str, tuple[str, ...]] = {
+    "server": ("--host", "--port", "--workers", "--worker-connections", "--read-timeout", "--max-body-bytes",
+               "--graceful-timeout", "--ws-idle-timeout", "--allowed-hosts", "--cors-origins"),
+    "access": ("--api-key", "--admin-key"),
+    "generation": ("--backend", "--speed", "--seed", "--profiles-dir", "--strict-models", "--strict-params",
+                   "--text-mode", "--tool-call-rate"),
+    "chaos: faults, rate limits, scenarios": ("--faults", "--fault", "--rpm", "--tpm", "--scenario"),
+    "store": ("--store", "--store-max-entries", "--store-ttl"),
+    "mlx backend": ("--model", "--allow-download", "--trust-remote-code", "--decode-concurrency",
+                    "--prompt-concurrency"),
+    "proxy, record and replay": ("--upstream", "--upstream-api-key-env", "--record", "--cassettes", "--match",
+                                 "--on-miss"),
+}
+
+
+def _group_by_topic(parser: argparse.ArgumentParser) -> None:
+    """Moves each flag, added in the order of the code, into its topic's group (argparse lists groups in the
+    order they were made, each flag where it was added)."""
+    flags = {option: action for action in parser._actions for option in action.option_strings}
+    rest = parser._action_groups[1]  # "options": --help, and any flag of no topic
+    for title, options in TOPICS.items():
+        group = parser.add_argument_group(title)
+        for option in options:
+            if (action := flags.get(option)) is not None:
+                rest._group_actions.remove(action)
+                group._group_actions.append(action)
+    parser._action_groups.remove(rest)
+    parser._action_groups.append(rest)
+    rest.title = "other options" if len(rest._group_actions) > 1 else "options"
+
+
 def settings_from_args(args: argparse.Namespace) -> Settings:
     extra = list(args.profiles_dir or []) + _paths(str(_env("profiles_dir", "")))
     return Settings(
@@ -159,8 +242,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         models=args.model or [m for m in str(_env("model", "")).split(",") if m],
         allow_download=bool(args.allow_download),
         trust_remote_code=bool(args.trust_remote_code),
-        decode_concurrency=max(1, int(args.decode_concurrency)),
-        prompt_concurrency=max(1, int(args.prompt_concurrency)),
+        decode_concurrency=int(args.decode_concurrency),
+        prompt_concurrency=int(args.prompt_concurrency),
         profiles_dir=[DEFAULT_PROFILES_DIR, *extra],
         seed=None if args.seed is None else int(args.seed),
         speed=float(args.speed),
@@ -220,6 +303,27 @@ def relay_problem(settings: Settings) -> str | None:
     return None
 
 
+def bind_problem(settings: Settings) -> str | None:
+    """What stops the server listening on --host and --port, found before gunicorn starts (which would retry a
+    port in use for 5 s and then print a traceback). gunicorn binds with SO_REUSEADDR too, so a port that a
+    stopped server left in TIME_WAIT is free here as there."""
+    try:
+        family, kind, protocol, _, address = socket.getaddrinfo(settings.host, settings.port,
+                                                                type=socket.SOCK_STREAM)[0]
+    except (socket.gaierror, UnicodeError) as exc:
+        return f"--host: cannot resolve {settings.host!r}: {getattr(exc, 'strerror', None) or exc}"
+    with socket.socket(family, kind, protocol) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return f"--port: {settings.port} is in use on {settings.host}: stop what listens there, or choose " \
+                       "another port"
+            return f"--host: cannot listen on {settings.host}:{settings.port}: {exc.strerror or exc}"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "scenario":
@@ -251,6 +355,9 @@ def main(argv: list[str] | None = None) -> int:
         prepare_store(settings.store)  # a bad --store fails here, and workers find the schema made
     except (ValueError, sqlite3.Error) as exc:
         print(f"llmsim: --store: {exc}", file=sys.stderr)
+        return 2
+    if problem := bind_problem(settings):  # last: the others are problems even once the port is free
+        print(f"llmsim: {problem}", file=sys.stderr)
         return 2
     if warning := exposure_warning(settings):
         print(warning, file=sys.stderr, flush=True)

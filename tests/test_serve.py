@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import gc
 import os
 import socket
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from llmsim import server, tokens
+from llmsim import cli, server, tokens
 from llmsim.app import create_app
 from llmsim.config import Settings
 from llmsim.testing import ServerProcess, free_port
@@ -70,9 +71,10 @@ def test_serving_is_not_printed_when_the_port_is_taken() -> None:
         taken.listen()
         process = _serve(taken.getsockname()[1])
         output, _ = process.communicate(timeout=60)
-    assert process.returncode != 0
+    assert process.returncode == 2
     assert "serving" not in output
     assert "in use" in output
+    assert output.count("\n") == 1, output  # one line, at once: no gunicorn retries or traceback
 
 
 def test_a_worker_loads_the_default_encoding_before_its_first_request(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -94,3 +96,100 @@ def test_a_worker_loads_the_default_encoding_before_its_first_request(monkeypatc
     assert frozen == [[catalog.default.encoding]] == [["o200k_base"]]
     assert tokens.count("hello world", "cl100k_base") == 2  # loaded when first needed
     assert built == ["o200k_base", "cl100k_base"]
+
+
+BAD_FLAGS = [  # (flags, the flag named, what the line says is allowed)
+    (["--port", "99999"], "--port", "an integer from 1 to 65535"),
+    (["--port", "0"], "--port", "an integer from 1 to 65535"),
+    (["--port", "http"], "--port", "an integer from 1 to 65535"),
+    (["--workers", "0"], "--workers", "an integer from 1 to 256"),
+    (["--workers", "1000"], "--workers", "an integer from 1 to 256"),
+    (["--worker-connections", "0"], "--worker-connections", "an integer of at least 1"),
+    (["--rpm", "0"], "--rpm", "an integer of at least 1"),
+    (["--tpm", "-5"], "--tpm", "an integer of at least 1"),
+    (["--speed", "abc"], "--speed", "must be 0 or a number from 0.01 to 10000"),
+    (["--speed", "-1"], "--speed", "must be 0 or a number from 0.01 to 10000"),
+    (["--speed", "nan"], "--speed", "must be 0 or a number from 0.01 to 10000"),
+    (["--read-timeout", "0"], "--read-timeout", "a number above 0 up to 3600"),
+    (["--read-timeout", "inf"], "--read-timeout", "a number above 0 up to 3600"),
+    (["--max-body-bytes", "0"], "--max-body-bytes", "an integer of at least 1"),
+    (["--store-max-entries", "-1"], "--store-max-entries", "an integer of at least 0"),
+    (["--store-ttl", "-1"], "--store-ttl", "a number of at least 0"),
+    (["--store-ttl", "inf"], "--store-ttl", "a number of at least 0"),
+    (["--tool-call-rate", "1.5"], "--tool-call-rate", "a number from 0 to 1"),
+    (["--seed", "seven"], "--seed", "an integer"),
+    (["--decode-concurrency", "0"], "--decode-concurrency", "an integer of at least 1"),
+    (["--prompt-concurrency", "0"], "--prompt-concurrency", "an integer of at least 1"),
+    (["--upstream", "api.openai.com"], "--upstream", "an http:// or https:// URL"),
+    (["--backend", "gpt"], "--backend", "choose from 'sim', 'mlx', 'proxy', 'replay'"),
+    (["--text-mode", "poetry"], "--text-mode", "choose from 'prose', 'echo', 'lorem', 'faker'"),
+    (["--match", "fuzzy"], "--match", "choose from 'normalised', 'exact', 'sequence'"),
+    (["--on-miss", "retry"], "--on-miss", "choose from 'error', 'sim', 'proxy'"),
+    (["--host", "no-such-host.invalid"], "--host", "cannot resolve"),
+    (["--host", "192.0.2.1"], "--host", "cannot listen on 192.0.2.1"),  # TEST-NET-1: on no interface here
+]
+
+
+@pytest.mark.parametrize(("flags", "flag", "allowed"), BAD_FLAGS, ids=[" ".join(case[0]) for case in BAD_FLAGS])
+def test_a_bad_flag_is_one_line_and_exit_2_before_the_server_starts(
+        flags: list[str], flag: str, allowed: str, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(server, "serve", lambda _settings: pytest.fail("gunicorn started"))
+    try:
+        code = cli.main(["serve", "--port", str(free_port()), *flags])
+    except SystemExit as exit_:
+        code = exit_.code  # type: ignore[assignment]
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert out == ""
+    assert err.count("\n") == 1 and err.startswith(f"llmsim: {flag}: "), err
+    assert allowed in err
+
+
+def test_a_port_in_use_is_one_line_and_exit_2(monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(server, "serve", lambda _settings: pytest.fail("gunicorn started"))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert cli.main(["serve", "--port", str(port)]) == 2
+    assert capsys.readouterr().err == (f"llmsim: --port: {port} is in use on 127.0.0.1: stop what listens there, "
+                                       "or choose another port\n")
+
+
+def test_a_bad_environment_variable_names_its_flag(monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("LLMSIM_WORKERS", "0")
+    with pytest.raises(SystemExit) as exit_:
+        cli.build_parser().parse_args(["serve"])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.startswith("llmsim: --workers: expected an integer from 1 to 256, got '0'")
+
+
+def test_the_edges_of_every_range_are_accepted() -> None:
+    args = cli.build_parser().parse_args(
+        ["serve", "--port", "65535", "--workers", "256", "--worker-connections", "1", "--rpm", "1", "--tpm", "1",
+         "--speed", "0", "--read-timeout", "3600", "--max-body-bytes", "1", "--store-max-entries", "0",
+         "--store-ttl", "0", "--tool-call-rate", "1", "--seed", "-3", "--decode-concurrency", "1",
+         "--prompt-concurrency", "1", "--upstream", "http://127.0.0.1:9/v1"])
+    settings = cli.settings_from_args(args)
+    assert (settings.port, settings.workers, settings.rpm, settings.speed, settings.read_timeout) == (
+        65535, 256, 1, 0.0, 3600.0)
+    assert (settings.store_max_entries, settings.store_ttl_seconds, settings.tool_call_rate, settings.seed) == (
+        0, 0.0, 1.0, -3)
+    assert cli.settings_from_args(cli.build_parser().parse_args(["serve", "--speed", "10000"])).speed == 10000
+
+
+def test_serve_help_is_grouped_by_topic() -> None:
+    parser = cli.build_parser()
+    serve = next(action for action in parser._actions if isinstance(action, argparse._SubParsersAction))
+    text = serve.choices["serve"].format_help()
+    headings = [line[:-1] for line in text.splitlines() if line.endswith(":") and not line.startswith(" ")]
+    assert headings == [*cli.TOPICS, "options"]
+    for title, options in cli.TOPICS.items():  # each flag under its heading (flags not yet added are skipped)
+        section = text.split(f"\n{title}:\n")[1].split("\n\n")[0]
+        listed = [option for option in options if f"  {option}" in text]
+        assert listed and all(f"  {option}" in section for option in listed), title
+    assert text.split("\noptions:\n")[1].split()[:2] == ["-h,", "--help"]  # and nothing else in "options"
+    assert len(text.split("\noptions:\n")[1].strip().splitlines()) == 1
