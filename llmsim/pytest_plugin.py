@@ -26,6 +26,7 @@ flag the same test replays them; a request with no cassette fails the test with 
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,6 +35,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
+    import ssl
+
     import httpx
     import openai
 
@@ -51,18 +54,23 @@ class LLMSim:
         self.server = server
         self.base_url = server.base_url
         headers = {"Authorization": f"Bearer {admin_key}"} if admin_key else {}
-        self._admin: httpx.Client = httpx.Client(base_url=server.url + ADMIN, headers=headers, timeout=30)
+        self._admin: httpx.Client = httpx.Client(base_url=server.url + ADMIN, headers=headers, timeout=30,
+                                                 verify=_tls())
         self.client = self.openai_client()
 
     def openai_client(self, **options: Any) -> openai.OpenAI:
         """An `openai.OpenAI` for this server; retries off unless `max_retries` says otherwise."""
         import openai
 
+        if "http_client" not in options:
+            options["http_client"] = openai.DefaultHttpxClient(verify=_tls())  # the SDK's own, sharing a context
         return openai.OpenAI(**{"base_url": self.base_url, "api_key": "sk-llmsim", "max_retries": 0, **options})
 
     def async_openai_client(self, **options: Any) -> openai.AsyncOpenAI:
         import openai
 
+        if "http_client" not in options:
+            options["http_client"] = openai.DefaultAsyncHttpxClient(verify=_tls())
         return openai.AsyncOpenAI(**{"base_url": self.base_url, "api_key": "sk-llmsim", "max_retries": 0, **options})
 
     # --- scenarios ----------------------------------------------------------------------------
@@ -118,6 +126,15 @@ class LLMSim:
         if response.status_code >= 400:
             raise AssertionError(f"LLMSim admin {method} {path}: {response.status_code} {response.text}")
         return json.loads(response.text)
+
+
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    """One TLS context for every client the fixtures make. httpx builds one per client by default, loading the CA
+    bundle (~25 ms of a core), and each test made two clients; the server is plain HTTP, so none was used."""
+    import ssl
+
+    return ssl.create_default_context()
 
 
 def _text(source: str | Path) -> str:

@@ -1,0 +1,194 @@
+"""`python -m bench.startup`: how soon LLMSim is there, and what it costs when it is not used (issue 35, item 5).
+
+(1) `llmsim serve --speed 0`: seconds from the command to its first answer (a `POST /v1/responses`), the CPU its
+    processes spent to get there, and its idle memory (RSS and PSS of the master and its worker, after that
+    request); beside aimock's start (`--aimock DIR`: a folder where `npm install @copilotkit/aimock` ran) to its
+    first chat completion. Goals: first answer within 1 s, idle memory about half of 231 MB.
+(2) The pytest fixture: the session's start (the `llmsim_server` fixture's server and the first test's handle) and
+    each test's cost (`llmsim`: a handle, its reset before the test and after), goals 1 s and 50 ms.
+(3) An installed but unused plugin: the CPU a Python that imports pytest and then the plugin spends beyond one
+    that imports only pytest, as pytest does at every run in the environment (goal: under 50 ms); Faker's own
+    plugin, which comes with llmsim's dependency on Faker, measured the same way.
+
+The medians of `--runs` runs each; wall times on a busy machine are the machine's as much as LLMSim's, the CPU
+figures less so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import signal
+import statistics
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+
+if __package__ in (None, ""):  # `python bench/startup.py`: the repository's root on the path
+    sys.path[0] = str(Path(__file__).resolve().parent.parent)
+
+from bench.common import children, goal, machine, parse, smoke  # noqa: E402
+from llmsim.testing import ServerProcess, free_port  # noqa: E402
+
+IDLE_MB_BEFORE = 231  # issue 35's figure for main before this bench: the goal is about half
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _memory_mb(pid: int) -> tuple[float, float]:
+    """RSS and PSS (shared pages split between the processes that share them) of a process and its children."""
+    rss = pss = 0
+    for task in [pid, *children(pid)]:
+        try:
+            with open(f"/proc/{task}/smaps_rollup") as f:
+                for line in f:
+                    name, value = line.split()[:2]
+                    rss += int(value) if name == "Rss:" else 0
+                    pss += int(value) if name == "Pss:" else 0
+        except OSError:
+            pass
+    return rss / 1024, pss / 1024
+
+
+def _post(url: str, body: dict[str, object]) -> bytes:
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        return answer.read()
+
+
+def first_answer(command: list[str], ask: Callable[[], bytes], timeout: float = 60) -> dict[str, float]:
+    """Starts `command`, asks until an answer comes (a refused connection: again after 5 ms), then reads the idle
+    memory, stops it (SIGINT) and counts the CPU it spent, its children's included."""
+    cpu = _children_cpu()
+    started = time.monotonic()
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"{command[:3]} exited with {process.returncode}")
+            if time.monotonic() - started > timeout:
+                raise RuntimeError(f"{command[:3]} did not answer within {timeout:g} s")
+            try:
+                ask()
+                break
+            except (urllib.error.URLError, ConnectionError):
+                time.sleep(0.005)
+        answered = time.monotonic() - started
+        time.sleep(0.2)  # its first answer written and settled
+        rss, pss = _memory_mb(process.pid)
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    return {"answer": answered, "cpu": _children_cpu() - cpu, "rss": rss, "pss": pss}
+
+
+def llmsim_start() -> dict[str, float]:
+    port = free_port()
+    command = [sys.executable, "-m", "llmsim", "serve", "--port", str(port), "--speed", "0"]
+    return first_answer(command, lambda: _post(f"http://127.0.0.1:{port}/openai/v1/responses",
+                                               {"model": "gpt-4o", "input": "hello"}))
+
+
+def aimock_start(folder: Path) -> dict[str, float]:
+    package = folder / "node_modules" / "@copilotkit" / "aimock"
+    port = free_port()
+    command = ["node", str(package / "dist" / "cli.js"), "--port", str(port), "--log-level", "silent",
+               "--fixtures", str(package / "fixtures" / "example-greeting.json")]
+    return first_answer(command, lambda: _post(f"http://127.0.0.1:{port}/v1/chat/completions", {
+        "model": "gpt-4o", "messages": [{"role": "user", "content": "hello"}]}))
+
+
+def fixture_costs(tests: int) -> tuple[float, list[float]]:
+    """The session's start as the plugin's fixtures make it (their default flags), and each test's handle and
+    resets, in seconds."""
+    from llmsim.pytest_plugin import LLMSim
+
+    started = time.monotonic()
+    server = ServerProcess("--speed", "0", "--seed", "0").start()
+    try:
+        LLMSim(server).close()  # the first test's handle: its clients' imports and first connection
+        session = time.monotonic() - started
+        per_test = []
+        for _ in range(tests):
+            began = time.monotonic()
+            handle = LLMSim(server)
+            handle.reset()  # before the test
+            handle.reset()  # after it
+            handle.close()
+            per_test.append(time.monotonic() - began)
+    finally:
+        server.stop()
+    return session, per_test
+
+
+def import_cpu(code: str) -> float:
+    cpu = _children_cpu()
+    subprocess.run([sys.executable, "-c", code], check=True)
+    return _children_cpu() - cpu
+
+
+def plugin_costs(runs: int) -> dict[str, float]:
+    """Medians of CPU seconds beyond `import pytest`, the three imports taking turns so that load hits them alike."""
+    codes = {"pytest": "import pytest", "llmsim": "import pytest, llmsim.pytest_plugin",
+             "faker": "import pytest, faker.contrib.pytest.plugin"}
+    spent: dict[str, list[float]] = {name: [] for name in codes}
+    for _ in range(runs):
+        for name, code in codes.items():
+            spent[name].append(import_cpu(code))
+    base = statistics.median(spent["pytest"])
+    return {name: statistics.median(values) - base for name, values in spent.items() if name != "pytest"}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=5, help="starts of each server, and plugin imports x3")
+    parser.add_argument("--tests", type=int, default=50, help="tests whose fixture cost is measured")
+    parser.add_argument("--aimock", type=Path, default=os.environ.get("AIMOCK_DIR"),
+                        help="a folder with node_modules/@copilotkit/aimock (AIMOCK_DIR); unset: aimock not run")
+    smoke(parser, runs=1, tests=5)
+    args = parse(parser)
+    print(f"startup: {machine()}, median of {args.runs} run(s)")
+
+    starts = [llmsim_start() for _ in range(args.runs)]
+    figures = {key: statistics.median(run[key] for run in starts) for key in starts[0]}
+    print(f"(1) llmsim serve --speed 0: first answer {figures['answer']:.2f} s, {figures['cpu']:.2f} s CPU, "
+          f"idle memory {figures['rss']:.0f} MB RSS / {figures['pss']:.0f} MB PSS (master + worker)")
+    if args.aimock and (args.aimock / "node_modules" / "@copilotkit" / "aimock").is_dir():
+        runs = [aimock_start(args.aimock) for _ in range(args.runs)]
+        mock = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
+        print(f"    aimock: first answer {mock['answer']:.2f} s, {mock['cpu']:.2f} s CPU, idle memory "
+              f"{mock['rss']:.0f} MB RSS / {mock['pss']:.0f} MB PSS; llmsim/aimock first answer "
+              f"{figures['answer'] / mock['answer']:.1f}x")
+    else:
+        print("    aimock: not run (npm install @copilotkit/aimock in a folder, then --aimock FOLDER)")
+    print(goal("first answer", figures["answer"], 1.0, " s", higher=False))
+    print(goal("idle memory (RSS)", figures["rss"], IDLE_MB_BEFORE / 2, " MB", higher=False))
+
+    session, per_test = fixture_costs(args.tests)
+    reset_ms = statistics.median(per_test) * 1000
+    print(f"(2) pytest fixture: session start {session:.2f} s, each test {reset_ms:.1f} ms "
+          f"(handle, reset before and after; median of {len(per_test)})")
+    print(goal("session start", session, 1.0, " s", higher=False))
+    print(goal("per-test reset", reset_ms, 50, " ms", higher=False))
+
+    plugins = plugin_costs(args.runs * 3)
+    print(f"(3) an unused plugin, CPU beyond `import pytest`: llmsim {plugins['llmsim'] * 1000:.0f} ms, "
+          f"Faker's {plugins['faker'] * 1000:.0f} ms")
+    print(goal("llmsim plugin", plugins["llmsim"] * 1000, 50, " ms", higher=False))
+
+
+if __name__ == "__main__":
+    main()
