@@ -4,8 +4,9 @@
     processes spent to get there, and its idle memory (RSS and PSS of the master and its worker, after that
     request); beside aimock's start (`--aimock DIR`: a folder where `npm install @copilotkit/aimock` ran) to its
     first chat completion. Goals: first answer within 1 s, idle memory about half of 231 MB.
-(2) The pytest fixture: the session's start (the `llmsim_server` fixture's server and the first test's handle) and
-    each test's cost (`llmsim`: a handle, its reset before the test and after), goals 1 s and 50 ms.
+(2) The pytest fixture, in a real pytest run: the session's start (the first test's setup: the `llmsim_server`
+    fixture's server and the first handle) and each later test's setup and teardown (`llmsim`: a handle, its reset
+    before the test and after), goals 1 s and 50 ms.
 (3) An installed but unused plugin: the CPU a Python that imports pytest and then the plugin spends beyond one
     that imports only pytest, as pytest does at every run in the environment (goal: under 50 ms); Faker's own
     plugin, which comes with llmsim's dependency on Faker, measured the same way.
@@ -24,6 +25,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -34,7 +36,7 @@ if __package__ in (None, ""):  # `python bench/startup.py`: the repository's roo
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
 from bench.common import children, goal, machine, parse, smoke  # noqa: E402
-from llmsim.testing import ServerProcess, free_port  # noqa: E402
+from llmsim.testing import free_port  # noqa: E402
 
 IDLE_MB_BEFORE = 231  # issue 35's figure for main before this bench: the goal is about half
 
@@ -111,27 +113,53 @@ def aimock_start(folder: Path) -> dict[str, float]:
         "model": "gpt-4o", "messages": [{"role": "user", "content": "hello"}]}))
 
 
-def fixture_costs(tests: int) -> tuple[float, list[float]]:
-    """The session's start as the plugin's fixtures make it (their default flags), and each test's handle and
-    resets, in seconds."""
-    from llmsim.pytest_plugin import LLMSim
+TIMING_CONFTEST = """
+import json, os, time
+import pytest
 
-    started = time.monotonic()
-    server = ServerProcess("--speed", "0", "--seed", "0").start()
+phases = []
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item):
+    began = time.monotonic()
     try:
-        LLMSim(server).close()  # the first test's handle: its clients' imports and first connection
-        session = time.monotonic() - started
-        per_test = []
-        for _ in range(tests):
-            began = time.monotonic()
-            handle = LLMSim(server)
-            handle.reset()  # before the test
-            handle.reset()  # after it
-            handle.close()
-            per_test.append(time.monotonic() - began)
+        return (yield)
     finally:
-        server.stop()
-    return session, per_test
+        phases.append(["setup", time.monotonic() - began])
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    began = time.monotonic()
+    try:
+        return (yield)
+    finally:
+        phases.append(["teardown", time.monotonic() - began])
+
+
+def pytest_sessionfinish(session):
+    with open(os.environ["STARTUP_PHASES"], "w") as out:
+        json.dump(phases, out)
+"""
+
+
+def fixture_costs(tests: int) -> tuple[float, list[float]]:
+    """A real pytest run of `tests` tests that each use the `llmsim` fixture (the plugin from its entry point): the
+    first test's setup is the session's start; each later test's setup and teardown is a test's cost (the last
+    one's teardown, which stops the server, left out). Seconds."""
+    with tempfile.TemporaryDirectory(prefix="llmsim-startup-") as folder:
+        (Path(folder) / "conftest.py").write_text(TIMING_CONFTEST)
+        (Path(folder) / "test_fixture.py").write_text(
+            f"import pytest\n\n\n@pytest.mark.parametrize('n', range({tests}))\n"
+            "def test_uses_the_fixture(llmsim, n):\n    assert llmsim.transcript == []\n")
+        phases = Path(folder) / "phases.json"
+        subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", folder],
+                       cwd=folder, env={**os.environ, "STARTUP_PHASES": str(phases)}, check=True,
+                       stdout=subprocess.DEVNULL)
+        setups = [seconds for phase, seconds in json.loads(phases.read_text()) if phase == "setup"]
+        teardowns = [seconds for phase, seconds in json.loads(phases.read_text()) if phase == "teardown"]
+    return setups[0], [setup + teardown for setup, teardown in zip(setups[1:], teardowns[:-1], strict=False)]
 
 
 def import_cpu(code: str) -> float:
@@ -180,7 +208,7 @@ def main() -> None:
     session, per_test = fixture_costs(args.tests)
     reset_ms = statistics.median(per_test) * 1000
     print(f"(2) pytest fixture: session start {session:.2f} s, each test {reset_ms:.1f} ms "
-          f"(handle, reset before and after; median of {len(per_test)})")
+          f"(setup and teardown; median of {len(per_test)})")
     print(goal("session start", session, 1.0, " s", higher=False))
     print(goal("per-test reset", reset_ms, 50, " ms", higher=False))
 

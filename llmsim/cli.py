@@ -212,8 +212,8 @@ TOPICS: dict[str, tuple[str, ...]] = {
     "store": ("--store", "--store-max-entries", "--store-ttl"),
     "mlx backend": ("--model", "--allow-download", "--trust-remote-code", "--decode-concurrency",
                     "--prompt-concurrency"),
-    "proxy, record and replay": ("--upstream", "--upstream-api-key-env", "--record", "--cassettes", "--match",
-                                 "--on-miss"),
+    "proxy, record and replay": ("--upstream", "--upstream-api-key-env", "--upstream-keyless", "--record",
+                                 "--cassettes", "--match", "--on-miss"),
 }
 
 

@@ -206,8 +206,14 @@ def llmsim_flags() -> tuple[str, ...]:
 def llmsim_server(llmsim_flags: tuple[str, ...]) -> Iterator[ServerProcess]:
     from llmsim.testing import ServerProcess
 
-    with ServerProcess(*llmsim_flags) as server:
-        yield server
+    server = ServerProcess(*llmsim_flags).launch()
+    try:
+        import httpx  # noqa: F401  # the handle's clients, imported while the server starts (on another core)
+        import openai  # noqa: F401
+
+        yield server.wait_until_up()
+    finally:
+        server.stop()
 
 
 @pytest.fixture

@@ -36,6 +36,7 @@ class ServerProcess:
         self.startup_timeout = startup_timeout
         self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
+        self.launched = 0.0  # time.monotonic() when its process started
         # The server's output for as long as it runs (not a `with`): `log` reads it back by name.
         self.log_file = tempfile.NamedTemporaryFile(prefix="llmsim-", suffix=".log", delete=False)  # noqa: SIM115
 
@@ -48,11 +49,21 @@ class ServerProcess:
         return f"{self.url}/openai/v1"
 
     def start(self) -> ServerProcess:
+        return self.launch().wait_until_up()
+
+    def launch(self) -> ServerProcess:
+        """The server's process started, not yet answering: work done before `wait_until_up` runs beside its
+        start (the pytest plugin imports the SDK meanwhile)."""
         command = [sys.executable, "-m", "llmsim", "serve", "--host", "127.0.0.1", "--port", str(self.port),
                    *self.flags]
         self.process = subprocess.Popen(command, env={**os.environ, **self.env}, stdout=self.log_file,
                                         stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + self.startup_timeout
+        self.launched = time.monotonic()
+        return self
+
+    def wait_until_up(self) -> ServerProcess:
+        assert self.process is not None, "launch() first"
+        deadline = self.launched + self.startup_timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"llmsim exited with {self.process.returncode}:\n{self.log()}")

@@ -116,6 +116,16 @@ def test_mlx_bench() -> None:
 
 
 
+def test_startup() -> None:
+    out = smoke("startup")
+    answer, cpu, rss, pss = figures(r"first answer (" + NUMBER + r") s, (" + NUMBER + r") s CPU, idle memory (" + NUMBER
+                                    + r") MB RSS / (" + NUMBER + ") MB PSS", out)[:4]
+    assert positive([answer, cpu, rss, pss]) and pss <= rss, out
+    assert positive(figures(r"session start (" + NUMBER + r") s, each test (" + NUMBER + ") ms", out, 2))
+    assert len(figures(r"an unused plugin, CPU beyond `import pytest`: llmsim (" + NUMBER + r") ms, Faker's ("
+                       + NUMBER + ") ms", out, 2)) == 2
+
+
 def test_crossings() -> None:
     """The road's length is counted, and nothing below the transport calls back up into it."""
     done = subprocess.run([sys.executable, "-m", "bench.crossings"], cwd=ROOT, capture_output=True, text=True,
