@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import json
-import subprocess
+import signal
 import sys
 import tempfile
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -23,7 +20,7 @@ import httpx
 
 from bench.common import PROMPT, ROOT
 from llmsim.api.http import SEED_HEADER, SPEED_HEADER
-from llmsim.testing import free_port
+from llmsim.testing import ServerProcess
 
 # Of the answer bare.py replays, and of LLMSim's in bench/run.py (a): the same bytes. Its gpt-4o-mini answer to
 # PROMPT has 112 output tokens, the mean of unseeded ones: (a)'s streaming ratio grows with the answer's length
@@ -38,56 +35,26 @@ class Server(Protocol):
     def stop(self) -> None: ...
 
 
-class BenchServer:
-    """A bench's own server (`python -m bench.NAME PORT ...`) on a free port: up once it answers HTTP at all."""
+class BenchServer(ServerProcess):
+    """A bench's own server (`python -m bench.NAME PORT ...`) on a free port: up once it answers HTTP at all,
+    stopped with SIGTERM; the files in `files` are removed when it stops."""
+
+    probe = "/"
+    stop_signal = signal.SIGTERM
+    cwd = str(ROOT)
 
     def __init__(self, module: str, *arguments: str, startup_timeout: float = 60.0) -> None:
-        self.port = free_port()
-        self.command = [sys.executable, "-m", module, str(self.port), *arguments]
-        self.startup_timeout = startup_timeout
-        self.process: subprocess.Popen[bytes] | None = None
-        self.files: list[str] = []  # removed when it stops
+        super().__init__(*arguments, startup_timeout=startup_timeout)
+        self.module = self.name = module
+        self.files: list[str] = []
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def base_url(self) -> str:
-        return f"{self.url}/openai/v1"
-
-    def start(self) -> BenchServer:
-        self.process = subprocess.Popen(self.command, cwd=ROOT)
-        deadline = time.monotonic() + self.startup_timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"{self.command[2]} exited with {self.process.returncode}")
-            try:
-                urllib.request.urlopen(f"{self.url}/", timeout=1).close()
-                return self
-            except urllib.error.HTTPError:  # a 404 or an upstream's error: it answers
-                return self
-            except OSError:
-                time.sleep(0.05)
-        self.stop()
-        raise RuntimeError(f"{self.command[2]} did not start within {self.startup_timeout:g} s")
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", self.module, str(self.port), *self.flags]
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        super().stop()
         for name in self.files:
             Path(name).unlink(missing_ok=True)
-
-    def __enter__(self) -> BenchServer:
-        return self.start()
-
-    def __exit__(self, *_exc: object) -> None:
-        self.stop()
 
 
 def bare(recorded: dict[str, object], workers: int, pace: str | None = None, floor: str | None = None

@@ -14,6 +14,7 @@ import tempfile
 import time
 import urllib.request
 from types import TracebackType
+from typing import Self
 
 
 def free_port() -> int:
@@ -28,7 +29,15 @@ class ServerProcess:
     It is up once `/llmsim/health` answers: a probe that /metrics does not count (a probe of `/models` that timed
     out on a loaded machine and came again was counted twice). `stop()` ends it at once, as gunicorn does on
     SIGINT, without the graceful wait of SIGTERM (up to a second for a worker to notice, and more while a client
-    keeps a connection open): a test about that wait sends SIGTERM itself."""
+    keeps a connection open): a test about that wait sends SIGTERM itself.
+
+    A subclass serves another command (bench/servers.py's BenchServer: the benches' floors) by changing `command`,
+    `probe` and `stop_signal`."""
+
+    name = "llmsim"
+    probe = "/llmsim/health"  # the path asked until it answers, with any status
+    stop_signal = signal.SIGINT  # gunicorn's quick stop; its workers exit on SIGQUIT
+    cwd: str | None = None
 
     def __init__(self, *flags: str, env: dict[str, str] | None = None, startup_timeout: float = 30.0) -> None:
         self.flags = flags
@@ -48,34 +57,35 @@ class ServerProcess:
     def base_url(self) -> str:
         return f"{self.url}/openai/v1"
 
-    def start(self) -> ServerProcess:
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "llmsim", "serve", "--host", "127.0.0.1", "--port", str(self.port), *self.flags]
+
+    def start(self) -> Self:
         return self.launch().wait_until_up()
 
-    def launch(self) -> ServerProcess:
+    def launch(self) -> Self:
         """The server's process started, not yet answering: work done before `wait_until_up` runs beside its
         start (the pytest plugin imports the SDK meanwhile)."""
-        command = [sys.executable, "-m", "llmsim", "serve", "--host", "127.0.0.1", "--port", str(self.port),
-                   *self.flags]
-        self.process = subprocess.Popen(command, env={**os.environ, **self.env}, stdout=self.log_file,
-                                        stderr=subprocess.STDOUT)
+        self.process = subprocess.Popen(self.command(), env={**os.environ, **self.env}, stdout=self.log_file,
+                                        stderr=subprocess.STDOUT, cwd=self.cwd)
         self.launched = time.monotonic()
         return self
 
-    def wait_until_up(self) -> ServerProcess:
+    def wait_until_up(self) -> Self:
         assert self.process is not None, "launch() first"
         deadline = self.launched + self.startup_timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"llmsim exited with {self.process.returncode}:\n{self.log()}")
+                raise RuntimeError(f"{self.name} exited with {self.process.returncode}:\n{self.log()}")
             try:
-                with urllib.request.urlopen(f"{self.url}/llmsim/health", timeout=1):
+                with urllib.request.urlopen(f"{self.url}{self.probe}", timeout=1):
                     return self
             except urllib.error.HTTPError:
-                return self  # it answers (a 503 while its Redis is away, say): it is up
+                return self  # it answers (a 503 while its Redis is away, a 404, say): it is up
             except OSError:
                 time.sleep(0.02)
         self.stop()
-        raise RuntimeError(f"llmsim did not start within {self.startup_timeout}s")
+        raise RuntimeError(f"{self.name} did not start within {self.startup_timeout:g} s")
 
     def log(self) -> str:
         """What the server printed so far (its log file is kept for inspection after a failure)."""
@@ -84,14 +94,14 @@ class ServerProcess:
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)  # gunicorn's quick stop; its workers exit on SIGQUIT
+            self.process.send_signal(self.stop_signal)
             try:
                 self.process.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
 
-    def __enter__(self) -> ServerProcess:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *_exc: type[BaseException] | BaseException | TracebackType | None) -> None:
