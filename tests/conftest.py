@@ -10,7 +10,7 @@ from typing import IO
 import openai
 import pytest
 
-from llmsim.testing import ServerProcess
+from llmsim.testing import ServerProcess, stop_all
 
 # Modules whose tests time a paced stream or a timer to the millisecond, and a test that fits a profile to the
 # timing it records. Under pytest-xdist each runs alone: the other test processes finish the test they are in and
@@ -112,8 +112,7 @@ def start_server() -> Iterator[Callable[..., ServerProcess]]:
         return process
 
     yield start
-    for process in started:
-        process.stop()
+    stop_all(started)
 
 
 @pytest.fixture(scope="module")
@@ -129,8 +128,7 @@ def shared_server() -> Iterator[Callable[..., ServerProcess]]:
         return started[key]
 
     yield start
-    for process in started.values():
-        process.stop()
+    stop_all(started.values())
 
 
 @pytest.fixture
