@@ -145,7 +145,7 @@ def pytest_sessionfinish(session):
 
 
 def fixture_costs(tests: int) -> tuple[float, list[float]]:
-    """A real pytest run of `tests` tests that each use the `llmsim` fixture (the plugin from its entry point): the
+    """A real pytest run of `tests` tests that each use the `llmsim` fixture (the plugin alone): the
     first test's setup is the session's start; each later test's setup and teardown is a test's cost (the last
     one's teardown, which stops the server, left out). Seconds."""
     with tempfile.TemporaryDirectory(prefix="llmsim-startup-") as folder:
@@ -154,9 +154,10 @@ def fixture_costs(tests: int) -> tuple[float, list[float]]:
             f"import pytest\n\n\n@pytest.mark.parametrize('n', range({tests}))\n"
             "def test_uses_the_fixture(llmsim, n):\n    assert llmsim.transcript == []\n")
         phases = Path(folder) / "phases.json"
-        subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", folder],
-                       cwd=folder, env={**os.environ, "STARTUP_PHASES": str(phases)}, check=True,
-                       stdout=subprocess.DEVNULL)
+        # Only llmsim's plugin: the environment's others (hypothesis, langsmith...) cost seconds a run, not timed
+        subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "llmsim.pytest_plugin",
+                        folder], cwd=folder, check=True, stdout=subprocess.DEVNULL,
+                       env={**os.environ, "STARTUP_PHASES": str(phases), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
         setups = [seconds for phase, seconds in json.loads(phases.read_text()) if phase == "setup"]
         teardowns = [seconds for phase, seconds in json.loads(phases.read_text()) if phase == "teardown"]
     return setups[0], [setup + teardown for setup, teardown in zip(setups[1:], teardowns[:-1], strict=False)]
