@@ -10,7 +10,7 @@ from flask import Flask, Response, jsonify, request
 from flask.json.provider import DefaultJSONProvider
 from werkzeug.exceptions import HTTPException
 
-from llmsim.api import admin, chaos, dashboard, forward, mount, stamp, writes
+from llmsim.api import admin, chaos, dashboard, forward, guard, mount, stamp, writes
 from llmsim.api import metrics as api_metrics
 from llmsim.api import scenarios as scenarios_api
 from llmsim.api.answers import settled
@@ -137,6 +137,7 @@ def create_app(settings: Settings | None = None) -> Flask:
 
     if forward.applies(app):
         app.wsgi_app = forward.Forwarding(app, app.wsgi_app)  # type: ignore[method-assign]
+    app.wsgi_app = guard.Guard(app.wsgi_app, settings)  # type: ignore[method-assign]  # outermost: before routing
     return app
 
 

@@ -349,7 +349,8 @@ def test_proxy_in_front_of_mlx_records_what_replay_serves(mlx_server: ServerProc
                                               temperature=0, max_completion_tokens=8)
         return events, str(chat.choices[0].message.content)
 
-    with ServerProcess("--backend", "proxy", "--upstream", mlx_server.base_url, "--record", str(tmp_path)) as proxy:
+    with ServerProcess("--backend", "proxy", "--upstream", mlx_server.base_url, "--record", str(tmp_path),
+                       "--upstream-keyless") as proxy:
         events, chat = run(proxy)
     call = events[-1]["response"]["output"][-1]
     assert call["type"] == "function_call" and json.loads(call["arguments"]) == {"city": "Paris"}

@@ -14,7 +14,6 @@ proxy more than all the rest of its work).
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable, Generator, Iterator
 
@@ -23,6 +22,7 @@ from urllib3.exceptions import HTTPError
 
 from llmsim.backends.cassette import Cassette, Writer, kept_headers
 from llmsim.backends.proxy.idle import IdleCutter
+from llmsim.backends.proxy.keys import upstream_key
 from llmsim.backends.relay import Exchange, Reply, TimedEvent, upstream_error
 from llmsim.chaos.faults import ConnectionDropped
 from llmsim.config import Settings
@@ -66,7 +66,7 @@ class ProxyBackend:
     def from_settings(cls, settings: Settings, **options: object) -> ProxyBackend:
         if not settings.upstream:
             raise ValueError("--backend proxy needs --upstream URL")
-        key = os.environ.get(settings.upstream_api_key_env) or None
+        key = upstream_key(settings)
         writer = Writer(settings.record_dir, secrets=(key,) if key else ()) if settings.record_dir else None
         return cls(settings.upstream, key, writer, **options)  # type: ignore[arg-type]
 
