@@ -3,7 +3,7 @@
 Used for function-call arguments and structured outputs. Generation is driven by one
 `random.Random`, so a seeded request always produces the same JSON. A schema no value
 satisfies still gets an answer (the nearest one), never an exception. Strings honour
-`format`, `pattern` (via rstr), lengths and enums; numbers honour bounds and `multipleOf`;
+`format`, `pattern` (bounded), lengths and enums; numbers honour bounds and `multipleOf`;
 `$ref`, `anyOf`/`oneOf`/`allOf` and recursive definitions are followed, with depth bounded.
 
 What a schema asks for is honoured up to bounds that keep one instance cheap: a schema demanding more (an
@@ -20,9 +20,9 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import rstr
 from faker import Faker
 
+from llmsim.backends.sim import regexgen
 from llmsim.responses.schema_checks import pointer
 
 MAX_DEPTH = 6  # past this, optional parts are dropped and null/empty branches preferred
@@ -255,14 +255,9 @@ class Generator:
 
 
 def from_regex(pattern: str, rng: random.Random) -> str | None:
-    """A string matching `pattern`, or None for one Python's regex engine (or rstr) cannot follow, or that
-    would be huge."""
-    if _HUGE_REPEAT.search(pattern):
-        return None
-    try:
-        return rstr.Rstr(rng).xeger(pattern)
-    except Exception:  # noqa: BLE001 - re.error, huge repeats, unsupported constructs: fall back to prose
-        return None
+    """A string matching `pattern` within a budget (llmsim/backends/sim/regexgen.py: at most MAX_LENGTH
+    characters, cut to them when no match is that short), or None for one Python's regex engine cannot parse."""
+    return regexgen.generate(pattern, rng, max_length=MAX_LENGTH)
 
 
 def generate(schema: dict[str, Any] | bool, rng: random.Random, fake: Faker | None = None,
