@@ -19,7 +19,6 @@ import json
 import re
 from collections.abc import Callable, Iterable
 from typing import Any
-from urllib.parse import urlsplit
 
 from llmsim.config import Settings
 from llmsim.errors import APIError
@@ -29,6 +28,7 @@ ANY = "*"
 LOOPBACK = "loopback"  # --cors-origins' name for http(s) origins on localhost or a loopback address, any port
 METHODS = "GET, POST, PUT, PATCH, DELETE, OPTIONS"
 PREFLIGHT_MAX_AGE = "600"
+_NETLOC = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(?::\d{1,5})?")
 _HEADER_LIST = re.compile(r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+(\s*,\s*[A-Za-z0-9!#$%&'*+.^_`|~-]+)*$")
 
 
@@ -51,13 +51,9 @@ def is_wildcard(host: str) -> bool:
 
 
 def _hostname(netloc: str) -> str | None:
-    """The host of `host[:port]` (IPv6 in brackets), lower-case; None when it is not one."""
-    try:
-        parts = urlsplit(f"//{netloc}")
-        parts.port  # noqa: B018 - raises on a port that is not one
-    except ValueError:
-        return None
-    return parts.hostname
+    """The host of `host[:port]` (an IPv6 address in brackets), lower-case, brackets off; None when it is not one."""
+    match = _NETLOC.fullmatch(netloc)
+    return match.group(1).lower().strip("[]") if match else None
 
 
 class Policy:
