@@ -18,7 +18,7 @@ import ipaddress
 import json
 import re
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, TypeVar
 
 from llmsim.config import Settings
 from llmsim.errors import APIError
@@ -28,6 +28,8 @@ ANY = "*"
 LOOPBACK = "loopback"  # --cors-origins' name for http(s) origins on localhost or a loopback address, any port
 METHODS = "GET, POST, PUT, PATCH, DELETE, OPTIONS"
 PREFLIGHT_MAX_AGE = "600"
+CACHED = 256  # decisions remembered per header
+CACHED_SIZE = 600  # ... each for a value (a Host and Origin pair) this long at most
 _NETLOC = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(?::\d{1,5})?")
 _HEADER_LIST = re.compile(r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+(\s*,\s*[A-Za-z0-9!#$%&'*+.^_`|~-]+)*$")
 
@@ -69,8 +71,19 @@ class Policy:
         self.any_origin = ANY in origins
         self.loopback_origins = LOOPBACK in origins
         self.origins = set(origins) - {ANY, LOOPBACK}
+        # decisions by the header's value: parsing an address costs ~5 µs, a lookup ~0.1 (bounded: the values are
+        # the client's to choose)
+        self._hosts: dict[str | None, bool] = {}
+        self._origins: dict[tuple[str, str | None], bool] = {}
 
     def host_allowed(self, host: str | None) -> bool:
+        return _cached(self._hosts, host, lambda: self._host_allowed(host))
+
+    def origin_allowed(self, origin: str, host: str | None) -> bool:
+        """`origin`: as the browser sent it. The page's own origin (the dashboard's) is always allowed."""
+        return _cached(self._origins, (origin, host), lambda: self._origin_allowed(origin, host))
+
+    def _host_allowed(self, host: str | None) -> bool:
         """No `Host` at all is HTTP/1.0 from a tool, never a browser's."""
         if self.any_host or not host:
             return True
@@ -80,8 +93,7 @@ class Policy:
         return is_loopback(name) or any(name == h or h.startswith(".") and (name.endswith(h) or name == h[1:])
                                         for h in self.hosts)
 
-    def origin_allowed(self, origin: str, host: str | None) -> bool:
-        """`origin`: as the browser sent it. The page's own origin (the dashboard's) is always allowed."""
+    def _origin_allowed(self, origin: str, host: str | None) -> bool:
         origin = origin.strip().rstrip("/").lower()
         scheme, _, netloc = origin.partition("://")
         if scheme not in ("http", "https") or not netloc or (name := _hostname(netloc)) is None:
@@ -89,6 +101,20 @@ class Policy:
         if host and netloc == host.lower():
             return True
         return self.any_origin or origin in self.origins or self.loopback_origins and is_loopback(name)
+
+
+K = TypeVar("K")
+
+
+def _cached(cache: dict[K, bool], key: K, decide: Callable[[], bool]) -> bool:
+    if len(repr(key)) > CACHED_SIZE:  # an odd one: decided, not remembered
+        return decide()
+    found = cache.get(key)
+    if found is None:
+        if len(cache) >= CACHED:
+            cache.clear()
+        found = cache[key] = decide()
+    return found
 
 
 class Guard:
