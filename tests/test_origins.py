@@ -172,8 +172,11 @@ def test_dns_rebinding_a_foreign_host_is_refused_before_routing(shared_server: S
         assert raw(port, "GET", "/llmsim/admin/requests", host)[0] == 200, host
 
 
-def test_allowed_hosts_opens_named_hosts_and_only_those(start_server: Start) -> None:
-    server = start_server("--allowed-hosts", "llmsim.internal,.svc.cluster.local")
+OPENED = ("--allowed-hosts", "llmsim.internal,.svc.cluster.local", "--cors-origins", "https://app.example.com")
+
+
+def test_allowed_hosts_opens_named_hosts_and_only_those(shared_server: Start) -> None:
+    server = shared_server(*OPENED)
     for host, status in (("llmsim.internal:8080", 200), ("api.svc.cluster.local", 200), ("svc.cluster.local", 200),
                          ("localhost", 200), ("other.internal", 403), ("cluster.local", 403)):
         assert raw(server.port, "GET", "/llmsim/health", host)[0] == status, host
@@ -220,8 +223,8 @@ def test_origins_outside_the_list_get_403_everywhere_and_allowed_ones_get_cors(s
     assert own.status_code == 200
 
 
-def test_cors_origins_replaces_the_loopback_default(start_server: Start) -> None:
-    server = start_server("--cors-origins", "https://app.example.com")
+def test_cors_origins_replaces_the_loopback_default(shared_server: Start) -> None:
+    server = shared_server(*OPENED)
     assert httpx.get(f"{server.url}/v1/models", headers={"Origin": "https://app.example.com"}).status_code == 200
     assert httpx.get(f"{server.url}/v1/models", headers={"Origin": "http://localhost:3000"}).status_code == 403
 
