@@ -204,3 +204,15 @@ def test_a_nested_repeat_pattern_is_generated_within_budget_while_health_answers
     assert re.fullmatch(r"[A-Z]{2}-\d{4}", arguments["code"])  # an ordinary pattern still matches
     assert took < 2.0 and len(answer.content) < 20_000
     assert during and max(during) < 0.1 + max(before), (during, max(before))  # 100 ms, beyond the machine's noise
+
+
+@pytest.mark.parametrize("pattern", [r"^\d{4}-\d{2}-\d{2}$", r"^#[0-9a-fA-F]{6}$", r"^(?P<q>['\"])\w+(?P=q)$",
+                                     r"^[A-Z][a-z]+(?: [A-Z][a-z]+){1,3}$", r"^(x|yy|zzz){3,5}$", r"^[^\s@]+@\w+\.com$",
+                                     r"^a{0,100000}b$"])
+def test_patterns_within_budget_still_match(server: ServerProcess, sdk_client: Client, pattern: str) -> None:
+    """The budget cuts only what cannot fit: ordinary patterns (and huge optional repeats) still give a match."""
+    schema = {"type": "object", "properties": {"value": {"type": "string", "pattern": pattern}},
+              "required": ["value"], "additionalProperties": False}
+    answer = sdk_client(server).responses.create(model="gpt-4o", input="one value", text={"format": {
+        "type": "json_schema", "name": "value", "schema": schema, "strict": True}})
+    assert re.search(pattern, json.loads(answer.output_text)["value"])
