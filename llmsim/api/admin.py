@@ -1,4 +1,5 @@
-"""LLMSim's own endpoints: /llmsim/health (open) and /llmsim/admin (the admin key, when set, guards it)."""
+"""LLMSim's own endpoints: /llmsim/health (open) and /llmsim/admin (the admin key, when set, guards it; writes
+take JSON only; an API key as admin credential sees only its own requests)."""
 
 from __future__ import annotations
 
