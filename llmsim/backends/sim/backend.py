@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from faker import Faker
 
 from llmsim import tokens
-from llmsim.backends.sim import jsongen, prompted, text
+from llmsim.backends.sim import formats, jsongen, prompted, text
 from llmsim.backends.sim.text import Answer
 from llmsim.backends.sim.tools import Call, Planner, Say, Step
 from llmsim.generation import (
@@ -127,8 +127,13 @@ class SimBackend:
 
     def _answer(self, prompt: Prompt, fake: Faker, mode: str, question: str, target: int, rng: random.Random,
                 hints: dict[str, str]) -> Answer:
-        """Simulated answer text: JSON when text.format asks for it (in every text mode), else the mode's text."""
+        """Simulated answer text: the format the prompt asks for when a recogniser of `formats/` claims it, JSON
+        when text.format asks for it (in every text mode), else the mode's text."""
         fmt = prompt.text_format
+        if mode != "echo":  # a format the prompt asks for in words (dspy, ReAct, code agents, tags, JSON)
+            recognised = formats.respond(prompt, rng, fake, hints)
+            if recognised is not None:
+                return text.tokenize(recognised, prompt.profile.encoding)
         if fmt.get("type") == "json_schema":
             return text.tokenize(json.dumps(jsongen.generate(fmt["schema"], rng, fake, hints), ensure_ascii=False),
                                  prompt.profile.encoding)

@@ -17,7 +17,7 @@ from typing import Any
 
 from faker import Faker
 
-from llmsim.backends.sim import hosted, jsongen
+from llmsim.backends.sim import hosted, intent, jsongen, shell
 from llmsim.generation import Prompt, Turn, last_user_text, pending
 from llmsim.responses.toolspec import WEB_SEARCH_TYPES
 
@@ -34,6 +34,8 @@ HOSTED_WORDS = {
     "image_generation": "image picture draw drawing illustration logo photo paint sketch render",
 }
 CLIENT_OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
+MAX_CALLS = 12  # client-run calls per conversation: past this a careful model answers with what it has
+FINAL_TOOL = re.compile(r"^(?:final_answer|final|finish|answer|respond|submit(?:_answer)?|done|complete)$", re.I)
 
 
 @dataclass
@@ -66,6 +68,26 @@ Step = Call | Hosted | Say
 def _words(text: str) -> set[str]:
     text = re.sub(r"([a-z])([A-Z])", r"\1 \2", text).lower()
     return {w for w in re.findall(r"[a-z0-9]+", text) if len(w) >= 3 and w not in STOPWORDS}
+
+
+def question_hints(question: str) -> dict[str, str]:
+    """String values a model would take from the question: the question itself, and the place it names."""
+    text = question.strip()
+    hints = dict.fromkeys(("query", "q", "question", "prompt"), text) if text else {}
+    places = re.findall(r"\b(?:in|at|for|from|to|near) ((?:[A-Z][\w'-]+)(?: [A-Z][\w'-]+)*)", text[:2000])
+    if places:
+        hints.update(dict.fromkeys(("city", "location", "place", "town"), places[0]))
+    return hints
+
+
+def words(text: str) -> set[str]:
+    """The content words tool matching compares (for the recognisers of `formats/`)."""
+    return _words(text)
+
+
+def fit(query: set[str], name: str, description: str) -> int:
+    """How well a tool named `name` and described so fits a request's words (name words count double)."""
+    return 2 * _hits(query, _words(name)) + _hits(query, _words(description) - _words(name))
 
 
 def _similar(a: str, b: str) -> bool:
@@ -152,8 +174,13 @@ class Planner:
             pool = [t for t in prompt.tools if any(_refers(ref, t) for ref in choice.get("tools", []))]
         elif choice == "required":
             mode = "required"
-        if mode == "auto" and answered:
+        made = [t for t in prompt.turns if t.kind in ("function_call", "custom_tool_call")]
+        if mode == "auto" and (answered or len(made) >= MAX_CALLS):
             return []
+        if mode == "required" and (answered or len(made) >= MAX_CALLS):
+            final = [t for t in pool if FINAL_TOOL.match(str(t.get("name") or ""))]
+            if final:  # an agent that ends its loop with a final-answer tool (smolagents' ToolCallingAgent)
+                return final[:1]
         query = _words(last_user_text(prompt.turns))
         ranked = sorted(((s, -i, t) for i, t in enumerate(pool) if (s := _score(query, t)) >= THRESHOLD),
                         key=lambda x: (x[0], x[1]), reverse=True)
@@ -171,14 +198,16 @@ class Planner:
         query = last_user_text(prompt.turns) or fake.sentence()
         steps: list[Step] = []
         answers: list[hosted.Cited] = []
+        made = {(t.name, t.text) for t in prompt.turns if t.kind in ("function_call", "custom_tool_call")}
         for tool in chosen:
             kind = tool["type"]
-            if kind == "function":
-                steps.append(Call("function_call", tool["name"], self._arguments(tool.get("parameters")),
+            if kind in ("function", "custom"):
+                text = self._arguments(tool) if kind == "function" else self._custom_input(tool)
+                if (tool["name"], text) in made:  # never the same call twice: what it returned is known
+                    continue
+                made.add((tool["name"], text))
+                steps.append(Call(f"{kind}_tool_call" if kind == "custom" else "function_call", tool["name"], text,
                                   self._call_id()))
-                continue
-            if kind == "custom":
-                steps.append(Call("custom_tool_call", tool["name"], self._custom_input(tool), self._call_id()))
                 continue
             if kind in WEB_SEARCH_TYPES:
                 result = hosted.web_search(query, prompt.include, rng, fake)
@@ -199,7 +228,9 @@ class Planner:
             if result.answer is not None:
                 answers.append(result.answer)
         if not steps:
-            return [Say()]
+            outputs = [t for t in pending(prompt.turns) if t.kind in CLIENT_OUTPUTS]
+            return [Say(self._from_outputs(outputs))] if outputs and prompt.text_format.get("type", "text") == "text" \
+                else [Say(hints=self._hints(outputs))]
         if len(answers) < len(steps):
             return steps  # a client-run call or an approval request: the client acts next, no answer yet
         return steps + [_joined(answers)]
@@ -211,18 +242,25 @@ class Planner:
     def _call_id(self) -> str:
         return "call_" + hosted.token(self.rng, 24)
 
-    def _arguments(self, parameters: dict[str, Any] | None) -> str:
+    def _arguments(self, tool: dict[str, Any]) -> str:
+        parameters = tool.get("parameters")
+        request = last_user_text(self.prompt.turns)
+        if shell.is_shell(tool):
+            arguments = shell.arguments(parameters, request)
+            if arguments is not None:
+                return json.dumps(arguments)
         schema = parameters or {"type": "object", "properties": {}}
-        return json.dumps(jsongen.generate(schema, self.rng, self.fake, self._hints()), ensure_ascii=False)
+        hints = self._hints()
+        if FINAL_TOOL.match(str(tool.get("name") or "")):
+            outputs = [t for t in self.prompt.turns if t.kind in CLIENT_OUTPUTS]
+            hints = {**dict.fromkeys(("answer", "final_answer", "result", "response", "text", "output"),
+                                     self._from_outputs(outputs) if outputs else self._sentence()), **hints}
+        return json.dumps(jsongen.generate(schema, self.rng, self.fake, hints), ensure_ascii=False)
 
     def _hints(self, outputs: Sequence[Turn] = ()) -> dict[str, str]:
         """String values a model would reuse: the place the question names, the question itself, and the
         string fields of JSON tool outputs."""
-        text = last_user_text(self.prompt.turns).strip()
-        hints = dict.fromkeys(("query", "q", "question", "prompt"), text) if text else {}
-        places = re.findall(r"\b(?:in|at|for|from|to|near) ((?:[A-Z][\w'-]+)(?: [A-Z][\w'-]+)*)", text)
-        if places:
-            hints.update(dict.fromkeys(("city", "location", "place", "town"), places[0]))
+        hints = question_hints(last_user_text(self.prompt.turns))
         for turn in outputs:
             try:
                 data = json.loads(turn.text)
@@ -235,6 +273,8 @@ class Planner:
     def _custom_input(self, tool: dict[str, Any]) -> str:
         fmt = tool.get("format") or {}
         matching = None
+        if shell.is_shell(tool):
+            return shell.command(last_user_text(self.prompt.turns))
         if fmt.get("type") == "grammar" and fmt.get("syntax") == "regex":
             matching = jsongen.from_regex(str(fmt.get("definition", "")), self.rng)
         return matching if matching is not None else self.fake.sentence(nb_words=self.rng.randint(4, 10))
@@ -250,7 +290,17 @@ class Planner:
                 item = json.loads(turn.text)
                 name, text = "the tool", item.get("output") if isinstance(item.get("output"), str) else turn.text
             parts.append(f"{name} returned {text[:400]}")
-        return f"Here is what I found: {'; '.join(parts)}. {self.fake.sentence(nb_words=self.rng.randint(6, 12))}"
+        return f"Here is what I found: {'; '.join(parts)}. {self._sentence()}"
+
+    def _sentence(self) -> str:
+        """A closing sentence that names what the question was about (never filler words)."""
+        topics = intent.key_nouns(last_user_text(self.prompt.turns))
+        if not topics:
+            return "Let me know if you need anything else."
+        subject = " and ".join(topics[:2])
+        return self.rng.choice((f"That should answer your question about {subject}.",
+                                f"Those are the current details on {subject}.",
+                                f"Let me know if you want more detail on {subject}."))
 
     # --- MCP ----------------------------------------------------------------------------------
 

@@ -1,0 +1,37 @@
+"""JSON asked for in words, by schema or by example, fenced or not: instructor's JSON and MD_JSON modes,
+LangChain's format instructions, "respond with a JSON object with the keys …, where … is an integer".
+Under a `json_object` response format this always answers (a model must); under plain text only when the
+prompt asks for JSON."""
+
+from __future__ import annotations
+
+import re
+
+from llmsim.backends.sim import prompted
+from llmsim.backends.sim.formats import values
+from llmsim.backends.sim.formats.request import Request
+
+FALLBACK = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+_ASKS = re.compile(r"\b(?:respond|reply|answer|return|output|provide|give|produce|format(?:ted)?|write|generate|"
+                   r"emit)\b[^.\n]{0,80}?\bJSON\b|\bJSON\b[^.\n]{0,40}?\b(?:only|format|object|response|"
+                   r"codeblock|code block|schema)\b|```json", re.IGNORECASE)
+_FENCE = re.compile(r"```json|\bjson\s+code\s?block|\bcode\s?block\b|\bmarkdown\b", re.IGNORECASE)
+
+
+def respond(req: Request) -> str | None:
+    kind = req.text_format
+    if kind == "json_schema":
+        return None
+    asks = kind == "json_object" or _ASKS.search(req.instructions[-4000:]) or _ASKS.search(req.user[-4000:])
+    if not asks:
+        return None
+    schema = prompted.requested_schema(req.prompt.turns) or FALLBACK
+    body = values.dumps(values.instance(schema, req, req.first_user if _instruction_only(req) else req.user))
+    if kind == "text" and (_FENCE.search(req.instructions[-4000:]) or _FENCE.search(req.user[-4000:])):
+        return f"```json\n{body}\n```"
+    return body
+
+
+def _instruction_only(req: Request) -> bool:
+    """instructor's MD_JSON mode adds its JSON request as the last user message; the content is before it."""
+    return len(req.user) < 200 and "json" in req.user.lower() and req.first_user != req.user
