@@ -18,7 +18,7 @@ from typing import Any
 from faker import Faker
 
 from llmsim.backends.sim import hosted, intent, jsongen, shell
-from llmsim.generation import Prompt, Turn, last_user_text, pending
+from llmsim.generation import Prompt, Turn, pending
 from llmsim.responses.toolspec import WEB_SEARCH_TYPES
 
 THRESHOLD = 2  # one name word, or two description words
@@ -60,6 +60,7 @@ class Say:
     text: str | None = None
     annotations: list[dict[str, Any]] = field(default_factory=list)
     hints: dict[str, str] = field(default_factory=dict)  # string values for simulated JSON, by property name
+    summary: bool = False  # `text` sums up tool results: a format the prompt asks for (formats/) still wins
 
 
 Step = Call | Hosted | Say
@@ -68,6 +69,25 @@ Step = Call | Hosted | Say
 def _words(text: str) -> set[str]:
     text = re.sub(r"([a-z])([A-Z])", r"\1 \2", text).lower()
     return {w for w in re.findall(r"[a-z0-9]+", text) if len(w) >= 3 and w not in STOPWORDS}
+
+
+_OBSERVATION = re.compile(r"^\s*Observation:\s*", re.IGNORECASE)
+_TASK = re.compile(r"^\s*(?:New task|Task|Question):\s*", re.IGNORECASE)
+
+
+def asked(turns: list[Turn]) -> tuple[str, list[str]]:
+    """The question, and tool results the client sent back as text: agents without native tool results
+    (smolagents) write "Observation: …" user messages after the task, and the task is still the question."""
+    observed: list[str] = []
+    for turn in reversed(turns):
+        if turn.role != "user" or turn.kind != "message":
+            continue
+        if _OBSERVATION.match(turn.text):
+            if not observed or len(observed) < 8:
+                observed.insert(0, _OBSERVATION.sub("", turn.text, count=1).strip())
+            continue
+        return _TASK.sub("", turn.text, count=1), observed
+    return "", observed
 
 
 def question_hints(question: str) -> dict[str, str]:
@@ -140,6 +160,7 @@ class Planner:
         self.rng = rng
         self.fake = fake
         self.call_rate = call_rate
+        self.question, self.observed = asked(prompt.turns)
 
     def plan(self) -> list[Step]:
         prompt = self.prompt
@@ -153,11 +174,11 @@ class Planner:
         if approvals:
             return steps + self._approved(approvals)
         outputs = [t for t in waiting if t.kind in CLIENT_OUTPUTS]
-        chosen = self._choose(answered=bool(outputs))
+        chosen = self._choose(answered=bool(outputs or self.observed))
         if chosen:
             return steps + self._calls(chosen)
-        if outputs and prompt.text_format.get("type", "text") == "text":
-            return steps + [Say(self._from_outputs(outputs))]
+        if (outputs or self.observed) and prompt.text_format.get("type", "text") == "text":
+            return steps + [Say(self._from_outputs(outputs), summary=True)]
         return steps + [Say(hints=self._hints(outputs))]  # prose, or JSON (as text.format asks) using the outputs
 
     # --- choosing -----------------------------------------------------------------------------
@@ -181,7 +202,7 @@ class Planner:
             final = [t for t in pool if FINAL_TOOL.match(str(t.get("name") or ""))]
             if final:  # an agent that ends its loop with a final-answer tool (smolagents' ToolCallingAgent)
                 return final[:1]
-        query = _words(last_user_text(prompt.turns))
+        query = _words(self.question)
         ranked = sorted(((s, -i, t) for i, t in enumerate(pool) if (s := _score(query, t)) >= THRESHOLD),
                         key=lambda x: (x[0], x[1]), reverse=True)
         picked = [t for _, _, t in ranked]
@@ -195,7 +216,7 @@ class Planner:
 
     def _calls(self, chosen: list[dict[str, Any]]) -> list[Step]:
         prompt, rng, fake = self.prompt, self.rng, self.fake
-        query = last_user_text(prompt.turns) or fake.sentence()
+        query = self.question or fake.sentence()
         steps: list[Step] = []
         answers: list[hosted.Cited] = []
         made = {(t.name, t.text) for t in prompt.turns if t.kind in ("function_call", "custom_tool_call")}
@@ -229,7 +250,8 @@ class Planner:
                 answers.append(result.answer)
         if not steps:
             outputs = [t for t in pending(prompt.turns) if t.kind in CLIENT_OUTPUTS]
-            return [Say(self._from_outputs(outputs))] if outputs and prompt.text_format.get("type", "text") == "text" \
+            plain = prompt.text_format.get("type", "text") == "text"
+            return [Say(self._from_outputs(outputs), summary=True)] if (outputs or self.observed) and plain \
                 else [Say(hints=self._hints(outputs))]
         if len(answers) < len(steps):
             return steps  # a client-run call or an approval request: the client acts next, no answer yet
@@ -244,7 +266,7 @@ class Planner:
 
     def _arguments(self, tool: dict[str, Any]) -> str:
         parameters = tool.get("parameters")
-        request = last_user_text(self.prompt.turns)
+        request = self.question
         if shell.is_shell(tool):
             arguments = shell.arguments(parameters, request)
             if arguments is not None:
@@ -254,13 +276,14 @@ class Planner:
         if FINAL_TOOL.match(str(tool.get("name") or "")):
             outputs = [t for t in self.prompt.turns if t.kind in CLIENT_OUTPUTS]
             hints = {**dict.fromkeys(("answer", "final_answer", "result", "response", "text", "output"),
-                                     self._from_outputs(outputs) if outputs else self._sentence()), **hints}
+                                     self._from_outputs(outputs) if outputs or self.observed else self._sentence()),
+                     **hints}
         return json.dumps(jsongen.generate(schema, self.rng, self.fake, hints), ensure_ascii=False)
 
     def _hints(self, outputs: Sequence[Turn] = ()) -> dict[str, str]:
         """String values a model would reuse: the place the question names, the question itself, and the
         string fields of JSON tool outputs."""
-        hints = question_hints(last_user_text(self.prompt.turns))
+        hints = question_hints(self.question)
         for turn in outputs:
             try:
                 data = json.loads(turn.text)
@@ -274,7 +297,7 @@ class Planner:
         fmt = tool.get("format") or {}
         matching = None
         if shell.is_shell(tool):
-            return shell.command(last_user_text(self.prompt.turns))
+            return shell.command(self.question)
         if fmt.get("type") == "grammar" and fmt.get("syntax") == "regex":
             matching = jsongen.from_regex(str(fmt.get("definition", "")), self.rng)
         return matching if matching is not None else self.fake.sentence(nb_words=self.rng.randint(4, 10))
@@ -290,11 +313,12 @@ class Planner:
                 item = json.loads(turn.text)
                 name, text = "the tool", item.get("output") if isinstance(item.get("output"), str) else turn.text
             parts.append(f"{name} returned {text[:400]}")
+        parts.extend(f"the tool returned {' '.join(text.split())[:400]}" for text in self.observed[-3:])
         return f"Here is what I found: {'; '.join(parts)}. {self._sentence()}"
 
     def _sentence(self) -> str:
         """A closing sentence that names what the question was about (never filler words)."""
-        topics = intent.key_nouns(last_user_text(self.prompt.turns))
+        topics = intent.key_nouns(self.question)
         if not topics:
             return "Let me know if you need anything else."
         subject = " and ".join(topics[:2])

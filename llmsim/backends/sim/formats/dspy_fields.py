@@ -27,7 +27,8 @@ _BLOCK = re.compile(r"\[\[ ## (\w+) ## \]\]\n?")
 _TOOL = re.compile(r"\(\d+\)\s+(?P<name>\w+), whose description is <desc>(?P<desc>.*?)</desc>\.\s*"
                    r"It takes arguments (?P<args>\{.*?\})\.?\s*$", re.MULTILINE | re.DOTALL)
 _STEP = re.compile(r"(?:thought|tool_name|tool_args|observation)_\d+$")  # a ReAct trajectory's own blocks
-_TRAILER = re.compile(r"\n\s*Respond with (?:the corresponding output fields|a JSON object)\b.*", re.DOTALL)
+_TRAILER = re.compile(r"\n\s*Respond with (?:the corresponding output fields|a JSON object)\b(?!.*\n\s*Respond with "
+                     r"(?:the corresponding output fields|a JSON object)\b)", re.DOTALL)  # the last one
 MAX_STEPS = 64
 THOUGHT_FIELDS = frozenset({"reasoning", "next_thought", "thought", "rationale"})
 
@@ -71,10 +72,11 @@ def _typed(name: str, kind: str, note: str) -> Field:
 
 def inputs(message: str) -> dict[str, str]:
     """The `[[ ## name ## ]]` blocks of the last user message: the input values (and a ReAct trajectory)."""
-    parts = _BLOCK.split(message)
+    trailer = _TRAILER.search(message)
+    parts = _BLOCK.split(message[:trailer.start()] if trailer else message)
     found: dict[str, str] = {}
     for i in range(1, len(parts) - 1, 2):
-        found.setdefault(parts[i], _TRAILER.sub("", parts[i + 1]).strip())
+        found.setdefault(parts[i], parts[i + 1].strip())
     return found
 
 
@@ -99,8 +101,8 @@ def react_tools(instructions: str) -> list[Tool]:
 def fill(req: Request, fields: list[Field]) -> dict[str, Any]:
     """A value for every output field: the tool step of a ReAct loop, or the answer."""
     given = inputs(req.user)
-    results = [(given.get(f"tool_name_{i}", ""), given[f"observation_{i}"])
-               for i in range(MAX_STEPS) if f"observation_{i}" in given]
+    results = [(given.get(f"tool_name_{i}", ""), given[f"observation_{i}"]) for i in range(MAX_STEPS)
+               if f"observation_{i}" in given and given.get(f"tool_name_{i}") != "finish"]
     question = " ".join(v for k, v in given.items() if v and k != "trajectory" and not _STEP.match(k)) or req.user
     react = react_tools(req.instructions)
     tool = _next_tool(react, question, done=bool(results))

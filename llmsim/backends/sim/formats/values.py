@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from llmsim.backends.sim import intent, jsongen, phrases, tools
+from llmsim.backends.sim import intent, jsongen, phrases, text, tools
 from llmsim.backends.sim.formats.request import Request
 from llmsim.responses.schema_checks import schema_error
 
@@ -79,20 +79,20 @@ def answer(req: Request, question: str, results: Sequence[tuple[str, str]] = ())
     names the question's key nouns."""
     if results:
         quoted = "; ".join(f"{name} returned {quote(text)}" if name else quote(text) for name, text in results)
-        return f"Based on the results, {quoted}."
+        return f"Based on the results, {quoted.rstrip('.!?…')}."
     computed = arithmetic(question)
     if computed is not None:
         return f"The answer is {computed}."
-    from llmsim.backends.sim import text  # the prose templates; imported here, text imports nothing of formats
     slots = text.slot_values(intent.read(question))
     first = text.fill(req.rng.choice(phrases.DIRECT_ANSWERS), slots)
-    second = text.fill(req.rng.choice(phrases.BODY), slots)
+    body = [b for b in phrases.BODY if "{other}" in b] if slots["other"] != phrases.FALLBACK_OTHER else \
+        [b for b in phrases.BODY if "{other}" not in b]  # the question's second subject gets named too
+    second = text.fill(req.rng.choice(body), slots)
     return f"{first[:1].upper()}{first[1:]} {second}"
 
 
 def plan(question: str, words: int = 20) -> str:
     """Reasoning in whole sentences: the plan for the answer, at least `words` words of it."""
-    from llmsim.backends.sim import text
     read = intent.read(question)
     filled = text.slot_values(read)
     out: list[str] = []
