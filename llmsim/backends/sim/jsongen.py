@@ -36,7 +36,7 @@ OPTIONAL_SHARE = 0.5  # of optional properties filled: about what models do when
 _COUNT_NAME = re.compile(r"(?:^|_)(?:ms|millis|seconds|secs|tokens|count|counts|num|number|max|min|limit|size|"
                          r"timeout|page|pages|port|index|offset|length|retries|attempts|year|age|n|k|top_k|items|"
                          r"lines|width|height|depth|id)(?:$|_)|(?:Ms|Tokens|Count|Limit|Size)$", re.IGNORECASE)
-_NAME_HINTS = {  # property name → faker provider, so arguments look like what a model would fill in
+NAME_HINTS = {  # property name → faker provider, so arguments look like what a model would fill in
     "city": "city", "location": "city", "town": "city", "country": "country", "name": "name",
     "first_name": "first_name", "last_name": "last_name", "username": "user_name", "email": "email",
     "address": "address", "street": "street_address", "company": "company", "phone": "phone_number",
@@ -234,7 +234,7 @@ class Generator:
         elif hint.lower() in self.hints:
             text = self.hints[hint.lower()]
         else:
-            provider = _NAME_HINTS.get(hint.lower())
+            provider = NAME_HINTS.get(hint.lower())
             words = self.rng.randint(1, 3)
             text = str(getattr(self.fake, provider)()) if provider else " ".join(self.fake.words(words))
         if high is not None and len(text) > high and matching is None:

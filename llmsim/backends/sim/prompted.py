@@ -20,6 +20,13 @@ KEYS = re.compile(r"\b(?:keys?|fields?|properties|attributes)\b(?P<list>[^.\n{]*
 QUOTED = re.compile(r"[`\"']([A-Za-z_][A-Za-z0-9_]{0,63})[`\"']"  # a key, and the type a sentence may give it
                     r"(?:\s*(?:\(|:|,?\s*as\s+(?:an?\s+)?)\s*(string|str|text|integer|int|number|float|decimal|"
                     r"boolean|bool|array|list|object)\b)?", re.IGNORECASE)
+_TYPED = re.compile(r"[`\"']?(?P<key>[A-Za-z_]\w{0,63})[`\"']?\s+(?:is|should be|must be|as)\s+(?:an?\s+)?"
+                    r"(?P<kind>string|str|text|integer|int|number|float|decimal|boolean|bool|array|list)\b"
+                    r"(?:[^.\n]{0,20}?\b(?:from|between)\s+(?P<low>-?\d{1,9})\s+(?:to|and)\s+(?P<high>-?\d{1,9}))?",
+                    re.IGNORECASE)
+_ONE_OF = re.compile(r"[`\"']?(?P<key>[A-Za-z_]\w{0,63})[`\"']?\s+(?:is|should be|must be)\s+(?:exactly\s+)?"
+                     r"one of:?\s*(?P<choices>(?:[`\"'][^`\"'\n]{1,60}[`\"'](?:,?\s*(?:or\s+)?)?){1,32})",
+                     re.IGNORECASE)
 TYPES = {"str": "string", "text": "string", "int": "integer", "float": "number", "decimal": "number",
          "bool": "boolean", "list": "array"}
 
@@ -40,8 +47,30 @@ def requested_schema(turns: list[Turn]) -> dict[str, Any] | None:
     if keys:
         types = {key: TYPES.get(kind, kind or "string") for key, kind in reversed(keys)}  # the first mention wins
         unique = list(dict.fromkeys(key for key, _ in keys))
-        return {"type": "object", "properties": {key: {"type": types[key]} for key in unique}, "required": unique}
+        properties: dict[str, dict[str, Any]] = {key: {"type": types[key]} for key in unique}
+        _refine(text, properties)
+        return {"type": "object", "properties": properties, "required": unique}
     return None
+
+
+def _refine(text: str, properties: dict[str, dict[str, Any]]) -> None:
+    """What sentences say of a key after naming it: "where `rating` is an integer from 1 to 10", "`tone`
+    should be one of 'positive', 'negative'"."""
+    for match in _TYPED.finditer(text):
+        prop = properties.get(match.group("key"))
+        if prop is None:
+            continue
+        kind = match.group("kind").lower()
+        prop["type"] = TYPES.get(kind, kind)
+        if match.group("low") is not None and prop["type"] in ("integer", "number"):
+            low, high = sorted((int(match.group("low")), int(match.group("high"))))
+            prop.update(minimum=low, maximum=high)
+    for match in _ONE_OF.finditer(text):
+        prop = properties.get(match.group("key"))
+        choices = re.findall(r"[`\"']([^`\"'\n]{1,60})[`\"']", match.group("choices"))
+        if prop is not None and choices:
+            prop.clear()
+            prop.update(type="string", enum=list(dict.fromkeys(choices)))
 
 
 def _objects(text: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

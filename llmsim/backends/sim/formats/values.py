@@ -91,6 +91,12 @@ def answer(req: Request, question: str, results: Sequence[tuple[str, str]] = ())
     return f"{first[:1].upper()}{first[1:]} {second}"
 
 
+def _first_sentence(req: Request, question: str) -> str:
+    slots = text.slot_values(intent.read(question))
+    sentence = text.fill(req.rng.choice(phrases.DIRECT_ANSWERS), slots)
+    return sentence[:1].upper() + sentence[1:]
+
+
 def plan(question: str, words: int = 20) -> str:
     """Reasoning in whole sentences: the plan for the answer, at least `words` words of it."""
     read = intent.read(question)
@@ -120,6 +126,8 @@ def string_hints(schema: Any, req: Request, question: str, results: Sequence[tup
             hints[lower] = answer(req, question, results)
         elif lower in NAME_FIELDS:
             hints[lower] = topics(question)[0]
+        elif lower not in jsongen.NAME_HINTS:  # a field nothing else names: a sentence about the question
+            hints[lower] = _first_sentence(req, question)
     return {**hints, **req.hints, **tools.question_hints(question)}
 
 
