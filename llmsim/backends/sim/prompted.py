@@ -16,7 +16,8 @@ from llmsim.responses.schema_checks import schema_error
 
 MAX_SCAN_CHARS = 100_000  # of the prompt's end: the instructions that matter are near the question
 MAX_ATTEMPTS = 256  # JSON decodes tried: bounded work whatever the prompt holds
-KEYS = re.compile(r"\b(?:keys?|fields?|properties|attributes)\b(?P<list>[^.\n{]*)", re.IGNORECASE)
+KEYS = re.compile(r"\b(?:keys?|fields?|properties|attributes)\b"  # the list ends where a clause about one key starts
+                  r"(?P<list>(?:(?!\b(?:where|which|whose|one of|should|must)\b)[^.\n{])*)", re.IGNORECASE)
 QUOTED = re.compile(r"[`\"']([A-Za-z_][A-Za-z0-9_]{0,63})[`\"']"  # a key, and the type a sentence may give it
                     r"(?:\s*(?:\(|:|,?\s*as\s+(?:an?\s+)?)\s*(string|str|text|integer|int|number|float|decimal|"
                     r"boolean|bool|array|list|object)\b)?", re.IGNORECASE)

@@ -42,7 +42,9 @@ def respond(req: Request) -> str | None:
     functions = [f for f in _functions(req.instructions) if f.name != "final_answer"]
     question = _task(req.first_user)
     seen = observations(req.messages)
-    if seen or not functions:
+    query = tools.words(question)
+    fits = [f for f in functions if tools.fit(query, f.name, f.doc) > 0]
+    if seen or not fits:  # results are in, or no tool fits: answer (a computed expression as code)
         answer = values.answer(req, question, [("", _result(s)) for s in seen[-2:]])
         computed = values.arithmetic(question) if not seen else None
         body = f"result = {_expression(question)}\nfinal_answer(result)" if computed is not None else \
@@ -50,8 +52,7 @@ def respond(req: Request) -> str | None:
         thought = "I have the information I need, so I will return the final answer." if seen else \
             "I can answer this directly and return the final answer."
         return f"Thought: {thought}\n{opening}\n{body}\n{closing}"
-    query = tools.words(question)
-    function = max(functions, key=lambda f: (tools.fit(query, f.name, f.doc), -functions.index(f)))
+    function = max(fits, key=lambda f: (tools.fit(query, f.name, f.doc), -fits.index(f)))
     arguments = values.instance(function.schema, req, question)
     call = ", ".join(f"{k}={v!r}" for k, v in arguments.items()) if isinstance(arguments, dict) else ""
     return (f"Thought: I will use the `{function.name}` tool to look this up, then print the result.\n"

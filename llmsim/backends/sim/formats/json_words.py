@@ -12,9 +12,10 @@ from llmsim.backends.sim.formats import values
 from llmsim.backends.sim.formats.request import Request
 
 FALLBACK = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
-_ASKS = re.compile(r"\b(?:respond|reply|answer|return|output|provide|give|produce|format(?:ted)?|write|generate|"
-                   r"emit)\b[^.\n]{0,80}?\bJSON\b|\bJSON\b[^.\n]{0,40}?\b(?:only|format|object|response|"
-                   r"codeblock|code block|schema)\b|```json", re.IGNORECASE)
+_ASKS = re.compile(r"(?:^|[.!?:\n]\s*|\b(?:please|must|should|always|only|and|then|to|will)\s+)"
+                   r"(?:respond|reply|answer|return|output|provide|give|produce|format|write|generate|emit)\b"
+                   r"[^.\n]{0,80}?\bJSON\b|\b(?:in|as|using)\s+(?:valid\s+|a\s+|strict\s+)?JSON\b|"
+                   r"\bJSON\s+only\b|```json|\bjson\s+code\s?block", re.IGNORECASE | re.MULTILINE)
 _FENCE = re.compile(r"```json|\bjson\s+code\s?block|\bcode\s?block\b|\bmarkdown\b", re.IGNORECASE)
 
 
