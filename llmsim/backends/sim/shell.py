@@ -17,9 +17,9 @@ COMMANDS = (
     (re.compile(r"\bgit\b|\bstatus\b|\bchanges?\b|\bmodified\b|\bbranch", re.I), "git status"),
     (re.compile(r"\blog\b|\bhistory\b|\bcommits?\b|\brecent\b", re.I), "git log --oneline -5"),
     (re.compile(r"\bwhere am i\b|\bcurrent (?:directory|folder)\b|\bpwd\b|\bworking directory\b", re.I), "pwd"),
+    (re.compile(r"\bfiles?\b|\blist\b|\bdirector(?:y|ies)\b|\bfolders?\b|\bcontents?\b", re.I), "ls -la"),
     (re.compile(r"\breadme\b|\bproject\b|\babout\b|\bdescribe\b|\bsummar|\bwhat (?:does|is) this\b", re.I),
      "cat README.md"),
-    (re.compile(r"\bfiles?\b|\blist\b|\bdirector(?:y|ies)\b|\bfolders?\b|\bcontents?\b", re.I), "ls -la"),
 )
 DEFAULT_COMMAND = "ls"
 
