@@ -7,6 +7,7 @@ real one, people write "with keys `title` and `year`"); a model follows it, so t
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any
@@ -38,7 +39,11 @@ def requested_schema(turns: list[Turn]) -> dict[str, Any] | None:
     A schema found in the text wins over an example, the last of each over earlier ones (format instructions
     show an example schema before the real one); keys named in a sentence come last."""
     text = "\n".join(t.text for t in turns if t.role in ("system", "user") and t.kind == "message")
-    text = text[-MAX_SCAN_CHARS:]
+    return _schema_in(text[-MAX_SCAN_CHARS:])
+
+
+@functools.lru_cache(maxsize=256)  # agents send the same instructions every turn; the result is never mutated
+def _schema_in(text: str) -> dict[str, Any] | None:
     schemas, examples = _objects(text)
     if schemas:
         return schemas[-1]

@@ -70,7 +70,7 @@ def choice(options: list[str], question: str, req: Request) -> str:
 
 
 def topics(question: str) -> list[str]:
-    found = list(intent.key_nouns(question))
+    found = list(intent.read(question).topics)
     return found or [phrases.FALLBACK_TOPIC]
 
 
