@@ -1,4 +1,4 @@
-"""Prompts built by hand for the recogniser tests (tests/test_formats*.py): no server, no framework."""
+"""Prompts built by hand for the recogniser tests (tests/test_formats.py and its property test): no server."""
 
 from __future__ import annotations
 
