@@ -89,3 +89,13 @@ def test_streamify_ends_in_a_parsed_prediction(llmsim: LLMSim, adapter: str, api
     with dspy.context(**settings(llmsim, adapter, api)):
         final = asyncio.run(run())
     assert final is not None and "Redis streams" in final.answer and isinstance(final.confidence, float)
+
+
+def test_a_scenario_still_wins_over_the_recognised_format(llmsim: LLMSim) -> None:
+    import dspy
+    scripted = "[[ ## answer ## ]]\nscripted answer\n\n[[ ## completed ## ]]"
+    llmsim.load_scenario({"rules": [{"match": {"input_contains": "volcanoes"}, "text": scripted}],
+                          "on_exhausted": "simulate"})
+    with dspy.context(**settings(llmsim, "chat", "chat")):
+        result = dspy.Predict("question -> answer")(question="Why do volcanoes erupt?")
+    assert result.answer == "scripted answer"

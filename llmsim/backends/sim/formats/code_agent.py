@@ -4,6 +4,7 @@ passes the answer to `final_answer(...)`."""
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -13,9 +14,9 @@ from llmsim.backends.sim.formats import values
 from llmsim.backends.sim.formats.request import Request, observations
 
 _DELIMITERS = re.compile(r"opened with '(?P<open>[^'\n]{1,20})', and closed with '(?P<close>[^'\n]{1,20})'")
-_LEGACY = re.compile(r"```py\b.*?```<end_code>", re.DOTALL)  # smolagents before 1.20
-_FUNCTION = re.compile(r"^def (?P<name>\w+)\((?P<params>[^)]*)\)[^:\n]*:\n\s+\"\"\"(?P<doc>.*?)\"\"\"",
-                       re.MULTILINE | re.DOTALL)
+LEGACY = ("```py", "```<end_code>")  # smolagents before 1.20
+_FUNCTION = re.compile(r"^def (?P<name>\w+)\((?P<params>[^)]{0,2000})\)[^:\n]{0,200}:\n\s+"
+                       r"\"\"\"(?P<doc>.{0,4000}?)\"\"\"", re.MULTILINE | re.DOTALL)  # bounded
 _PARAM = re.compile(r"(?P<name>\w+)\s*:\s*(?P<type>\w+)")
 TYPES = {"string": "string", "str": "string", "integer": "integer", "int": "integer", "number": "number",
          "float": "number", "boolean": "boolean", "bool": "boolean", "array": "array", "list": "array",
@@ -35,8 +36,8 @@ def respond(req: Request) -> str | None:
     match = _DELIMITERS.search(req.instructions)
     if match:
         opening, closing = match.group("open"), match.group("close")
-    elif _LEGACY.search(req.instructions):
-        opening, closing = "```py", "```<end_code>"
+    elif all(marker in req.instructions for marker in LEGACY):
+        opening, closing = LEGACY
     else:
         return None
     functions = [f for f in _functions(req.instructions) if f.name != "final_answer"]
@@ -62,7 +63,7 @@ def respond(req: Request) -> str | None:
 def _functions(instructions: str) -> list[Function]:
     tail = instructions.split("you only have access to these tools", 1)[-1]
     found = []
-    for match in list(_FUNCTION.finditer(tail))[:64]:
+    for match in itertools.islice(_FUNCTION.finditer(tail), 64):
         properties = {p.group("name"): {"type": TYPES.get(p.group("type"), "string")}
                       for p in _PARAM.finditer(match.group("params"))}
         found.append(Function(match.group("name"), match.group("doc").split("Args:")[0].strip(),

@@ -10,6 +10,7 @@ schema: {…}") in the structure it shows; both adapters parse the answer back b
 from __future__ import annotations
 
 import ast
+import itertools
 import json
 import re
 from dataclasses import dataclass, field
@@ -20,12 +21,12 @@ from llmsim.backends.sim.formats import values
 from llmsim.backends.sim.formats.request import Request
 
 MAX_FIELDS = 64
-_OUTPUTS = re.compile(r"Your output fields are:\n(?P<list>(?:\d+\.\s+`\w+`.*\n?(?:[^\d\n].*\n?)*)+)")
+MAX_SECTION_CHARS = 20_000  # of the output-field list: dspy writes a few lines per field
 _FIELD = re.compile(r"^\d+\.\s+`(?P<name>\w+)`\s+\((?P<type>.*?)\):", re.MULTILINE)
 _NOTE = re.compile(r"\{(?P<name>\w+)\}\s+# note: the value you produce (?P<note>[^\n]*)")
 _BLOCK = re.compile(r"\[\[ ## (\w+) ## \]\]\n?")
-_TOOL = re.compile(r"\(\d+\)\s+(?P<name>\w+), whose description is <desc>(?P<desc>.*?)</desc>\.\s*"
-                   r"It takes arguments (?P<args>\{.*?\})\.?\s*$", re.MULTILINE | re.DOTALL)
+_TOOL = re.compile(r"\(\d+\)\s+(?P<name>\w+), whose description is <desc>(?P<desc>.{0,4000}?)</desc>\.\s*"
+                   r"It takes arguments (?P<args>\{.{0,8000}?\})\.?\s*$", re.MULTILINE | re.DOTALL)  # bounded
 _STEP = re.compile(r"(?:thought|tool_name|tool_args|observation)_\d+$")  # a ReAct trajectory's own blocks
 _TRAILER = re.compile(r"\n\s*Respond with (?:the corresponding output fields|a JSON object)\b(?!.*\n\s*Respond with "
                      r"(?:the corresponding output fields|a JSON object)\b)", re.DOTALL)  # the last one
@@ -43,12 +44,13 @@ class Field:
 
 def declared(instructions: str) -> list[Field] | None:
     """The output fields, or None when the instructions are not a dspy adapter's."""
-    match = _OUTPUTS.search(instructions)
-    if not match:
+    start = instructions.find("Your output fields are:")
+    if start < 0:
         return None
+    section = instructions[start:start + MAX_SECTION_CHARS].split("All interactions will be structured", 1)[0]
     notes = {m.group("name"): m.group("note").replace('\\"', '"') for m in _NOTE.finditer(instructions)}
     fields = []
-    for found in list(_FIELD.finditer(match.group("list")))[:MAX_FIELDS]:
+    for found in itertools.islice(_FIELD.finditer(section), MAX_FIELDS):
         name, kind = found.group("name"), found.group("type")
         fields.append(_typed(name, kind, notes.get(name, "")))
     return fields or None
@@ -89,7 +91,7 @@ class Tool:
 
 def react_tools(instructions: str) -> list[Tool]:
     found = []
-    for match in _TOOL.finditer(instructions):
+    for match in itertools.islice(_TOOL.finditer(instructions), MAX_FIELDS):
         try:
             arguments = ast.literal_eval(match.group("args"))
         except (ValueError, SyntaxError, MemoryError, RecursionError):

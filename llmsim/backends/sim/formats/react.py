@@ -4,6 +4,7 @@ llama-index). One tool call per step, never the same call twice: an observation 
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from dataclasses import dataclass
@@ -15,8 +16,8 @@ from llmsim.backends.sim.formats.request import Request, observations
 
 _LANGCHAIN_NAMES = re.compile(r"Action:[^\n]*?one of \[(?P<names>[^\]\n]*)\]")
 _LLAMA_NAMES = re.compile(r"Action:[^\n]*?\(one of (?P<names>[^)\n]*)\)")
-_LLAMA_TOOL = re.compile(r"> Tool Name: (?P<name>\S+)\nTool Description: (?P<desc>.*?)\n"
-                         r"Tool Args: (?P<args>\{.*?\})\s*$", re.MULTILINE | re.DOTALL)
+_LLAMA_TOOL = re.compile(r"> Tool Name: (?P<name>\S+)\nTool Description: (?P<desc>.{0,4000}?)\n"
+                         r"Tool Args: (?P<args>\{.{0,8000}?\})\s*$", re.MULTILINE | re.DOTALL)  # bounded
 _SIGNATURE = r"^{name}(?:\((?P<params>[^)]*)\))?(?:\s*->\s*\S+)?\s*[-:]\s*(?P<desc>.*)$"
 _QUESTION = re.compile(r"^Question:\s*(?P<q>.+)$", re.MULTILINE)
 
@@ -65,7 +66,7 @@ def _question(req: Request, transcript: str) -> str:
 
 
 def _tools(template: str, names: list[str]) -> list[Tool]:
-    llama = {m.group("name"): m for m in _LLAMA_TOOL.finditer(template)}
+    llama = {m.group("name"): m for m in itertools.islice(_LLAMA_TOOL.finditer(template), 64)}
     found = []
     for name in names[:64]:
         if name in llama:

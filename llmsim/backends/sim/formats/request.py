@@ -14,6 +14,8 @@ from faker import Faker
 from llmsim.generation import Prompt, last_user_text
 
 MAX_SCAN_CHARS = 60_000  # of each text's end: the instructions that shape the answer are near the question
+MAX_OBSERVATIONS = 16  # the latest ones: an answer quotes a few
+MAX_OBSERVATION_CHARS = 8000
 _OBSERVATION = re.compile(r"^\s*Observation:", re.MULTILINE)
 
 
@@ -58,8 +60,8 @@ class Request:
 def observations(text: str) -> list[str]:
     """The bodies of `Observation:` blocks in a ReAct-style transcript, in order."""
     out = []
-    for match in _OBSERVATION.finditer(text):
-        rest = text[match.end():]
+    for match in list(_OBSERVATION.finditer(text))[-MAX_OBSERVATIONS:]:
+        rest = text[match.end():match.end() + MAX_OBSERVATION_CHARS]
         stop = re.search(r"^\s*(?:Thought|Action|Final Answer|Answer|Question)\s*:", rest, re.MULTILINE)
         body = (rest[:stop.start()] if stop else rest).strip()
         if body:
