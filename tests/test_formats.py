@@ -251,7 +251,8 @@ def test_json_object_format_always_gets_json() -> None:
 
 
 @pytest.mark.parametrize("question", ["Why do volcanoes erupt?", "Write a Python function that reverses a list",
-                                      "Compare TCP and UDP", "We return JSON from our API; is that fine?"])
+                                      "Compare TCP and UDP", "We return JSON from our API; is that fine?",
+                                      "How do I return JSON from Flask?", "Should the API respond with JSON?"])
 def test_a_plain_request_is_not_claimed(question: str) -> None:
     assert respond(prompt("You are a helpful assistant.", question)) is None
 
