@@ -48,7 +48,7 @@ BODY = (
     "A second pair of eyes on {topic} often spots issues that are easy to miss on your own.",
     "Writing the reasoning down makes it easier to explain {topic} to someone else later.",
     "Over time, the habits you build around {topic} matter more than any single tool.",
-    "Think about who else depends on {other}, and let them know before you change it.",
+    "The link between {topic} and {other} is worth a closer look, since it explains much of the rest.",
     "Automating the repetitive parts frees your attention for the decisions that need judgement.",
     "When in doubt, a small experiment settles the question faster than a long debate.",
     "Clear names and a tidy structure make {topic} much easier to maintain.",
