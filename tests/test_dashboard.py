@@ -136,3 +136,46 @@ def test_dashboard_asks_for_the_admin_key(start_server: Callable[..., ServerProc
     expect(page.locator("#login")).to_be_hidden()
     expect(page.locator("#requests tbody tr")).to_have_count(1)
     expect(page.locator("#live")).to_have_class(re.compile(r"^live$"))
+
+
+def test_dashboard_keeps_its_charts_across_a_reload_and_shows_a_cut_stream_as_a_fault(
+        start_server: Callable[..., ServerProcess], sdk_client: Callable[..., openai.OpenAI], page: Page) -> None:
+    """The server samples the charts' series (llmsim/metrics/history.py): a page opened (or reloaded) later starts
+    with the points from before it opened. A stream a fault cut shows as that fault, never as a green 200."""
+    server = start_server()
+    client = sdk_client(server)
+    for _ in range(3):
+        client.responses.create(model="gpt-4o-mini", input="Hi")
+    dropped = {"X-LLMSim-Fault": "stream_drop"}
+    with pytest.raises(openai.APIConnectionError), client.responses.stream(
+            model="gpt-4o-mini", input="Tell me about the sea.", extra_headers=dropped) as events:
+        events.get_final_response()
+
+    def sampled() -> list[dict[str, object]]:
+        points = httpx.get(f"{server.url}/llmsim/ui/api/history").json()["points"]
+        return [p for p in points if p["finished"].get("gpt-4o-mini") == 4]
+
+    expect_soon(lambda: bool(sampled()))
+    before = sampled()[0]
+    assert before["faults"] == {"stream_drop": 1}
+
+    for reload in (False, True):
+        page.reload() if reload else page.goto(f"{server.url}/llmsim/ui")
+        expect(page.locator("#k-rps-sub")).to_have_text("4 finished")
+        first = page.evaluate("history[0].t")
+        opened = page.evaluate("Date.now() / 1000")
+        assert first <= float(before["t"]) < opened  # a point sampled before the page (re)opened
+        xs = page.evaluate("charts['chart-faults'].plot.data[0]")
+        assert min(xs) == first and len(xs) > 2
+        row = page.locator("#requests tbody tr").filter(has_text="stream_drop")
+        expect(row.locator(".pill.bad")).to_have_text("dropped")
+        assert row.locator(".pill.ok").count() == 0
+
+
+def expect_soon(condition: Callable[[], bool], timeout: float = 10.0) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.2)

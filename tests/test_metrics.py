@@ -333,3 +333,18 @@ def test_the_first_scrape_of_two_workers_lists_every_metric_with_idle_gauges_at_
     assert ("llmsim_faults_injected_total", frozenset({("kind", "stream_drop")})) in samples
     assert value(samples, "llmsim_background_queue") == 0 and ("llmsim_rate_limited_total", frozenset()) in samples
     assert text.count("# TYPE vllm:num_requests_waiting ") == 1  # listed once, however many workers hold it
+
+    # The dashboard's history (llmsim/metrics/history.py): each worker samples the merged metrics, so whichever
+    # worker a reloaded page asks has the traffic every worker served.
+    with httpx.Client(base_url=server.base_url) as client:
+        for _ in range(4):
+            client.post("/responses", json={"model": "gpt-4o", "input": "Hi"}).raise_for_status()
+
+    def seen_by_every_worker() -> bool:
+        answers = [httpx.get(f"{server.url}/llmsim/ui/api/history").json()["points"] for _ in range(8)]
+        return all(points and points[-1]["finished"].get("gpt-4o") == 4 for points in answers)
+
+    deadline = time.monotonic() + 15
+    while not seen_by_every_worker():
+        assert time.monotonic() < deadline, "a worker's history never showed the traffic"
+        time.sleep(0.3)
