@@ -325,13 +325,15 @@ function drawHistogram(el, hist, p50, p95) {
   }
   lo = Math.max(0, lo - 1); hi = Math.min(counts.length - 1, hi + 1);
   const shown = counts.slice(lo, hi + 1);
-  const pad = { l: 12, r: 12, t: 26, b: 30 };
+  const pad = { l: 30, r: 30, t: 26, b: 30 };  // room for half a bucket label at either end
   const w = (width - pad.l - pad.r) / shown.length, top = Math.max(1, ...shown.map(([, c]) => c));
   const baseY = height - pad.b;
+  const widest = Math.max(...shown.map(([le]) => ms(le).length - 2));  // "≤" and the number, in characters
+  const labelEvery = Math.max(1, Math.ceil((widest * 7.5 + 8) / w));
   shown.forEach(([le, c], i) => {
     const h = (baseY - pad.t) * c / top;
     root.append(svg("rect", { class: "bar", "data-count": c, x: pad.l + i * w + 2, y: baseY - h, width: Math.max(1, w - 4), height: h, rx: 3 }));
-    if (shown.length <= 10 || i % Math.ceil(shown.length / 10) === 0) {
+    if (i % labelEvery === 0) {  // labels that do not run into each other
       root.append(svg("text", { x: pad.l + (i + 0.5) * w, y: height - 8, "text-anchor": "middle" },
         `≤${ms(le).replace(" ms", "")}`));
     }
@@ -354,7 +356,8 @@ function drawHistogram(el, hist, p50, p95) {
       "text-anchor": anchorRight ? "end" : "start" }, label));
   };
   marker(p50, "profile", "profile p50", true, pad.t - 12);
-  marker(p95, "profile", "profile p95", false, pad.t - 12);
+  const crowded = p50 != null && p95 != null && Math.abs(xOf(p95) - xOf(p50)) < 100;  // the tags would meet
+  marker(p95, "profile", "profile p95", false, crowded ? pad.t + 24 : pad.t - 12);
   marker(quantile(hist, 0.5), "measured", "measured p50", false, pad.t + 8);
   el.replaceChildren(root);
 }
