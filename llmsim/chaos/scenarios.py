@@ -7,6 +7,10 @@ failure). `on_exhausted` says what happens once the turns run out: `simulate` (t
 answers), `repeat_last`, `cycle`, or `error`. State (position, rule counts, the transcript of
 requests) lives in the worker process (`Player`), or in Redis for a whole fleet
 (`llmsim.chaos.redis_state.RedisPlayer`).
+
+A request refused before generation (an injected HTTP fault, a rate limit) never reached the model: the gate
+(llmsim/chaos/admission.py) admits before the scenario directs, so it takes no turn and uses up no rule, and the
+client's retry gets the reply it would have had; the transcript records it, marked `refused`.
 """
 
 from __future__ import annotations
