@@ -11,14 +11,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from flask import Blueprint, Response, jsonify, send_from_directory
+from flask import Blueprint, Response, current_app, jsonify, send_from_directory
 from flask.typing import ResponseReturnValue
 
 from llmsim.api.admin import json_writes, paused_rules, sees_all, visible_requests
 from llmsim.api.chaos import state as chaos_state
 from llmsim.api.http import owner, require_admin_key, services
-from llmsim.api.metrics import metrics, update_gauges
+from llmsim.api.metrics import EXTENSION, metrics, update_gauges
 from llmsim.errors import not_found
+from llmsim.metrics.history import History
 from llmsim.metrics.registry import histogram
 from llmsim.timing.profiles import Profile
 
@@ -46,6 +47,9 @@ SECURITY_HEADERS = {
 def _secured(response: Response) -> Response:
     response.headers.update(SECURITY_HEADERS)
     return response
+HISTORY = "llmsim.history"
+bp.record_once(lambda setup: setup.app.extensions.setdefault(
+    HISTORY, History(setup.app.extensions[EXTENSION]).start()))  # the charts' last 15 minutes, kept by the server
 
 
 @bp.get("")
@@ -71,7 +75,7 @@ def dashboard_state() -> ResponseReturnValue:
         "models": _models(samples),
         "requests": [{"endpoint": labels["endpoint"], "status": labels["status"], "count": value}
                      for labels, value in samples.get("llmsim_requests_total", [])],
-        "faults": _by(samples, "llmsim_faults_injected_total", "kind"),
+        "faults": {kind: n for kind, n in _by(samples, "llmsim_faults_injected_total", "kind").items() if n},
         "rate_limited": sum(v for _, v in samples.get("llmsim_rate_limited_total", [])),
         "store_entries": _by(samples, "llmsim_store_entries", "kind"),
         "background_queue": sum(v for _, v in samples.get("llmsim_background_queue", [])),
@@ -82,6 +86,13 @@ def dashboard_state() -> ResponseReturnValue:
         "paused": paused is not None,
         "scenario": _scenario(),
     })
+
+
+@api.get("/history")
+def history() -> ResponseReturnValue:
+    """The charts' points of the last 15 minutes (llmsim/metrics/history.py), for the page to start with."""
+    return jsonify({"window_s": current_app.extensions[HISTORY].window,
+                    "points": current_app.extensions[HISTORY].points()})
 
 
 @api.get("/responses/<response_id>")
@@ -97,8 +108,9 @@ def stored(response_id: str) -> ResponseReturnValue:
 
 
 def _models(samples: dict[str, list[tuple[dict[str, str], float]]]) -> list[dict[str, Any]]:
-    names = sorted({labels["model_name"] for series in samples.values() for labels, _ in series
-                    if "model_name" in labels})
+    names = sorted({labels["model_name"] for name, series in samples.items() for labels, value in series
+                    if "model_name" in labels and (value or not name.startswith("vllm:num_requests_"))})
+    # (a listed model's live gauges are there at 0 from the start: idle, it is not shown)
     catalog = services().catalog
     return [{
         "name": name,

@@ -51,6 +51,7 @@ def _endpoint() -> str | None:
 
 def install(app: Flask, found: Metrics, pipeline: Pipeline) -> None:
     app.extensions[EXTENSION] = found
+    found.declare(profile.id for profile in pipeline.catalog.listed())  # their live gauges at 0 from the start
     found.refresh = functools.partial(store_gauges, found, pipeline)  # after each generation: it may have stored one
     app.register_blueprint(bp)
 
