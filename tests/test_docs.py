@@ -8,7 +8,7 @@ The convention (docs/contributing.md says it for writers):
   with the `llmsim` fixture, in a folder holding the page's `file` blocks;
 - a ```bash / ```console block's `curl` lines run against the page's server; its `llmsim ...` lines name only
   flags that `llmsim ... --help` lists, its `pip install` lines only extras that pyproject.toml declares, its
-  `python -m bench.X` / `python examples/x.py` lines only modules and files that exist;
+  `python -m bench.X` lines and `python` lines naming a script of examples/ only what exists;
 - an HTML comment on the line before a block changes that: `<!-- test: skip REASON -->` (not run: it needs a
   model, an upstream, a cluster), `<!-- test: file PATH -->` (the block is written to PATH in the page's
   folder), `<!-- test: server -->` (the block's `llmsim serve ...` is started, with its own port, and the
@@ -110,7 +110,7 @@ def _extras() -> set[str]:
     return set(project["optional-dependencies"])
 
 
-def check_shell(block: Block, server: ServerProcess) -> None:
+def check_shell(block: Block, server: ServerProcess | None) -> None:
     for words in _commands(block.body):
         while words and ("=" in words[0] and not words[0].startswith("-") or words[0] in {"export", "sudo"}):
             words = words[1:]  # VAR=value prefixes
@@ -138,6 +138,7 @@ def check_shell(block: Block, server: ServerProcess) -> None:
             elif args[0].endswith(".py") and "/" in args[0] and not args[0].startswith("/"):
                 assert (ROOT / args[0]).exists(), f"{block.where}: no {args[0]}"
         elif name == "curl":
+            assert server is not None, f"{block.where}: curl with no server"
             line = _local(shlex.join(["curl", "--fail-with-body", "--max-time", "30", *args]), server)
             result = subprocess.run(["bash", "-c", line], capture_output=True, text=True, timeout=60)
             assert result.returncode == 0, f"{block.where}: {line}\n{result.stdout}{result.stderr}"
@@ -218,3 +219,10 @@ def test_pytest_examples_pass(block: Block, tmp_path: Path) -> None:
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert result.returncode == 0, f"{block.where}:\n{result.stdout[-4000:]}{result.stderr[-2000:]}"
     assert " passed" in result.stdout
+
+
+@pytest.mark.parametrize("body", ["llmsim serve --port 8080 --no-such-flag 1\n", 'pip install -e ".[no-such-extra]"\n',
+                                  "python examples/no_such_example.py\n"])
+def test_the_shell_checks_catch_what_does_not_exist(body: str) -> None:
+    with pytest.raises(AssertionError):
+        check_shell(Block(ROOT / "README.md", 1, "bash", body), None)
