@@ -14,7 +14,7 @@ The convention (docs/contributing.md says it for writers):
   folder), `<!-- test: server -->` (the block's `llmsim serve ...` is started, with its own port, and the
   page's later blocks talk to it).
 
-The page's default server runs `--speed 0 --seed 0`.
+The page's default server runs `--speed 0`, as every server here does (a block's `--speed 0` is that server).
 """
 
 from __future__ import annotations
@@ -145,15 +145,15 @@ def check_shell(block: Block, server: ServerProcess | None) -> None:
 
 
 def _server_flags(block: Block, folder: Path) -> list[str]:
-    """The block's `llmsim serve` flags, without where to listen (the test picks), paths made absolute."""
+    """The block's `llmsim serve` flags less --host, --port and --speed, its file names made absolute."""
     (words,) = [words for words in _commands(block.body) if words[:2] == ["llmsim", "serve"]]
     flags: list[str] = []
     skip = False
     for word in words[2:]:
         if skip:
             skip = False
-        elif word in {"--port", "--host"}:
-            skip = True
+        elif word in {"--port", "--host", "--speed"}:
+            skip = True  # the test picks where; every server here runs at --speed 0
         else:
             flags.append(str(folder / word) if (folder / word).exists() else word)
     return flags
@@ -167,7 +167,7 @@ def _pages() -> list[Any]:
 def test_page_blocks_run(page: Path, shared_server: Callable[..., ServerProcess], tmp_path: Path,
                          monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    server = shared_server("--seed", "0")
+    server = shared_server()
     namespace: dict[str, Any] = {"client": openai.OpenAI(base_url=server.base_url, api_key="sk-test", max_retries=2)}
     for block in blocks(page):
         if block.what == "skip":
@@ -190,35 +190,74 @@ def test_page_blocks_run(page: Path, shared_server: Callable[..., ServerProcess]
             check_shell(block, server)
 
 
-def _pytest_blocks() -> list[Any]:
+def _pytest_files() -> list[Block]:
+    return [block for page in PAGES for block in blocks(page) if block.pytest_file and block.what != "skip"]
+
+
+def _test_name(block: Block) -> str:
+    found = re.search(r"^def (test_\w+)", block.body, re.M)
+    assert found, block.where
+    return found[1]
+
+
+# Each pytest example in a folder of its own (the page's `file` blocks beside it, its tests run from there, as a
+# user runs them from their project), all in one pytest session: one fixture server for all of them.
+CHDIR = """import pathlib
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def _from_this_folder(monkeypatch):
+    monkeypatch.chdir(pathlib.Path(__file__).parent)
+"""
+
+
+@pytest.fixture(scope="module")
+def pytest_examples(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """`{"folder/test_x.py::test_name": outcome and output}` from one `pytest` run of every pytest example."""
+    root = tmp_path_factory.mktemp("pytest-examples")
+    files = []
+    for number, block in enumerate(_pytest_files()):
+        folder = root / f"example{number}"
+        for other in blocks(block.page):
+            if other.what == "file":
+                (folder / other.arg).parent.mkdir(parents=True, exist_ok=True)
+                (folder / other.arg).write_text(other.body)
+        folder.mkdir(exist_ok=True)
+        (folder / "conftest.py").write_text(CHDIR)
+        first = block.body.splitlines()[0]
+        name = first.removeprefix("# ").split()[0] if re.match(r"# test_\w+\.py", first) else "test_example.py"
+        (folder / name).write_text(block.body)
+        files.append(f"example{number}/{name}")
+    result = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist",
+                             "--import-mode=importlib", "-rA", "-q", *files], cwd=root, capture_output=True,
+                            text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    outcomes = {}
+    for line in result.stdout.splitlines():
+        found = re.match(r"(PASSED|FAILED|ERROR) (example\d+/\S+::\w+)", line)
+        if found:
+            outcomes[found[2]] = found[1]
+    outcomes["output"] = result.stdout[-6000:] + result.stderr[-2000:]
+    return outcomes
+
+
+def _pytest_params() -> list[Any]:
     params = []
-    for page in PAGES:
-        for block in blocks(page):
-            if block.pytest_file and block.what != "skip":
-                test = re.search(r"^def (test_\w+)", block.body, re.M)
-                assert test
-                bug = KNOWN_BUGS.get((page.name, test[1]))
-                marks = [pytest.mark.xfail(strict=True, reason=bug)] if bug else []
-                params.append(pytest.param(block, id=f"{block.where}::{test[1]}", marks=marks))
+    for number, block in enumerate(_pytest_files()):
+        bug = KNOWN_BUGS.get((block.page.name, _test_name(block)))
+        marks = [pytest.mark.xfail(strict=True, reason=bug)] if bug else []
+        params.append(pytest.param(number, block, id=f"{block.where}::{_test_name(block)}", marks=marks))
     return params
 
 
-@pytest.mark.parametrize("block", _pytest_blocks())
-def test_pytest_examples_pass(block: Block, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("number", "block"), _pytest_params())
+def test_pytest_examples_pass(number: int, block: Block, pytest_examples: dict[str, str]) -> None:
     """A pytest example runs as a user runs it: its own file, plain `pytest`, the installed plugin's fixture."""
-    for other in blocks(block.page):
-        if other.what == "file":
-            target = tmp_path / other.arg
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(other.body)
-    first = block.body.splitlines()[0]
-    name = first.removeprefix("# ").split()[0] if re.match(r"# test_\w+\.py", first) else "test_example.py"
-    (tmp_path / name).write_text(block.body)
-    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", name],
-                            cwd=tmp_path, capture_output=True, text=True, timeout=180,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert result.returncode == 0, f"{block.where}:\n{result.stdout[-4000:]}{result.stderr[-2000:]}"
-    assert " passed" in result.stdout
+    keys = [key for key in pytest_examples if key.startswith(f"example{number}/")]
+    assert keys, f"{block.where}: pytest did not run it:\n{pytest_examples['output']}"
+    failed = [key for key in keys if pytest_examples[key] != "PASSED"]
+    assert not failed, f"{block.where}: {failed}\n{pytest_examples['output']}"
 
 
 @pytest.mark.parametrize("body", ["llmsim serve --port 8080 --no-such-flag 1\n", 'pip install -e ".[no-such-extra]"\n',
