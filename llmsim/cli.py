@@ -7,6 +7,7 @@ import ipaddress
 import os
 import sqlite3
 import sys
+from importlib.metadata import version as package_version
 from pathlib import Path
 
 from llmsim.backends import BACKENDS
@@ -54,6 +55,7 @@ def _paths(value: str) -> list[Path]:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="llmsim", description="OpenAI-compatible Responses API server.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version('llmsim')}")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run the server", formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     d = Settings()
