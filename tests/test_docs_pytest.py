@@ -15,10 +15,7 @@ import pytest
 from test_docs import PAGES, ROOT, Block, blocks
 
 # Pytest examples that fail for a known bug another change fixes: (page, test name) -> the bug.
-KNOWN_BUGS = {
-    ("README.md", "test_agent_answers_from_the_tool"):
-        "issue 35 item 1: a 429 injected by a fault uses up the scenario rule marked `times: 1`",
-}
+KNOWN_BUGS: dict[tuple[str, str], str] = {}
 
 
 def _pytest_files() -> list[Block]:
