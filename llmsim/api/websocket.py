@@ -25,11 +25,13 @@ from llmsim.errors import APIError
 from llmsim.pipeline import Pipeline, dumps
 from llmsim.request import ApiRequest, Ticket, ticket_of
 from llmsim.responses import create as responses
+from llmsim.runtime import shutdown
 from llmsim.runtime.wsconn import WholeFrames
 from llmsim.store import StoredResponse
 
 bp = Blueprint("responses_ws", __name__)
 CLIENT_EVENTS = ("response.create",)
+POLL_SECONDS = 1.0  # how often a silent connection looks whether the server is shutting down
 PING_EVERY = 25.0  # seconds between pings (at most): a client that answers none by the next is closed
 log = logging.getLogger(__name__)
 
@@ -107,13 +109,28 @@ class Session:
         """Until the client goes away: a closed socket ends the loop and any response being streamed."""
         try:
             while True:
-                message = self.ws.receive(timeout=self.idle)
-                if message is None:  # silent for the idle limit (a closed connection raises instead)
-                    self.closing = (CloseReason.GOING_AWAY, f"idle for {self.idle:g} seconds")
+                message = self.receive()
+                if message is None:
                     return
                 self.handle(message)
         except (ConnectionClosed, ConnectionDropped, OSError):  # dropped: an injected fault cuts the connection
             return
+
+    def receive(self) -> str | bytes | None:
+        """The client's next message; None when the connection should close (idle too long, or the server is
+        shutting down: it looks every POLL_SECONDS). A closed connection raises instead."""
+        silent = 0.0
+        while not shutdown.state.draining:
+            step = POLL_SECONDS if self.idle is None else min(POLL_SECONDS, self.idle - silent)
+            message = self.ws.receive(timeout=step)
+            if message is not None:
+                return message
+            silent += step
+            if self.idle is not None and silent >= self.idle:
+                self.closing = (CloseReason.GOING_AWAY, f"idle for {self.idle:g} seconds")
+                return None
+        self.closing = (CloseReason.SERVICE_RESTART, "the server is shutting down")
+        return None
 
     def handle(self, message: str | bytes) -> None:
         body: dict[str, Any] = {}
