@@ -127,27 +127,26 @@ class Worker(GeventWorker):
         super().handle_exit(sig, frame)
 
     def _drain(self) -> None:
-        """Close idle connections at once; let requests at work finish within --graceful-timeout; then cut what
-        is left (llmsim/runtime/shutdown.py), which ends each stream with its terminal event, and give it
-        CUT_GRACE seconds to write and store it. A kept-alive connection closes after its current request
-        (gunicorn: the worker is no longer alive)."""
+        """Close idle connections at once, and each kept-alive one once its request ends; let requests at work
+        finish within --graceful-timeout; then cut what is left (llmsim/runtime/shutdown.py), which ends each
+        stream with its terminal event. gunicorn's run loop exits the worker when no connection is left (the
+        master waits CUT_GRACE seconds more than the graceful timeout before it kills the worker)."""
         shutdown.begin()
         deadline = time.monotonic() + self.graceful_timeout
-        while True:
-            while self.waiting:  # idle: nothing in flight to finish (new ones until the listener closes)
-                self._shed()
-            if not shutdown.busy() or time.monotonic() >= deadline:
-                break
-            gevent.sleep(0.05)
+        while shutdown.busy() and time.monotonic() < deadline:
+            self._shed_idle()
         if shutdown.busy():
             self.log.warning("llmsim: graceful timeout (%gs): ending %d requests and background responses",
                              self.graceful_timeout, shutdown.busy())
             shutdown.cut()
-            cut_deadline = time.monotonic() + shutdown.CUT_GRACE
-            while shutdown.busy() and time.monotonic() < cut_deadline:
-                while self.waiting:
-                    self._shed()
-                gevent.sleep(0.05)
+        while True:  # until gunicorn's run loop finds no connection left and the worker exits
+            self._shed_idle()
+
+    def _shed_idle(self) -> None:
+        """Close every connection waiting for a request (kept alive after its last one); then a moment's wait."""
+        while self.waiting:
+            self._shed()
+        gevent.sleep(0.05)
 
     def _read_body(self, req: Any, sock: socket.socket) -> None:
         """Read the body whole within the deadline, still counted as waiting for the client; then the app
