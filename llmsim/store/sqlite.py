@@ -16,13 +16,19 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from llmsim.store.base import FINAL_STATUSES, SerializedEvent, StoredConversation, StoredResponse
+from llmsim.store.base import (
+    FINAL_STATUSES,
+    UNSEEN_GRACE_SECONDS,
+    SerializedEvent,
+    StoredConversation,
+    StoredResponse,
+)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
     id TEXT PRIMARY KEY, stored_at REAL NOT NULL, status TEXT NOT NULL,
     response TEXT NOT NULL, input_items TEXT NOT NULL, history TEXT NOT NULL,
-    stopping INTEGER NOT NULL DEFAULT 0, worker TEXT, owner TEXT NOT NULL DEFAULT '');
+    stopping INTEGER NOT NULL DEFAULT 0, worker TEXT, owner TEXT NOT NULL DEFAULT '', unseen_until REAL);
 CREATE INDEX IF NOT EXISTS responses_by_age ON responses (stored_at);
 CREATE TABLE IF NOT EXISTS events (
     response_id TEXT NOT NULL REFERENCES responses (id) ON DELETE CASCADE,
@@ -44,7 +50,7 @@ CREATE TABLE IF NOT EXISTS conversation_items (
 CREATE INDEX IF NOT EXISTS items_by_conversation ON conversation_items (conversation_id, position);
 """
 # Columns added since the first schema: a database made before them gains them on open.
-ADDED_COLUMNS = {"responses": {"owner": "TEXT NOT NULL DEFAULT ''"},
+ADDED_COLUMNS = {"responses": {"owner": "TEXT NOT NULL DEFAULT ''", "unseen_until": "REAL"},
                  "conversations": {"owner": "TEXT NOT NULL DEFAULT ''"}}
 
 
@@ -119,8 +125,9 @@ class _Limits:
         if self.ttl_seconds > 0:
             conn.execute(f"DELETE FROM {self.table} WHERE stored_at <= ?", (self.horizon(),))
         conn.execute(f"DELETE FROM {self.table} WHERE id IN (SELECT id FROM {self.table} WHERE {self.evictable} "
-                     f"AND id != ? ORDER BY stored_at, rowid LIMIT max(0, (SELECT COUNT(*) FROM {self.table}) - ?))",
-                     (kept, self.max_entries))
+                     f"AND id != :kept ORDER BY stored_at, rowid "
+                     f"LIMIT max(0, (SELECT COUNT(*) FROM {self.table}) - :max))",
+                     {"kept": kept, "max": self.max_entries, "now": self.clock()})
 
 
 class SQLiteStore:
@@ -130,7 +137,9 @@ class SQLiteStore:
                  clock: Callable[[], float] = time.time) -> None:
         self.db = db
         finished = ", ".join(f"'{status}'" for status in sorted(FINAL_STATUSES))
-        self.limits = _Limits("responses", max_entries, ttl_seconds, clock, evictable=f"status IN ({finished})")
+        # unfinished responses stay, and finished background ones not yet read (see UNSEEN_GRACE_SECONDS)
+        self.limits = _Limits("responses", max_entries, ttl_seconds, clock,
+                              evictable=f"status IN ({finished}) AND (unseen_until IS NULL OR unseen_until < :now)")
 
     def put(self, record: StoredResponse) -> None:
         if self.limits.max_entries <= 0:
@@ -149,14 +158,22 @@ class SQLiteStore:
 
     def get(self, response_id: str) -> StoredResponse | None:
         with self.db.read() as conn:
-            row = conn.execute("SELECT response, input_items, history, worker, owner FROM responses "
+            row = conn.execute("SELECT response, input_items, history, worker, owner, unseen_until FROM responses "
                                "WHERE id = ? AND stored_at > ?", (response_id, self.limits.horizon())).fetchone()
             if row is None:
                 return None
             events = conn.execute("SELECT type, data FROM events WHERE response_id = ? ORDER BY seq",
                                   (response_id,)).fetchall()
+        if row[5] is not None:
+            self._seen(response_id)
         return StoredResponse(json.loads(row[0]), json.loads(row[1]), json.loads(row[2]), [tuple(e) for e in events],
                               row[3], row[4])
+
+    def _seen(self, response_id: str) -> None:
+        """A finished background response was read: evictable like any other from now on."""
+        with self.db.write() as conn:
+            conn.execute("UPDATE responses SET unseen_until = NULL WHERE id = ? AND status IN "
+                         f"({', '.join(repr(s) for s in sorted(FINAL_STATUSES))})", (response_id,))
 
     def delete(self, response_id: str) -> bool:
         with self.db.write() as conn:
@@ -178,19 +195,24 @@ class SQLiteStore:
             conn.executemany("INSERT INTO events VALUES (?, ?, ?, ?)",
                              [(response_id, start + i, kind, data) for i, (kind, data) in enumerate(events)])
             if response is not None:
-                conn.execute("UPDATE responses SET status = ?, response = ? WHERE id = ?",
-                             (response["status"], _dumps(response), response_id))
+                final = response["status"] in FINAL_STATUSES  # a background response, finished: kept until read
+                conn.execute("UPDATE responses SET status = ?, response = ?, unseen_until = CASE WHEN ? AND "
+                             "worker IS NOT NULL THEN ? END WHERE id = ?",
+                             (response["status"], _dumps(response), final,
+                              self.limits.clock() + UNSEEN_GRACE_SECONDS, response_id))
                 self._index(conn, response_id, response["output"])
             return True
 
     def tail(self, response_id: str, after: int) -> tuple[str, list[SerializedEvent]] | None:
         with self.db.read() as conn:
-            row = conn.execute("SELECT status FROM responses WHERE id = ? AND stored_at > ?",
+            row = conn.execute("SELECT status, unseen_until FROM responses WHERE id = ? AND stored_at > ?",
                                (response_id, self.limits.horizon())).fetchone()
             if row is None:
                 return None
             events = conn.execute("SELECT type, data FROM events WHERE response_id = ? AND seq > ? ORDER BY seq",
                                   (response_id, after)).fetchall()
+        if row[1] is not None and row[0] in FINAL_STATUSES:  # its stream's reader sees it final
+            self._seen(response_id)
         return row[0], [tuple(e) for e in events]
 
     def cancel(self, response_id: str) -> StoredResponse | None:
