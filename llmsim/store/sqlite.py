@@ -20,6 +20,7 @@ from llmsim.store.base import (
     FINAL_STATUSES,
     UNSEEN_GRACE_SECONDS,
     SerializedEvent,
+    StorageUnavailable,
     StoredConversation,
     StoredResponse,
 )
@@ -48,6 +49,7 @@ CREATE TABLE IF NOT EXISTS conversation_items (
     conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
     item_id TEXT NOT NULL, item TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS items_by_conversation ON conversation_items (conversation_id, position);
+CREATE TABLE IF NOT EXISTS llmsim_health (id INTEGER PRIMARY KEY, checked_at REAL NOT NULL);
 """
 # Columns added since the first schema: a database made before them gains them on open.
 ADDED_COLUMNS = {"responses": {"owner": "TEXT NOT NULL DEFAULT ''", "unseen_until": "REAL"},
@@ -63,12 +65,13 @@ class Database:
 
     def __init__(self, path: str | Path, busy_timeout_s: float = 30.0) -> None:
         self.path = str(path)
-        self._conn = sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None,
-                                     check_same_thread=False)
         self._lock = threading.Lock()
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=NORMAL")  # durable against a killed process; WAL makes it cheap
-        self._conn.execute("PRAGMA foreign_keys=ON")
+        with _unavailable():
+            self._conn = sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None,
+                                         check_same_thread=False)
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")  # durable against a killed process; WAL makes it cheap
+            self._conn.execute("PRAGMA foreign_keys=ON")
         with self.write() as conn:
             for statement in SCHEMA.split(";"):  # not executescript: it would commit the transaction early
                 conn.execute(statement)
@@ -80,29 +83,55 @@ class Database:
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction: taken at once (no upgrade deadlocks between processes), committed or rolled back."""
-        with self._lock:
+        """A write transaction: taken at once (no upgrade deadlocks between processes), committed or rolled back.
+        A failure of the storage itself is StorageUnavailable, with its cause."""
+        with self._lock, _unavailable():
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 yield self._conn
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                if self._conn.in_transaction:  # a full disk may have ended it already
+                    self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
         """A read transaction: one consistent snapshot for several queries."""
-        with self._lock:
+        with self._lock, _unavailable():
             self._conn.execute("BEGIN")
             try:
                 yield self._conn
             finally:
-                self._conn.execute("COMMIT")
+                if self._conn.in_transaction:
+                    self._conn.execute("COMMIT")
+
+    def check(self) -> None:
+        """Raise StorageUnavailable unless a write reaches the file now (a row of its own, rewritten): what
+        /llmsim/health and the start-up check ask."""
+        with self.write() as conn:
+            conn.execute("INSERT OR REPLACE INTO llmsim_health (id, checked_at) VALUES (1, ?)", (time.time(),))
 
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+# SQLite's primary result codes that mean the storage, not the request, failed → the cause a client is told.
+_CAUSES = {sqlite3.SQLITE_FULL: "disk full", sqlite3.SQLITE_READONLY: "read-only", sqlite3.SQLITE_BUSY: "locked",
+           sqlite3.SQLITE_LOCKED: "locked", sqlite3.SQLITE_IOERR: "I/O error", sqlite3.SQLITE_CANTOPEN: "cannot open",
+           sqlite3.SQLITE_PERM: "read-only"}
+
+
+@contextmanager
+def _unavailable() -> Iterator[None]:
+    try:
+        yield
+    except sqlite3.Error as error:
+        cause = _CAUSES.get(getattr(error, "sqlite_errorcode", -1) & 0xFF)
+        if cause is None:
+            raise
+        raise StorageUnavailable(cause, str(error)) from error
 
 
 class _Limits:
@@ -140,6 +169,10 @@ class SQLiteStore:
         # unfinished responses stay, and finished background ones not yet read (see UNSEEN_GRACE_SECONDS)
         self.limits = _Limits("responses", max_entries, ttl_seconds, clock,
                               evictable=f"status IN ({finished}) AND (unseen_until IS NULL OR unseen_until < :now)")
+
+    def check(self) -> None:
+        """StorageUnavailable unless the file takes a write now (/llmsim/health)."""
+        self.db.check()
 
     def put(self, record: StoredResponse) -> None:
         if self.limits.max_entries <= 0:
