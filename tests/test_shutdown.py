@@ -5,6 +5,7 @@ Each test needs a server of its own (it is the one being stopped), paced so a st
 
 from __future__ import annotations
 
+import json
 import signal
 import threading
 import time
@@ -14,6 +15,8 @@ from typing import Any
 import httpx
 import openai
 import pytest
+import websockets.sync.client
+from websockets.exceptions import ConnectionClosed
 
 from llmsim.testing import ServerProcess
 
@@ -59,6 +62,23 @@ def _chat(client: openai.OpenAI, ends: list[Any], started: threading.Semaphore) 
         ends.append(error)
 
 
+def _socket(server: ServerProcess, ends: list[Any], started: threading.Semaphore) -> None:
+    """A paced response over WebSocket mode: its last event, then the close code."""
+    url = server.base_url.replace("http", "ws", 1) + "/responses"
+    headers = {"Authorization": "Bearer sk-test", "X-LLMSim-Text-Mode": "echo"}
+    last: Any = None
+    with websockets.sync.client.connect(url, additional_headers=headers, max_size=None) as ws:
+        ws.send(json.dumps({"type": "response.create", "model": "gpt-4o", "input": LONG}))
+        try:
+            while True:
+                event = json.loads(ws.recv(timeout=30))
+                if last is None:
+                    started.release()
+                last = event
+        except ConnectionClosed as closed:
+            ends.append((last, closed.rcvd.code if closed.rcvd else None))
+
+
 def _run(targets: list[Any]) -> list[threading.Thread]:
     threads = [threading.Thread(target=target, args=args, daemon=True) for target, args in targets]
     for thread in threads:
@@ -91,9 +111,9 @@ def test_sigterm_lets_twenty_paced_streams_finish() -> None:
 
 
 def test_past_the_graceful_timeout_streams_end_failed_and_stay_stored(tmp_path: Path) -> None:
-    """Streams too long for a 0.5 s graceful timeout end with `response.failed` (Chat: an error chunk) whose code
-    says the server shut down; on SQLite they, and a background response, are stored failed, readable after a
-    restart."""
+    """Streams too long for a 0.5 s graceful timeout end with `response.failed` (Chat: an error chunk; WebSocket
+    mode: the event, then close code 1012) whose code says the server shut down; on SQLite they, and a
+    background response, are stored failed, readable after a restart."""
     store = f"sqlite:///{tmp_path / 'llmsim.db'}"
     with ServerProcess("--speed", "1", "--graceful-timeout", "0.5", "--store", store) as server:
         client = _client(server, echo=True)
@@ -101,9 +121,10 @@ def test_past_the_graceful_timeout_streams_end_failed_and_stay_stored(tmp_path: 
                                          background=True)
         ends: list[Any] = []
         chat_ends: list[Any] = []
+        socket_ends: list[Any] = []
         started = threading.Semaphore(0)
         threads = _run([*[(_stream, (client, 2000, ends, started)) for _ in range(3)],
-                        (_chat, (client, chat_ends, started))])
+                        (_chat, (client, chat_ends, started)), (_socket, (server, socket_ends, started))])
         for _ in threads:
             assert started.acquire(timeout=30)
         assert server.process is not None
@@ -119,6 +140,9 @@ def test_past_the_graceful_timeout_streams_end_failed_and_stay_stored(tmp_path: 
         assert end.response.error.code == "server_shutting_down"
     assert len(chat_ends) == 1 and isinstance(chat_ends[0], openai.APIError), chat_ends
     assert "shutting down" in str(chat_ends[0])
+    [(last, code)] = socket_ends  # WebSocket mode: the response fails, then the connection closes with 1012
+    assert last["type"] == "response.failed" and last["response"]["error"]["code"] == "server_shutting_down"
+    assert code == 1012
     with ServerProcess("--store", store) as again:
         client = _client(again)
         for end in ends:
