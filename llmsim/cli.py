@@ -138,6 +138,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--read-timeout", type=_seconds, default=_env("read_timeout", d.read_timeout),
                        help="seconds a request's head (idle keep-alive time included) and its body may take to "
                             "arrive; a slower one is closed, or gets a 408 (LLMSIM_READ_TIMEOUT)")
+    serve.add_argument("--ws-idle-timeout", type=_seconds, default=_env("ws_idle_timeout", d.ws_idle_timeout),
+                       help="seconds a WebSocket may go without a client message between responses, or leave a "
+                            "frame unread; then it is closed (LLMSIM_WS_IDLE_TIMEOUT)")
+    serve.add_argument("--graceful-timeout", type=_seconds, default=_env("graceful_timeout", d.graceful_timeout),
+                       help="on SIGTERM, seconds in-flight requests may take to finish before their streams are "
+                            "ended with a terminal event (LLMSIM_GRACEFUL_TIMEOUT)")
     serve.add_argument("--upstream", default=_env("upstream", None),
                        help="proxy: the OpenAI-compatible base URL to forward to, e.g. https://api.openai.com/v1 "
                             "(LLMSIM_UPSTREAM)")
@@ -201,6 +207,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         workers=int(args.workers),
         worker_connections=int(args.worker_connections),
         read_timeout=float(args.read_timeout),
+        ws_idle_timeout=float(args.ws_idle_timeout),
+        graceful_timeout=float(args.graceful_timeout),
         upstream=args.upstream or None,
         upstream_api_key_env=str(args.upstream_api_key_env),
         upstream_keyless=bool(args.upstream_keyless),

@@ -49,6 +49,8 @@ class Settings:
     workers: int = 1
     worker_connections: int = 4096  # per worker; past it the idle longest is closed (llmsim/runtime/worker.py)
     read_timeout: float = 30.0  # seconds for a request's head (idle keep-alive included), and its body, to arrive
+    ws_idle_timeout: float = 300.0  # seconds a WebSocket may go without a client message, or a frame unread
+    graceful_timeout: float = 30.0  # seconds in-flight requests get to finish after SIGTERM (llmsim/runtime/worker.py)
     upstream: str | None = None  # proxy: the upstream's base URL, e.g. https://api.openai.com/v1
     upstream_api_key_env: str = "OPENAI_API_KEY"  # proxy: the variable holding the upstream key (never stored)
     upstream_keyless: bool = False  # proxy: forward with no key; else an unset key variable stops start-up

@@ -58,10 +58,12 @@ PAUSED = "llmsim.paused_faults"  # app extension: the config in force before a p
 
 @health_bp.get("/health")
 def health() -> ResponseReturnValue:
-    """ok; a 503 while a shared store (Redis) cannot be reached, so a load balancer routes around it."""
-    ping = getattr(services().pipeline.store, "ping", None)
-    if ping is not None:
-        ping()
+    """ok; a 503 while a shared store (Redis) cannot be reached, or the SQLite file cannot be written (full,
+    read-only, locked: `storage_unavailable` with the cause), so a load balancer routes around it."""
+    store = services().pipeline.store
+    for probe in (getattr(store, "ping", None), getattr(store, "check", None)):
+        if probe is not None:
+            probe()
     return jsonify({"status": "ok"})
 
 
