@@ -25,6 +25,7 @@ _entries: dict[str, float] = {}  # prefix key → when it expires (insertion ord
 class Use:
     read: int = 0  # cache_read_input_tokens
     write: int = 0  # cache_creation_input_tokens
+    hour: bool = False  # written for an hour (`ttl: 1h`), else for 5 minutes
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,7 @@ def breakpoints(request: CountTokensRequest, encoding: str) -> list[Point]:
 def lookup(points: list[Point], owner: str, model: str, input_tokens: int) -> Use:
     """What this request reads from the cache and writes to it; its prefixes are (again) cached after."""
     now = time.monotonic()
-    read, longest = 0, 0
+    read, longest, hour = 0, 0, False
     for point in points:
         if point.tokens < MIN_TOKENS:
             continue
@@ -66,9 +67,10 @@ def lookup(points: list[Point], owner: str, model: str, input_tokens: int) -> Us
         expires = _entries.pop(key, None)
         if expires is not None and expires > now:
             read = max(read, point.tokens)
-        longest = max(longest, point.tokens)
+        if point.tokens > longest:
+            longest, hour = point.tokens, point.ttl > TTL["5m"]
         _entries[key] = now + point.ttl
     while len(_entries) > MAX_ENTRIES:
         del _entries[next(iter(_entries))]
     read = min(read, input_tokens)
-    return Use(read=read, write=max(0, min(longest, input_tokens) - read))
+    return Use(read=read, write=max(0, min(longest, input_tokens) - read), hour=hour)

@@ -70,6 +70,8 @@ class MessageBuilder:
         cached, input_tokens = self.translated.cached, self.translated.prompt.input_tokens
         return {"input_tokens": max(0, input_tokens - cached.read - cached.write),
                 "cache_creation_input_tokens": cached.write, "cache_read_input_tokens": cached.read,
+                "cache_creation": {"ephemeral_5m_input_tokens": 0 if cached.hour else cached.write,
+                                   "ephemeral_1h_input_tokens": cached.write if cached.hour else 0},
                 "output_tokens": output_tokens, "service_tier": "standard"}
 
     def _event(self, kind: str, data: dict[str, Any]) -> SerializedEvent:
@@ -113,7 +115,7 @@ class MessageBuilder:
         self.message.update(stop_reason=reason, stop_sequence=self.stopped, usage=self._usage(self.output_tokens))
         yield self._event("message_delta", {"delta": {"stop_reason": reason, "stop_sequence": self.stopped},
                                             "usage": {k: v for k, v in self.message["usage"].items()
-                                                      if k != "service_tier"}})
+                                                      if k not in ("service_tier", "cache_creation")}})
         yield self._event("message_stop", {})
 
     @property

@@ -30,6 +30,7 @@ from llmsim.timing.profiles import Profile
 # Thinking budget → the simulator's reasoning effort (how much it thinks before answering).
 BUDGET_EFFORT = ((4096, "low"), (16384, "medium"))
 ADAPTIVE_EFFORT = "medium"
+REMINDER = ("<system-reminder>", "</system-reminder>")
 # Client tools Anthropic defines by type (Claude runs them through the client like any tool): their input.
 TYPED_TOOLS = {
     "bash": {"type": "object", "properties": {"command": {"type": "string"}, "restart": {"type": "boolean"}},
@@ -72,6 +73,13 @@ def system_text(system: str | list[TextBlock] | None) -> str | None:
     return "\n\n".join(block.text for block in system) or None
 
 
+def _reminder(text: str) -> bool:
+    """Context a client adds to the user's turn (Claude Code's `<system-reminder>` blocks): read as system text,
+    so the question the backend answers, and a scenario matches, is the user's own."""
+    stripped = text.strip()
+    return stripped.startswith(REMINDER[0]) and stripped.endswith(REMINDER[1])
+
+
 def input_items(request: CountTokensRequest) -> list[dict[str, Any]]:
     """The messages as Responses input items: what the shared translator and the backends read."""
     items: list[dict[str, Any]] = []
@@ -80,7 +88,9 @@ def input_items(request: CountTokensRequest) -> list[dict[str, Any]]:
             message.content
         parts: list[dict[str, Any]] = []
         for block in blocks:
-            if isinstance(block, TextBlock):
+            if isinstance(block, TextBlock) and message.role == "user" and _reminder(block.text):
+                items.append({"type": "message", "role": "developer", "content": block.text})
+            elif isinstance(block, TextBlock):
                 parts.append({"type": "input_text", "text": block.text})
             elif isinstance(block, ImageBlock):
                 parts.append({"type": "input_image", "image_url": _source_url(block.source)})
