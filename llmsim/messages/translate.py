@@ -30,6 +30,7 @@ from llmsim.timing.profiles import Profile
 # Thinking budget → the simulator's reasoning effort (how much it thinks before answering).
 BUDGET_EFFORT = ((4096, "low"), (16384, "medium"))
 ADAPTIVE_EFFORT = "medium"
+RESPONSES_MIN_OUTPUT = 16
 REMINDER = ("<system-reminder>", "</system-reminder>")
 # Client tools Anthropic defines by type (Claude runs them through the client like any tool): their input.
 TYPED_TOOLS = {
@@ -170,8 +171,8 @@ def responses_body(request: CountTokensRequest, max_tokens: int | None) -> dict[
     instructions = system_text(request.system)
     if instructions:
         body["instructions"] = instructions
-    if max_tokens is not None:
-        body["max_output_tokens"] = max_tokens
+    if max_tokens is not None:  # the Responses floor (16) does not apply: the limit is set on the Prompt after
+        body["max_output_tokens"] = max(max_tokens, RESPONSES_MIN_OUTPUT)
     return body
 
 
@@ -184,7 +185,7 @@ def build_prompt(request: CreateRequest, profile: Profile, seed: int | None, own
     responses = schema.parse(schema.CreateRequest, responses_body(request, request.max_tokens))
     items = translate.normalize_items(responses.input, [])
     prompt = translate.build_prompt(responses, profile, items, seed, effort, "detailed" if effort else None)
-    prompt = replace(prompt, input_tokens=corrected(prompt.input_tokens),
+    prompt = replace(prompt, input_tokens=corrected(prompt.input_tokens), max_output_tokens=request.max_tokens,
                      temperature=1.0 if request.temperature is None else request.temperature,
                      top_p=1.0 if request.top_p is None else request.top_p,
                      metadata={"user_id": request.metadata.user_id} if request.metadata and
