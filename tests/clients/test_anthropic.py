@@ -217,11 +217,11 @@ def test_500_api_error(llmsim: LLMSim) -> None:
 def test_mid_stream_fault_is_an_error_event(llmsim: LLMSim) -> None:
     import anthropic
 
-    with pytest.raises(anthropic.APIStatusError, match="server had an error"):  # noqa: PT012
-        with client(llmsim).messages.stream(model=MODEL, max_tokens=400, messages=ask("Why is the sky blue?"),
-                                            extra_headers={"X-LLMSim-Fault": "stream_error;after_events=4"}) as s:
-            for _ in s.text_stream:
-                pass
+    stream = client(llmsim).messages.stream(model=MODEL, max_tokens=400, messages=ask("Why is the sky blue?"),
+                                            extra_headers={"X-LLMSim-Fault": "stream_error;after_events=4"})
+    with pytest.raises(anthropic.APIStatusError, match="server had an error"), stream as events:
+        for _ in events.text_stream:
+            pass
 
 
 def test_scenario_tool_calls_become_tool_use(llmsim: LLMSim) -> None:
