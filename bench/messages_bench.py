@@ -1,0 +1,97 @@
+"""`python -m bench.messages_bench`: Messages API streams per core against Responses streams per core, at speed 0,
+on the same answer, in one run.
+
+One server (one worker) answers both surfaces from one scenario (the same text, so the backend's work is the
+same); concurrent clients stream from one surface at a time, rounds alternating, and the server's CPU seconds in
+each window give streams per CPU-second: streams per core. The goal is that the second surface costs no more
+than a tenth above the first (Messages streams per core >= 0.9x Responses').
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import aiohttp
+import yaml
+
+from bench.common import cpu_seconds, goal, machine, parse, smoke, table
+from llmsim.testing import ServerProcess
+
+ANSWER = " ".join(["Streams carry the same words on either surface, one delta at a time."] * 12)
+SURFACES = {
+    "responses": ("/v1/responses", {"model": "gpt-4o", "input": "Tell me about streams.", "stream": True},
+                  b"response.completed"),
+    "messages": ("/v1/messages", {"model": "claude-sonnet-4-6", "max_tokens": 1024, "stream": True,
+                                  "messages": [{"role": "user", "content": "Tell me about streams."}]},
+                 b"message_stop"),
+}
+
+
+async def _client(session: aiohttp.ClientSession, url: str, body: dict[str, object], end: bytes,
+                  deadline: float, done: list[int]) -> None:
+    while time.perf_counter() < deadline:
+        async with session.post(url, json=body) as response:
+            data = await response.read()
+        if response.status != 200 or end not in data:
+            raise RuntimeError(f"{url}: {response.status} {data[-300:]!r}")
+        done[0] += 1
+
+
+async def _window(base: str, surface: str, clients: int, seconds: float) -> int:
+    path, body, end = SURFACES[surface]
+    done = [0]
+    deadline = time.perf_counter() + seconds
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=clients)) as session:
+        await asyncio.gather(*(_client(session, base + path, body, end, deadline, done) for _ in range(clients)))
+    return done[0]
+
+
+def measure(server: ServerProcess, surface: str, clients: int, seconds: float) -> tuple[float, float]:
+    """(streams per CPU-second of the server, streams per second) for one window."""
+    assert server.process is not None
+    before = cpu_seconds(server.process.pid)
+    streams = asyncio.run(_window(server.url, surface, clients, seconds))
+    used = cpu_seconds(server.process.pid) - before
+    return streams / max(used, 1e-3), streams / seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--seconds", type=float, default=4.0, help="each window")
+    parser.add_argument("--rounds", type=int, default=3, help="windows per surface, alternating")
+    smoke(parser, seconds=0.5, rounds=1, clients=4)
+    args = parse(parser)
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as file:
+        yaml.safe_dump({"turns": [{"text": ANSWER}], "on_exhausted": "repeat_last"}, file)
+    results: dict[str, list[tuple[float, float]]] = {surface: [] for surface in SURFACES}
+    try:
+        with ServerProcess("--speed", "0", "--workers", "1", "--scenario", file.name) as server:
+            for surface in SURFACES:  # warm both: token caches, imports, first-use paths
+                measure(server, surface, 2, 0.3)
+            for _ in range(args.rounds):
+                for surface in SURFACES:
+                    results[surface].append(measure(server, surface, args.clients, args.seconds))
+    finally:
+        Path(file.name).unlink(missing_ok=True)
+    print(f"speed-0 streams, {args.clients} clients, {args.rounds} x {args.seconds:g} s windows per surface, "
+          f"one worker; {machine()}")
+    rows = []
+    for surface, windows in results.items():
+        per_core = statistics.median(w[0] for w in windows)
+        rate = statistics.median(w[1] for w in windows)
+        rows.append([surface, f"{per_core:.0f}", f"{rate:.0f}"])
+    print(table(["surface", "streams per core (per CPU-second)", "streams per second"], rows))
+    ratio = statistics.median(w[0] for w in results["messages"]) / statistics.median(
+        w[0] for w in results["responses"])
+    print(f"ratio messages / responses: {ratio:.2f}x")
+    print(goal("Messages streams per core within 10 % of Responses'", ratio, 0.9))
+
+
+if __name__ == "__main__":
+    main()
