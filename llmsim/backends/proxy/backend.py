@@ -1,4 +1,5 @@
-"""Forwards Responses, Chat Completions and (to an Anthropic-compatible upstream) Messages requests to an upstream and streams its events back as they come.
+"""Forwards Responses, Chat Completions and (to an Anthropic-compatible upstream) Messages requests to an
+upstream and streams its events back as they come.
 
 Nothing is buffered. Unless recording, a stream is handed on as the upstream's bytes, each chunk as it
 arrives: parsing every event here would cost more than the rest of the proxy (the pipeline finds the few
@@ -77,11 +78,11 @@ class ProxyBackend:
 
     def relay(self, exchange: Exchange) -> Reply:
         order, started = time.time_ns(), time.monotonic()
+        headers = self.headers[exchange.stream, exchange.endpoint in ANTHROPIC_ENDPOINTS]
         try:
             response = self.pool.urlopen("POST", f"{self.path}/{exchange.endpoint}",
                                          body=exchange.raw or json.dumps(exchange.body).encode(),
-                                         headers=self.headers[exchange.stream, exchange.endpoint in ANTHROPIC_ENDPOINTS],
-                                         preload_content=False)
+                                         headers=headers, preload_content=False)
         except (HTTPError, OSError) as exc:
             raise APIError(f"The upstream {self.upstream} could not be reached ({type(exc).__name__}).",
                            status=502, type="server_error", code="upstream_unreachable") from None
