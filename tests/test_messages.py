@@ -66,6 +66,7 @@ def test_bad_bodies_get_the_anthropic_envelope(shared_server: Callable[..., Serv
         ({**BODY, "tool_choice": {"type": "tool", "name": "nope"}}, "nope"),
         ({**BODY, "thinking": {"type": "enabled", "budget_tokens": 10}}, "thinking"),
         ({**BODY, "max_tokens": 10_000_000}, "max_tokens"),
+        ({**BODY, "messages": []}, "messages: List should have at least 1 item"),
         ([1, 2], "dictionary"),
     ]
     for body, words in cases:
@@ -94,3 +95,16 @@ def test_openai_models_unchanged_without_anthropic_version(shared_server: Callab
     anthropic_style = httpx.get(f"{server.url}/v1/models", headers=HEADERS).json()
     assert openai_style["object"] == "list" and "has_more" not in openai_style
     assert anthropic_style["data"][0]["type"] == "model" and "has_more" in anthropic_style
+
+
+def test_rpm_limit_as_anthropic_reports_it(shared_server: Callable[..., ServerProcess]) -> None:
+    server = shared_server("--rpm", "2")
+    url = f"{server.url}/v1/messages"
+    answers = [httpx.post(url, json=BODY, headers={**HEADERS, "x-api-key": "rpm-key"}) for _ in range(3)]
+    assert [answer.status_code for answer in answers] == [200, 200, 429]
+    assert answers[0].headers["anthropic-ratelimit-requests-limit"] == "2"
+    assert answers[0].headers["anthropic-ratelimit-requests-remaining"] == "1"
+    refused = answers[2]
+    assert refused.json()["error"]["type"] == "rate_limit_error" and int(refused.headers["retry-after"]) >= 1
+    assert refused.headers["anthropic-ratelimit-requests-remaining"] == "0"
+    assert refused.headers["anthropic-ratelimit-requests-reset"].endswith("Z")

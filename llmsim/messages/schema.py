@@ -125,7 +125,7 @@ class Metadata(Open):
 
 class CountTokensRequest(Open):
     model: str = Field(min_length=1)
-    messages: list[Message]
+    messages: list[Message] = Field(min_length=1)
     system: str | list[TextBlock] | None = None
     tools: list[Tool] | None = None
     tool_choice: ToolChoice | None = None
