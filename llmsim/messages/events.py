@@ -55,6 +55,7 @@ class MessageBuilder:
         self.translated = translated
         self.render = render
         self.id = ids.new("msg", 24)
+        self.input_tokens = translated.prompt.input_tokens  # the backend's count, once it gives one
         self.message: dict[str, Any] = {"id": self.id, "type": "message", "role": "assistant", "model": model,
                                         "content": [], "stop_reason": None, "stop_sequence": None,
                                         "usage": self._usage(0)}
@@ -64,10 +65,11 @@ class MessageBuilder:
         self.output_tokens = 0
         self.thinking_tokens = 0
         self.held = ""  # text that could still be the start of a stop sequence
+        self.thought: str | None = None  # where the thinking's words come from: "text" or "summary"
         self.stopped: str | None = None
 
     def _usage(self, output_tokens: int) -> dict[str, Any]:
-        cached, input_tokens = self.translated.cached, self.translated.prompt.input_tokens
+        cached, input_tokens = self.translated.cached, self.input_tokens
         return {"input_tokens": max(0, input_tokens - cached.read - cached.write),
                 "cache_creation_input_tokens": cached.write, "cache_read_input_tokens": cached.read,
                 "cache_creation": {"ephemeral_5m_input_tokens": 0 if cached.hour else cached.write,
@@ -100,8 +102,8 @@ class MessageBuilder:
                     yield self._event(DELTA, {"index": self._index, "delta": {"type": "input_json_delta",
                                                                                "partial_json": delta.text}})
                 elif isinstance(delta, Finish):
-                    reason = STOP_REASONS[delta.reason]  # the usage is the builder's own count: thinking
-                    # past the budget is not shown, and a stop sequence ends the text before the backend did
+                    reason = STOP_REASONS[delta.reason]
+                    self._finished(delta)
                 if self.stopped is not None:
                     reason = "stop_sequence"
                     break
@@ -117,6 +119,16 @@ class MessageBuilder:
                                             "usage": {k: v for k, v in self.message["usage"].items()
                                                       if k not in ("service_tier", "cache_creation")}})
         yield self._event("message_stop", {})
+
+    def _finished(self, finish: Finish) -> None:
+        """The backend's usage where it counts better (a real model's tokenizer, its tool-call markup): its input
+        tokens, and its output tokens less thinking past the budget (the builder's own count when a stop
+        sequence ended the text early)."""
+        usage = finish.usage
+        self.input_tokens = usage.input_tokens
+        if self.stopped is None:
+            over = usage.reasoning_tokens - self.thinking_tokens if self.translated.budget is not None else 0
+            self.output_tokens = max(self.output_tokens, usage.output_tokens - max(0, over))
 
     @property
     def _index(self) -> int:
@@ -154,8 +166,11 @@ class MessageBuilder:
         tokens = delta.tokens if budget is None else max(0, min(delta.tokens, budget - self.thinking_tokens))
         self.thinking_tokens += tokens
         self.output_tokens += tokens
-        words = delta.summary or delta.text
-        if words and self.translated.show_thinking:
+        source = "text" if delta.text else "summary"  # a model's own thinking, else the summary of hidden tokens:
+        words = delta.text or delta.summary  # a backend that gives both gives the same words twice
+        if words and self.thought in (None, source):
+            self.thought = source
+        if words and self.thought == source and self.translated.show_thinking:
             assert self.block is not None
             self.block["thinking"] += words
             yield self._event(DELTA, {"index": self._index, "delta": {"type": "thinking_delta", "thinking": words}})
