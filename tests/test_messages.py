@@ -108,3 +108,29 @@ def test_rpm_limit_as_anthropic_reports_it(shared_server: Callable[..., ServerPr
     assert refused.json()["error"]["type"] == "rate_limit_error" and int(refused.headers["retry-after"]) >= 1
     assert refused.headers["anthropic-ratelimit-requests-remaining"] == "0"
     assert refused.headers["anthropic-ratelimit-requests-reset"].endswith("Z")
+
+
+def test_every_block_type_is_accepted(shared_server: Callable[..., ServerProcess]) -> None:
+    server = shared_server()
+    image = {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}
+    body = {**BODY, "system": [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}],
+            "metadata": {"user_id": "u-1"}, "top_k": 5, "temperature": 0.5, "stop_sequences": ["\n\nHuman:"],
+            "tools": [{"name": "get_weather", "input_schema": {"type": "object"}},
+                      {"type": "bash_20250124", "name": "bash"},
+                      {"type": "web_search_20250305", "name": "web_search", "max_uses": 2}],
+            "messages": [
+                {"role": "user", "content": [{"type": "image", "source": image},
+                                             {"type": "document", "source": {"type": "text", "media_type":
+                                                                             "text/plain", "data": "A memo."}},
+                                             {"type": "text", "text": "Read these."}]},
+                {"role": "assistant", "content": [
+                    {"type": "thinking", "thinking": "Look first.", "signature": "c2ln"},
+                    {"type": "redacted_thinking", "data": "cmVkYWN0ZWQ="},
+                    {"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {"command": "ls"}}]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "toolu_1", "is_error": True,
+                     "content": [{"type": "text", "text": "permission denied"}]},
+                    {"type": "text", "text": "<system-reminder>Stay on task.</system-reminder>"}]}]}
+    answer = httpx.post(f"{server.url}/v1/messages", json=body, headers=HEADERS)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["stop_reason"] in ("end_turn", "tool_use")

@@ -63,7 +63,7 @@ def pydantic_agent(llmsim: LLMSim, **options: Any) -> Any:
 
 def test_pydantic_ai_text(llmsim: LLMSim) -> None:
     result = pydantic_agent(llmsim).run_sync("What is the capital of France?")
-    assert result.output.strip() and result.usage().output_tokens > 0
+    assert result.output.strip() and result.usage.output_tokens > 0
 
 
 def test_pydantic_ai_streaming(llmsim: LLMSim) -> None:
