@@ -15,6 +15,10 @@ ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 402: "
                403: "permission_error", 404: "not_found_error", 405: "invalid_request_error",
                413: "request_too_large", 415: "invalid_request_error", 429: "rate_limit_error", 500: "api_error",
                502: "api_error", 503: "overloaded_error", 504: "timeout_error", 529: "overloaded_error"}
+OPENAI_DOCS = "platform.openai.com"
+RATE_LIMIT_DOCS = "https://docs.claude.com/en/api/rate-limits"
+DEFAULT_WORDS = {"The server had an error while processing your request. Sorry about that!": "Internal server error",
+                 "The server is overloaded or not ready yet.": "Overloaded"}
 STATUS = {503: 529}  # Anthropic says "overloaded" with its own status
 DURATION = re.compile(r"(?:(\d+)h)?(?:(\d+)m(?!s))?(?:([\d.]+)s)?(?:(\d+)ms)?$")
 # x-ratelimit-* (requests, tokens) → Anthropic's names; its token limits are per direction (input, output) and
@@ -29,7 +33,18 @@ def status(error: APIError) -> int:
 def body(error: APIError, request_id: str) -> dict[str, Any]:
     kind = "billing_error" if error.type == "insufficient_quota" else \
         ERROR_TYPES.get(error.status, "api_error" if error.status >= 500 else "invalid_request_error")
-    return {"type": "error", "error": {"type": kind, "message": error.message}, "request_id": request_id}
+    return {"type": "error", "error": {"type": kind, "message": message(error)}, "request_id": request_id}
+
+
+def message(error: APIError) -> str:
+    """Anthropic's words where LLMSim's default ones are OpenAI's (a fault's own message is kept)."""
+    if error.type == "insufficient_quota":
+        return "Your credit balance is too low to access the Anthropic API."
+    if error.status == 429 and OPENAI_DOCS in error.message:
+        unit = "input tokens" if error.type == "tokens" else "requests"
+        return (f"This request would exceed the rate limit for your organization on {unit} per minute. "
+                f"For details, refer to: {RATE_LIMIT_DOCS}.")
+    return DEFAULT_WORDS.get(error.message, error.message)
 
 
 def stream_error(kind: str, message: str) -> dict[str, Any]:

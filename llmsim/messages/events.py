@@ -24,6 +24,7 @@ from llmsim.generation import (
     ToolArgsDelta,
     ToolCallStart,
 )
+from llmsim.messages.envelope import DEFAULT_WORDS
 from llmsim.messages.translate import Translated
 from llmsim.request import SerializedEvent
 
@@ -221,7 +222,7 @@ class MessageBuilder:
     @staticmethod
     def error(code: str, message: str) -> dict[str, Any]:
         kind = "overloaded_error" if code == "overloaded" else "api_error"
-        return {"type": "error", "error": {"type": kind, "message": message}}
+        return {"type": "error", "error": {"type": kind, "message": DEFAULT_WORDS.get(message, message)}}
 
     def fail(self, code: str, message: str) -> Iterator[dict[str, Any]]:
         yield self.error(code, message)

@@ -189,6 +189,7 @@ def test_429_as_anthropic_sends_it(llmsim: LLMSim) -> None:
                                        extra_headers={"X-LLMSim-Fault": "rate_limit;retry_after=3"})
     headers = caught.value.response.headers
     assert caught.value.body["error"]["type"] == "rate_limit_error"
+    assert "docs.claude.com" in caught.value.body["error"]["message"]
     assert headers["retry-after"] == "3" and headers["anthropic-ratelimit-requests-remaining"] == "0"
     assert headers["anthropic-ratelimit-requests-reset"].endswith("Z")
 
@@ -219,7 +220,7 @@ def test_mid_stream_fault_is_an_error_event(llmsim: LLMSim) -> None:
 
     stream = client(llmsim).messages.stream(model=MODEL, max_tokens=400, messages=ask("Why is the sky blue?"),
                                             extra_headers={"X-LLMSim-Fault": "stream_error;after_events=4"})
-    with pytest.raises(anthropic.APIStatusError, match="server had an error"), stream as events:
+    with pytest.raises(anthropic.APIStatusError, match="Internal server error"), stream as events:
         for _ in events.text_stream:
             pass
 
