@@ -113,6 +113,10 @@ def test_messages_bench() -> None:
         cells = row(out, surface)
         assert positive([float(cells[1]), float(cells[2])]), cells
     assert positive(figures(r"ratio messages / responses: (" + NUMBER + ")x", out))
+    paced = out.split("paced streams")[1]
+    for surface in ("responses", "messages"):
+        cells = row(paced, surface)
+        assert positive([float(cells[2]), float(cells[3])]), cells
 
 
 def test_mlx_bench() -> None:
