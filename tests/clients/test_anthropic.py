@@ -135,6 +135,12 @@ def test_stop_sequence(llmsim: LLMSim) -> None:
     message = client(llmsim).messages.create(model=MODEL, max_tokens=100, stop_sequences=["STOP"], messages=ask("x"))
     assert message.stop_reason == "stop_sequence" and message.stop_sequence == "STOP"
     assert message.content[0].text == "one two three "
+    llmsim.load_scenario({"turns": [{"text": "alpha beta ST gamma STOP delta"}]})
+    with client(llmsim).messages.stream(model=MODEL, max_tokens=100, stop_sequences=["STOP"],
+                                        messages=ask("x")) as stream:
+        streamed = "".join(stream.text_stream)
+        final = stream.get_final_message()
+    assert streamed == final.content[0].text == "alpha beta ST gamma " and final.stop_reason == "stop_sequence"
 
 
 def test_max_tokens_stop_reason(llmsim: LLMSim) -> None:
