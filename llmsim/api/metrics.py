@@ -43,7 +43,7 @@ def _endpoint() -> str | None:
         return "unknown"
     if rule == PATH or rule.startswith("/llmsim/"):
         return None
-    for prefix in ("/openai/v1", "/v1", "/v3"):
+    for prefix in ("/openai/v1", "/anthropic/v1", "/v1", "/v3"):
         if rule.startswith(prefix + "/"):
             return rule[len(prefix):]
     return rule
