@@ -19,6 +19,7 @@ The page's default server runs `--speed 0`, as every server here does (a block's
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import shlex
@@ -190,3 +191,19 @@ def test_page_blocks_run(page: Path, shared_server: Callable[..., ServerProcess]
 def test_the_shell_checks_catch_what_does_not_exist(body: str) -> None:
     with pytest.raises(AssertionError):
         check_shell(Block(ROOT / "README.md", 1, "bash", body), None)
+
+
+def test_every_serve_flag_has_its_row_in_the_options_page() -> None:
+    """docs/options.md lists every `llmsim serve` flag in a table row that names its environment variable too,
+    so a new flag cannot ship undocumented."""
+    from llmsim.cli import build_parser
+
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    rows = [line for line in (ROOT / "docs" / "options.md").read_text().splitlines() if line.startswith("|")]
+    missing = []
+    for action in commands.choices["serve"]._actions:
+        for flag in (s for s in action.option_strings if s.startswith("--") and s != "--help"):
+            env = "LLMSIM_" + flag[2:].replace("-", "_").upper()
+            if not any(re.search(rf"`{re.escape(flag)}[ `]", row) and env in row for row in rows):
+                missing.append(f"{flag} ({env})")
+    assert not missing, f"docs/options.md has no row naming these flags with their variable: {missing}"
