@@ -107,7 +107,8 @@ def main() -> None:
     workers = ("--workers", str(args.workers))
     rows = []
     paced, fast = ServerProcess("--speed", "1", "--seed", "1", *workers), ServerProcess("--speed", "0", *workers)
-    paced_proxy, fast_proxy = (ServerProcess("--backend", "proxy", "--upstream", upstream.base_url, *workers)
+    paced_proxy, fast_proxy = (ServerProcess("--backend", "proxy", "--upstream", upstream.base_url,
+                                             "--upstream-keyless", *workers)
                                for upstream in (paced, fast))
     paced_bare, fast_bare = forwarder(paced.base_url, args.workers), forwarder(fast.base_url, args.workers)
     with running(paced, fast, paced_proxy, fast_proxy, paced_bare, fast_bare):

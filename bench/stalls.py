@@ -47,7 +47,7 @@ def send(server: ServerProcess, raw: bytes) -> socket.socket:
 def post(body: dict, headers: dict[str, str] | None = None) -> bytes:
     data = json.dumps(body).encode()
     head = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
-    return (f"POST /openai/v1/responses HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n{head}"
+    return (f"POST /openai/v1/responses HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n{head}"
             f"Content-Length: {len(data)}\r\n\r\n").encode() + data
 
 
@@ -57,7 +57,7 @@ def probes(server: ServerProcess, count: int) -> list[float]:
     for _ in range(count):
         started = time.perf_counter()
         with socket.create_connection(("127.0.0.1", server.port), timeout=60) as sock:
-            sock.sendall(b"GET /llmsim/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            sock.sendall(b"GET /llmsim/health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
             data = b""
             while chunk := sock.recv(65536):
                 data += chunk
@@ -93,8 +93,8 @@ def health_under_spikes(args: argparse.Namespace) -> list[str]:
 
 
 def health_under_slow_clients(args: argparse.Namespace) -> list[str]:
-    parts = [b"", b"POST /openai/v1/responses HTTP/1.1\r\nHost: x\r\n",
-             b"POST /openai/v1/responses HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    parts = [b"", b"POST /openai/v1/responses HTTP/1.1\r\nHost: 127.0.0.1\r\n",
+             b"POST /openai/v1/responses HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
              b"Content-Length: 1000\r\n\r\n{"]
     lines = []
     for count in args.slow_clients:

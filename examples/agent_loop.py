@@ -1,5 +1,7 @@
 """An agent loop with function tools, written with the openai SDK, against LLMSim.
 
+Needs the openai SDK (`pip install openai`, or the `examples` extra: `pip install -e ".[examples]"`).
+
     python examples/agent_loop.py                 # starts its own LLMSim on a free port
     LLMSIM_BASE_URL=http://127.0.0.1:8080/openai/v1 python examples/agent_loop.py
 

@@ -1,4 +1,6 @@
-"""The same agent with the OpenAI Agents SDK (`pip install openai-agents`), against LLMSim.
+"""The same agent with the OpenAI Agents SDK, against LLMSim.
+
+Needs the OpenAI Agents SDK (`pip install openai-agents`, or the `examples` extra: `pip install -e ".[examples]"`).
 
     python examples/agents_sdk.py                 # starts its own LLMSim on a free port
     LLMSIM_BASE_URL=http://127.0.0.1:8080/openai/v1 python examples/agents_sdk.py

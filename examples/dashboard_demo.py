@@ -1,7 +1,11 @@
 """A demo for the live dashboard: an LLMSim with a few fault rules and a scenario, under steady traffic.
 
+Needs the `examples` extra (`pip install -e ".[examples]"`: the openai SDK; Playwright for --screenshot, which
+drives the system Chromium at /usr/bin/chromium, `apt-get install chromium`; never `playwright install`).
+
     python examples/dashboard_demo.py                       # then open the printed /llmsim/ui address
-    python examples/dashboard_demo.py --screenshot docs/dashboard.png   # the README's picture (needs chromium)
+    python examples/dashboard_demo.py --screenshot docs/dashboard.png   # the README's picture
+    python examples/dashboard_demo.py --seconds 5           # stop after 5 s (CI runs it so)
 
 Several clients stream and call three models at realistic speed; some requests get faults, a few hit an
 RPM limit. Ctrl-C stops it.
@@ -43,14 +47,14 @@ def traffic(base_url: str, model: str, stop: threading.Event) -> None:
             time.sleep(1.0)  # a fault: what a client would see; back off, then on to the next request
 
 
-def screenshot(url: str, path: str) -> None:
+def screenshot(url: str, path: str, seconds: float) -> None:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1920, "height": 1080})
         page.goto(url)
-        time.sleep(40)  # a few minutes of history would look better; this is enough for every panel
+        time.sleep(seconds)  # a few minutes of history would look better; 40 s is enough for every panel
         page.screenshot(path=path)
         browser.close()
 
@@ -58,6 +62,8 @@ def screenshot(url: str, path: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--screenshot", help="save a 1920x1080 screenshot of the dashboard here, then stop")
+    parser.add_argument("--seconds", type=float, help="stop after this long (default: on Ctrl-C; with --screenshot, "
+                        "it is taken after this long, 40 s by default)")
     args = parser.parse_args()
     flags = ["--speed", "1", "--rpm", "60"] + [f for spec in FAULTS for f in ("--fault", spec)]
     with ServerProcess(*flags) as server:
@@ -69,13 +75,14 @@ def main() -> None:
         print(f"dashboard: {url}", flush=True)
         try:
             if args.screenshot:
-                screenshot(url, args.screenshot)
+                screenshot(url, args.screenshot, 40.0 if args.seconds is None else args.seconds)
             else:
-                while True:
-                    time.sleep(1)
+                stop.wait(args.seconds)
         except KeyboardInterrupt:
             pass
         stop.set()
+        counters = httpx.get(f"{server.url}/llmsim/admin/faults/counters").json()
+        print(f"counters: {counters}", flush=True)
 
 
 if __name__ == "__main__":

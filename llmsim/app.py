@@ -10,7 +10,8 @@ from flask import Flask, Response, jsonify, request
 from flask.json.provider import DefaultJSONProvider
 from werkzeug.exceptions import HTTPException
 
-from llmsim.api import admin, chaos, dashboard, forward, mount, stamp, writes
+from llmsim.api import admin, chaos, dashboard, forward, guard, mount, stamp, writes
+from llmsim.api import messages as messages_api
 from llmsim.api import metrics as api_metrics
 from llmsim.api import scenarios as scenarios_api
 from llmsim.api.answers import settled
@@ -27,8 +28,10 @@ from llmsim.metrics.registry import Metrics
 from llmsim.pipeline import Pipeline
 from llmsim.responses.replay import Replay
 from llmsim.runtime import waits
+from llmsim.runtime.shutdown import ShuttingDown
 from llmsim.services import Services
 from llmsim.store import Stores, open_stores
+from llmsim.store.base import StorageUnavailable
 from llmsim.store.redis_client import unavailable_errors
 from llmsim.timing.pacing import Pacer, QueueObserver
 
@@ -56,6 +59,19 @@ def _store_unavailable(error: BaseException) -> Response:
     """Redis is away: a 503 the SDKs retry; the pool reconnects by itself once it is back."""
     log.warning("redis unavailable: %s", error)
     body = APIError("The server is overloaded or not ready yet.", status=503, type="server_error").body()
+    return settled(_json(body, 503, {"retry-after": "1"}), error)
+
+
+def _storage_unavailable(error: StorageUnavailable) -> Response:
+    """The store's disk is full, read-only or locked: a 503 saying so (the SDKs retry it), never a generic 500."""
+    log.warning("storage unavailable: %s", error)
+    body = APIError(error.message, status=503, type="server_error", code="storage_unavailable").body()
+    return settled(_json(body, 503, {"retry-after": "1"}), error)
+
+
+def _shutting_down(error: ShuttingDown) -> Response:
+    """Cut by a shutdown before its answer began (waiting for admission, say): a 503 to retry elsewhere."""
+    body = APIError(error.message, status=503, type="server_error", code=error.code).body()
     return settled(_json(body, 503, {"retry-after": "1"}), error)
 
 
@@ -89,6 +105,7 @@ def create_app(settings: Settings | None = None) -> Flask:
     app.json.ensure_ascii = False
     app.extensions["llmsim"] = Services(settings, catalog, pipeline)
     mount(app)
+    messages_api.mount(app)
     writes.install(app, stores.batch, _store_unavailable)
     chaos.install(app, chaos_state)
     api_metrics.install(app, metrics, pipeline)
@@ -129,6 +146,8 @@ def create_app(settings: Settings | None = None) -> Flask:
 
     for unavailable in unavailable_errors() if stores.redis is not None else ():
         app.register_error_handler(unavailable, _store_unavailable)
+    app.register_error_handler(StorageUnavailable, _storage_unavailable)
+    app.register_error_handler(ShuttingDown, _shutting_down)
 
     @app.errorhandler(Exception)
     def _unexpected(error: Exception) -> Response:
@@ -137,6 +156,7 @@ def create_app(settings: Settings | None = None) -> Flask:
 
     if forward.applies(app):
         app.wsgi_app = forward.Forwarding(app, app.wsgi_app)  # type: ignore[method-assign]
+    app.wsgi_app = guard.Guard(app.wsgi_app, settings)  # type: ignore[method-assign]  # outermost: before routing
     return app
 
 

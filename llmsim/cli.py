@@ -11,6 +11,7 @@ import socket
 import sqlite3
 import sys
 from collections.abc import Callable
+from importlib.metadata import version as package_version
 from pathlib import Path
 from typing import NoReturn
 from urllib.parse import urlsplit
@@ -18,6 +19,7 @@ from urllib.parse import urlsplit
 from llmsim.backends import BACKENDS
 from llmsim.backends.cassette import load as load_cassettes
 from llmsim.backends.mlx.models import check as check_models
+from llmsim.backends.proxy.keys import missing_key
 from llmsim.backends.replay.backend import ON_MISS
 from llmsim.backends.replay.library import MODES as MATCH_MODES
 from llmsim.chaos import scenarios
@@ -88,12 +90,17 @@ def _flag(value: object) -> bool:
     return str(value).lower() in ("1", "true", "yes", "on")
 
 
+def _names(value: str) -> list[str]:
+    return [name.strip() for name in value.split(",") if name.strip()]
+
+
 def _paths(value: str) -> list[Path]:
     return [Path(p) for p in value.split(os.pathsep) if p]
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="llmsim", description="OpenAI-compatible Responses API server.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version('llmsim')}")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run the server", formatter_class=argparse.ArgumentDefaultsHelpFormatter,
                                 usage="%(prog)s [options]  (every flag also reads LLMSIM_<FLAG>)")
@@ -145,6 +152,14 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--admin-key", default=_env("admin_key", None),
                        help="require this bearer key on /llmsim/admin (LLMSIM_ADMIN_KEY); unset = an --api-key "
                             "guards it, or with neither it is open")
+    serve.add_argument("--allowed-hosts", type=_names, default=_names(str(_env("allowed_hosts", ""))),
+                       help="Host names (comma-separated; '.example.com' for its subdomains, '*' for any) served "
+                            "besides localhost, loopback addresses and --host; unset = any when bound beyond "
+                            "loopback (LLMSIM_ALLOWED_HOSTS)")
+    serve.add_argument("--cors-origins", type=_names, default=_names(str(_env("cors_origins", "loopback"))),
+                       help="browser origins whose pages may call this server (comma-separated, e.g. "
+                            "https://app.example.com; 'loopback' = http(s)://localhost or a loopback address on "
+                            "any port; '*' = any); others get a 403 (LLMSIM_CORS_ORIGINS)")
     serve.add_argument("--faults", type=Path, default=_env("faults", None),
                        help="YAML/JSON file of fault rules and rate limits (LLMSIM_FAULTS)")
     serve.add_argument("--fault", action="append", default=None,
@@ -173,12 +188,21 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--read-timeout", type=_seconds, default=_env("read_timeout", d.read_timeout),
                        help="seconds a request's head (idle keep-alive time included) and its body may take to "
                             "arrive; a slower one is closed, or gets a 408 (LLMSIM_READ_TIMEOUT)")
+    serve.add_argument("--ws-idle-timeout", type=_seconds, default=_env("ws_idle_timeout", d.ws_idle_timeout),
+                       help="seconds a WebSocket may go without a client message between responses, or leave a "
+                            "frame unread; then it is closed (LLMSIM_WS_IDLE_TIMEOUT)")
+    serve.add_argument("--graceful-timeout", type=_seconds, default=_env("graceful_timeout", d.graceful_timeout),
+                       help="on SIGTERM, seconds in-flight requests may take to finish before their streams are "
+                            "ended with a terminal event (LLMSIM_GRACEFUL_TIMEOUT)")
     serve.add_argument("--upstream", type=_url, default=_env("upstream", None),
                        help="proxy: the OpenAI-compatible base URL to forward to, e.g. https://api.openai.com/v1 "
                             "(LLMSIM_UPSTREAM)")
     serve.add_argument("--upstream-api-key-env", default=_env("upstream_api_key_env", d.upstream_api_key_env),
                        metavar="VAR", help="proxy: the environment variable that holds the upstream's API key; the "
                                            "key is never written anywhere (LLMSIM_UPSTREAM_API_KEY_ENV)")
+    serve.add_argument("--upstream-keyless", action="store_true", default=_flag(_env("upstream_keyless", False)),
+                       help="proxy: forward with no key; without it an unset key variable stops start-up "
+                            "(LLMSIM_UPSTREAM_KEYLESS)")
     serve.add_argument("--record", type=Path, default=_env("record", None), metavar="DIR",
                        help="proxy: write one cassette per interaction into DIR (LLMSIM_RECORD)")
     serve.add_argument("--cassettes", type=Path, default=_env("cassettes", None), metavar="DIR",
@@ -253,6 +277,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         store_ttl_seconds=float(args.store_ttl),
         api_key=args.api_key or None,
         admin_key=args.admin_key or None,
+        allowed_hosts=list(args.allowed_hosts),
+        cors_origins=list(args.cors_origins),
         faults_file=Path(args.faults) if args.faults else None,
         scenario_file=Path(args.scenario) if args.scenario else None,
         tool_call_rate=float(args.tool_call_rate),
@@ -264,8 +290,11 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         workers=int(args.workers),
         worker_connections=int(args.worker_connections),
         read_timeout=float(args.read_timeout),
+        ws_idle_timeout=float(args.ws_idle_timeout),
+        graceful_timeout=float(args.graceful_timeout),
         upstream=args.upstream or None,
         upstream_api_key_env=str(args.upstream_api_key_env),
+        upstream_keyless=bool(args.upstream_keyless),
         record_dir=Path(args.record) if args.record else None,
         cassettes_dir=Path(args.cassettes) if args.cassettes else None,
         match=str(args.match),
@@ -289,6 +318,8 @@ def relay_problem(settings: Settings) -> str | None:
         return "--backend proxy needs --upstream URL"
     if settings.record_dir and settings.backend not in ("proxy", "replay"):
         return "--record works with --backend proxy (or replay with --on-miss proxy)"
+    if problem := missing_key(settings):
+        return problem
     if settings.backend == "replay":
         if settings.cassettes_dir is None:
             return "--backend replay needs --cassettes DIR"

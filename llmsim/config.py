@@ -36,6 +36,8 @@ class Settings:
     store_ttl_seconds: float = 3600.0
     api_key: str | None = None  # comma-separated for several keys, each its own scope for stored objects
     admin_key: str | None = None
+    allowed_hosts: list[str] = field(default_factory=list)  # Host names beyond loopback's (llmsim/api/guard.py)
+    cors_origins: list[str] = field(default_factory=lambda: ["loopback"])  # browser origins that may call it
     faults_file: Path | None = None  # YAML/JSON fault rules and rate limits (llmsim/chaos/faults.py)
     fault_rules: list[str] = field(default_factory=list)  # `KIND;key=value;...` specs, after the file's rules
     rpm: int | None = None  # default requests-per-minute limit per API key and model
@@ -47,8 +49,11 @@ class Settings:
     workers: int = 1
     worker_connections: int = 4096  # per worker; past it the idle longest is closed (llmsim/runtime/worker.py)
     read_timeout: float = 30.0  # seconds for a request's head (idle keep-alive included), and its body, to arrive
+    ws_idle_timeout: float = 300.0  # seconds a WebSocket may go without a client message, or a frame unread
+    graceful_timeout: float = 30.0  # seconds in-flight requests get to finish after SIGTERM (llmsim/runtime/worker.py)
     upstream: str | None = None  # proxy: the upstream's base URL, e.g. https://api.openai.com/v1
     upstream_api_key_env: str = "OPENAI_API_KEY"  # proxy: the variable holding the upstream key (never stored)
+    upstream_keyless: bool = False  # proxy: forward with no key; else an unset key variable stops start-up
     record_dir: Path | None = None  # proxy: write a cassette per interaction here
     cassettes_dir: Path | None = None  # replay: the cassettes to answer from
     match: str = "normalised"  # replay: normalised | exact | sequence

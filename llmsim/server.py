@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import gc
 import logging
+import math
 from typing import Any
 
 from gunicorn.app.base import BaseApplication
 
 from llmsim.config import Settings
 from llmsim.metrics import multiprocess
+from llmsim.runtime.shutdown import CUT_GRACE
 
 # Python's defaults (700, 10, 10) collect the young objects every few ms under hundreds of paced streams, and the
 # middle generation, which holds every open stream's objects, every ~0.1 s in pauses of up to ~50 ms that every
@@ -44,7 +46,8 @@ class LLMSimServer(BaseApplication):
             "worker_class": "llmsim.runtime.worker.Worker",
             "worker_connections": s.worker_connections,
             "timeout": 0,  # streams may stay open for minutes; gevent workers heartbeat on their own
-            "graceful_timeout": 5,
+            # the master's wait for the workers after SIGTERM: the requests' own time, then their cut's
+            "graceful_timeout": math.ceil(s.graceful_timeout + CUT_GRACE) + 2,
             "keepalive": 75,  # on; how long an idle connection may wait is --read-timeout (Worker.timeout_ctx)
             "accesslog": None,
             "errorlog": "-",

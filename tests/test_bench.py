@@ -107,6 +107,18 @@ def test_text_bench() -> None:
         assert positive([float(cells[1]), float(cells[2])]), cells
 
 
+def test_messages_bench() -> None:
+    out = smoke("messages_bench")
+    for surface in ("responses", "messages"):
+        cells = row(out, surface)
+        assert positive([float(cells[1]), float(cells[2])]), cells
+    assert positive(figures(r"ratio messages / responses: (" + NUMBER + ")x", out))
+    paced = out.split("paced streams")[1]
+    for surface in ("responses", "messages"):
+        cells = row(paced, surface)
+        assert positive([float(cells[2]), float(cells[3])]), cells
+
+
 def test_mlx_bench() -> None:
     pytest.importorskip("mlx_lm")
     out = smoke("mlx_bench")

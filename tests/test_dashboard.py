@@ -136,3 +136,88 @@ def test_dashboard_asks_for_the_admin_key(start_server: Callable[..., ServerProc
     expect(page.locator("#login")).to_be_hidden()
     expect(page.locator("#requests tbody tr")).to_have_count(1)
     expect(page.locator("#live")).to_have_class(re.compile(r"^live$"))
+
+
+def test_dashboard_keeps_its_charts_across_a_reload_and_shows_a_cut_stream_as_a_fault(
+        start_server: Callable[..., ServerProcess], sdk_client: Callable[..., openai.OpenAI], page: Page) -> None:
+    """The server samples the charts' series (llmsim/metrics/history.py): a page opened (or reloaded) later starts
+    with the points from before it opened. A stream a fault cut shows as that fault, never as a green 200."""
+    server = start_server()
+    client = sdk_client(server)
+    for _ in range(3):
+        client.responses.create(model="gpt-4o-mini", input="Hi")
+    dropped = {"X-LLMSim-Fault": "stream_drop"}
+    with pytest.raises(openai.APIConnectionError), client.responses.stream(
+            model="gpt-4o-mini", input="Tell me about the sea.", extra_headers=dropped) as events:
+        events.get_final_response()
+
+    def sampled() -> list[dict[str, object]]:
+        points = httpx.get(f"{server.url}/llmsim/ui/api/history").json()["points"]
+        return [p for p in points if p["finished"].get("gpt-4o-mini") == 4]
+
+    expect_soon(lambda: bool(sampled()))
+    before = sampled()[0]
+    assert before["faults"] == {"stream_drop": 1}
+
+    for reload in (False, True):
+        page.reload() if reload else page.goto(f"{server.url}/llmsim/ui")
+        expect(page.locator("#k-rps-sub")).to_have_text("4 finished")
+        first = page.evaluate("history[0].t")
+        opened = page.evaluate("Date.now() / 1000")
+        assert first <= float(before["t"]) < opened  # a point sampled before the page (re)opened
+        xs = page.evaluate("charts['chart-faults'].plot.data[0]")
+        assert min(xs) == first and len(xs) > 2
+        row = page.locator("#requests tbody tr").filter(has_text="stream_drop")
+        expect(row.locator(".pill.bad")).to_have_text("dropped")
+        assert row.locator(".pill.ok").count() == 0
+
+
+def test_no_label_is_cut_from_1280_px_up(start_server: Callable[..., ServerProcess],
+                                         sdk_client: Callable[..., openai.OpenAI], page: Page) -> None:
+    """Every caption, figure and chart label is whole (no ellipsis, nothing past its box) at common widths from
+    1,280 px, with long names in every panel."""
+    server = start_server("--fault", "server_error;models=gpt-4.1-nano", "--fault",
+                          "stream_drop;probability=0.5;models=gpt-4o-mini", "--rpm", "600", "--tpm", "100000")
+    client = sdk_client(server)
+    for model in ("gpt-4o-mini", "claude-sonnet-4-5-20250929", "gpt-4.1-nano", "o3-mini"):
+        for _ in range(2):
+            try:
+                stream(client, model)
+            except (openai.APIError, httpx.HTTPError):
+                pass
+    httpx.put(f"{server.url}/llmsim/admin/scenarios", json={"name": "a-support-bot-with-a-long-name", "turns": [
+        {"text": "Hello from the script, with a long scripted answer to show."}]}).raise_for_status()
+    page.goto(f"{server.url}/llmsim/ui")
+    expect(page.locator("#k-faults-sub")).to_contain_text("kind")
+    for width, height in ((1280, 720), (1280, 800), (1440, 900), (1920, 1080)):
+        page.set_viewport_size({"width": width, "height": height})
+        page.wait_for_timeout(250)  # the resize redraws the charts at the new size
+        assert page.evaluate(CUT) == [], (width, height)
+
+
+# Elements with text of their own whose text overflows their box, and SVG labels past their drawing's edges.
+CUT = """() => {
+  const cut = [];
+  for (const el of document.querySelectorAll('body *')) {
+    if (el.closest('.modal') || el.closest('svg') || el.closest('.uplot') || !el.offsetParent) continue;
+    if (![...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim())) continue;
+    const style = getComputedStyle(el);
+    if (el.scrollWidth > el.clientWidth + 1 && (style.overflowX !== 'visible' || style.textOverflow === 'ellipsis'))
+      cut.push(`${el.tagName}#${el.id}: ${el.textContent.slice(0, 60)}`);
+  }
+  for (const text of document.querySelectorAll('svg text')) {
+    const box = text.getBBox(), view = text.ownerSVGElement.viewBox.baseVal;
+    if (box.x < -0.5 || box.x + box.width > view.width + 0.5 || box.y < -0.5 || box.y + box.height > view.height + 0.5)
+      cut.push(`svg: ${text.textContent}`);
+  }
+  return cut;
+}"""
+
+
+def expect_soon(condition: Callable[[], bool], timeout: float = 10.0) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.2)

@@ -304,3 +304,47 @@ def test_one_worker_keeps_its_metrics_in_memory_and_shows_what_two_workers_show(
     assert scraped["1"].keys() == scraped["2"].keys()
     counts = [key for key in scraped["1"] if key[0].endswith(("tokens_total", "requests_total", "_count"))]
     assert counts and all(scraped["1"][key] == scraped["2"][key] for key in counts)
+
+
+# Every metric the README's metrics table lists (as exposed: counters with `_total`).
+DOCUMENTED = ("vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:time_to_first_token_seconds",
+              "vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds",
+              "vllm:e2e_request_latency_seconds", "vllm:request_queue_time_seconds", "vllm:prompt_tokens_total",
+              "vllm:generation_tokens_total", "vllm:request_success_total", "vllm:request_prompt_tokens",
+              "vllm:request_generation_tokens", "llmsim_requests_total", "llmsim_faults_injected_total",
+              "llmsim_rate_limited_total", "llmsim_cost_usd_total", "llmsim_reasoning_tokens_total",
+              "llmsim_store_entries", "llmsim_background_queue")
+
+
+def test_the_first_scrape_of_two_workers_lists_every_metric_with_idle_gauges_at_zero(
+        start_server: Callable[..., ServerProcess]) -> None:
+    """Before any request, with several workers (whose merged files hold only what was written): every documented
+    metric is listed, the live gauges of every listed model are 0, and every fault kind counts 0."""
+    server = start_server("--workers", "2")
+    text = httpx.get(f"{server.url}/metrics", timeout=10).text
+    families = {family.name: family for family in text_string_to_metric_families(text)}
+    exposed = {f"{name}_total" if family.type == "counter" else name for name, family in families.items()}
+    assert set(DOCUMENTED) <= exposed, sorted(set(DOCUMENTED) - exposed)
+    samples = scrape(server)
+    for model in ("gpt-4o", "o3"):
+        for gauge in ("vllm:num_requests_waiting", "vllm:num_requests_running"):
+            assert (gauge, frozenset({("model_name", model)})) in samples
+            assert value(samples, gauge, model_name=model) == 0
+    assert ("llmsim_faults_injected_total", frozenset({("kind", "stream_drop")})) in samples
+    assert value(samples, "llmsim_background_queue") == 0 and ("llmsim_rate_limited_total", frozenset()) in samples
+    assert text.count("# TYPE vllm:num_requests_waiting ") == 1  # listed once, however many workers hold it
+
+    # The dashboard's history (llmsim/metrics/history.py): each worker samples the merged metrics, so whichever
+    # worker a reloaded page asks has the traffic every worker served.
+    with httpx.Client(base_url=server.base_url) as client:
+        for _ in range(4):
+            client.post("/responses", json={"model": "gpt-4o", "input": "Hi"}).raise_for_status()
+
+    def seen_by_every_worker() -> bool:
+        answers = [httpx.get(f"{server.url}/llmsim/ui/api/history").json()["points"] for _ in range(8)]
+        return all(points and points[-1]["finished"].get("gpt-4o") == 4 for points in answers)
+
+    deadline = time.monotonic() + 15
+    while not seen_by_every_worker():
+        assert time.monotonic() < deadline, "a worker's history never showed the traffic"
+        time.sleep(0.3)

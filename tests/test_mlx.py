@@ -4,6 +4,7 @@ a tiny random-weight qwen2 and a scripted model that writes tool calls and think
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -244,17 +245,62 @@ def test_closing_the_generator_stops_generation(models: dict[str, Path]) -> None
     assert finish[0].usage.output_tokens > 3
 
 
-@pytest.mark.parametrize("flags, message", [
-    (["--model", "/nonexistent/model-dir"], "not a directory and not a Hugging Face repo id"),
-    (["--model", "small=mlx-community/not-cached"], "pass --allow-download to fetch it"),
-    ([], "needs at least one --model"),
+@pytest.mark.parametrize("flags, offline, message", [
+    (["--model", "/nonexistent/model-dir"], True, "not a directory and not a Hugging Face repo id"),
+    (["--model", "small=mlx-community/not-cached"], True,
+     "mlx-community/not-cached: not in the Hugging Face cache ({hub}) and this machine is offline; get it with "
+     "`hf download mlx-community/not-cached` on a connected machine, then copy its cache here (or point HF_HOME at "
+     "it), or give a model directory: --model NAME=PATH"),
+    (["--allow-download", "--model", "mlx-community/not-cached"], True, "and this machine is offline; get it with "
+     "`hf download mlx-community/not-cached` on a connected machine"),
+    (["--model", "small=mlx-community/not-cached"], False, "not in the Hugging Face cache ({hub}); get it with "
+     "`hf download mlx-community/not-cached`, or pass --allow-download to fetch it, or give a model directory"),
+    ([], True, "needs at least one --model"),
 ])
-def test_bad_model_flags_stop_the_server(flags: list[str], message: str, tmp_path: Path) -> None:
+def test_bad_model_flags_stop_the_server_with_one_line(flags: list[str], offline: bool, message: str,
+                                                        tmp_path: Path) -> None:
+    """A model that is not here: exit 2 and one line saying how to get it (no traceback, nothing fetched)."""
+    env = {"HF_HOME": str(tmp_path), "PATH": "/usr/bin:/bin", **({"HF_HUB_OFFLINE": "1"} if offline else {})}
     result = subprocess.run([sys.executable, "-m", "llmsim", "serve", "--backend", "mlx", *flags],
-                            capture_output=True, text=True, timeout=60,
-                            env={"HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"})
+                            capture_output=True, text=True, timeout=60, env=env)
     assert result.returncode == 2
-    assert message in result.stderr
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("llmsim: "), result.stderr
+    assert message.format(hub=tmp_path / "hub") in result.stderr
+
+
+def test_loading_a_model_says_so_with_its_size_and_time(models: dict[str, Path],
+                                                        capfd: pytest.CaptureFixture[str]) -> None:
+    load_model(ModelSpec("tiny", str(models["tiny"])))
+    lines = capfd.readouterr().err.splitlines()
+    assert re.fullmatch(r"llmsim: \[\d+\] loading tiny \(\d+\.\d\d GB of weights\) from .*tiny", lines[0]), lines
+    assert re.fullmatch(r"llmsim: \[\d+\] loaded tiny in \d+\.\d s", lines[-1]), lines
+
+
+def test_a_download_shows_the_hubs_progress_bars(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 capfd: pytest.CaptureFixture[str]) -> None:
+    """--allow-download turns the Hub's own progress bars on (whatever disabled them) and says where it goes;
+    the Hub is played by a function here: the test fetches nothing."""
+    import huggingface_hub
+    from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars
+
+    from llmsim.backends.mlx import models as mlx_models
+
+    calls: list[dict[str, object]] = []
+
+    def snapshot(repo: str, **options: object) -> str:
+        calls.append(options)
+        if options.get("local_files_only"):
+            raise FileNotFoundError("not cached")
+        assert not are_progress_bars_disabled()
+        (tmp_path / "config.json").write_text("{}")
+        return str(tmp_path)
+
+    disable_progress_bars()
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    assert mlx_models.resolve("mlx-community/tiny", allow_download=True) == tmp_path
+    assert [c.get("local_files_only", False) for c in calls] == [True, False]
+    assert "llmsim: downloading mlx-community/tiny from the Hugging Face Hub" in capfd.readouterr().err
 
 
 # --- continuous batching -------------------------------------------------------------------------------------
@@ -349,7 +395,8 @@ def test_proxy_in_front_of_mlx_records_what_replay_serves(mlx_server: ServerProc
                                               temperature=0, max_completion_tokens=8)
         return events, str(chat.choices[0].message.content)
 
-    with ServerProcess("--backend", "proxy", "--upstream", mlx_server.base_url, "--record", str(tmp_path)) as proxy:
+    with ServerProcess("--backend", "proxy", "--upstream", mlx_server.base_url, "--record", str(tmp_path),
+                       "--upstream-keyless") as proxy:
         events, chat = run(proxy)
     call = events[-1]["response"]["output"][-1]
     assert call["type"] == "function_call" and json.loads(call["arguments"]) == {"city": "Paris"}

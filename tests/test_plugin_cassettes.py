@@ -54,6 +54,7 @@ def test_record_then_replay(pytester: pytest.Pytester, upstream: ServerProcess, 
                             monkeypatch: pytest.MonkeyPatch) -> None:
     answers = tmp_path / "answers.jsonl"
     monkeypatch.setenv("ANSWERS", str(answers))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-local")  # the recording proxy's upstream key (it must be set)
     pytester.makepyfile(test_inner=INNER)
     recorded = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-k", "greeting", "--llmsim-record",
                                              "--llmsim-upstream", upstream.base_url)

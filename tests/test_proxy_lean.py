@@ -13,9 +13,10 @@ from collections.abc import Iterator
 import httpx
 import openai
 import pytest
+from flask import Flask
 from prometheus_client.parser import text_string_to_metric_families
 
-from llmsim.api import forward
+from llmsim.api import forward, guard
 from llmsim.app import create_app
 from llmsim.backends.proxy.backend import ProxyBackend
 from llmsim.backends.relay import Exchange
@@ -34,15 +35,20 @@ def upstream() -> Iterator[ServerProcess]:
 
 @pytest.fixture(scope="module")
 def proxy(upstream: ServerProcess) -> Iterator[ServerProcess]:
-    with ServerProcess("--backend", "proxy", "--upstream", upstream.base_url, "--rpm", "1000") as server:
+    with ServerProcess("--backend", "proxy", "--upstream", upstream.base_url, "--rpm", "1000",
+                       "--upstream-keyless") as server:
         yield server
 
 
 def test_the_lean_path_is_installed_only_where_it_applies(upstream: ServerProcess) -> None:
-    assert isinstance(create_app(Settings(backend="proxy", upstream=upstream.base_url)).wsgi_app, forward.Forwarding)
+    def inner(app: Flask) -> object:  # under the Host/Origin guard, which wraps everything (llmsim/api/guard.py)
+        assert isinstance(app.wsgi_app, guard.Guard)
+        return app.wsgi_app.wsgi
+
+    assert isinstance(inner(create_app(Settings(backend="proxy", upstream=upstream.base_url))), forward.Forwarding)
     keyed = create_app(Settings(backend="proxy", upstream=upstream.base_url, api_key="sk-a"))
-    assert not isinstance(keyed.wsgi_app, forward.Forwarding)  # keys: authentication and scoping, the app's path
-    assert not isinstance(create_app(Settings()).wsgi_app, forward.Forwarding)
+    assert not isinstance(inner(keyed), forward.Forwarding)  # keys: authentication and scoping, the app's path
+    assert not isinstance(inner(create_app(Settings())), forward.Forwarding)
 
 
 def test_a_forwarded_stream_carries_the_apps_headers_and_is_counted(proxy: ServerProcess,

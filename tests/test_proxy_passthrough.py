@@ -29,7 +29,7 @@ def upstream() -> Iterator[ServerProcess]:
 
 @pytest.fixture(scope="module")
 def proxy(upstream: ServerProcess) -> Iterator[ServerProcess]:
-    with ServerProcess("--backend", "proxy", "--upstream", upstream.base_url) as server:
+    with ServerProcess("--backend", "proxy", "--upstream", upstream.base_url, "--upstream-keyless") as server:
         yield server
 
 
@@ -67,7 +67,7 @@ def test_the_sdk_streams_chains_and_chats_through(proxy: ServerProcess) -> None:
 
 
 def test_metrics_count_the_forwarded_tokens(upstream: ServerProcess) -> None:
-    with ServerProcess("--backend", "proxy", "--upstream", upstream.base_url) as proxy:
+    with ServerProcess("--backend", "proxy", "--upstream", upstream.base_url, "--upstream-keyless") as proxy:
         last = list(sdk(proxy).responses.create(**BODY))[-1]
         samples = {(s.name, s.labels.get("model_name")): s.value for family in
                    text_string_to_metric_families(httpx.get(f"{proxy.url}/metrics").text) for s in family.samples}
@@ -122,7 +122,7 @@ def test_a_forwarded_stream_is_stored_on_redis_and_replays_whole(upstream: Serve
     from llmsim.testing import RedisServer
 
     with RedisServer() as redis, ServerProcess("--backend", "proxy", "--upstream", upstream.base_url,
-                                               "--store", redis.url) as server:
+                                               "--upstream-keyless", "--store", redis.url) as server:
         sent = httpx.post(f"{server.base_url}/responses", json=BODY, timeout=30)
         assert sent.status_code == 200
         response_id = first_data(sent.text)["response"]["id"]

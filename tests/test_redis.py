@@ -367,6 +367,32 @@ def test_scenario_turns_advance_once_per_request_fleet_wide(
     assert state["requests"] == 7 and state["position"] == 6
 
 
+def test_a_refused_request_takes_no_turn_fleet_wide(fleet: Fleet, connect: Callable[..., openai.OpenAI]) -> None:
+    """Refused before generation (a fault, a rate limit), with or without a scenario loaded: recorded, marked, at
+    the turn it did not take; a `times: 1` rule is left for the retry."""
+    a, b = fleet
+    transcript = f"{b.url}/llmsim/admin/scenarios/transcript"
+    assert httpx.put(f"{a.url}/llmsim/admin/faults", json={"faults": [{"kind": "server_error", "first": 1}],
+                                                          "rate_limits": {"rpm": 2}}).status_code == 200
+    with pytest.raises(openai.InternalServerError):
+        ask(connect(a))
+    ask(connect(b))
+    with pytest.raises(openai.RateLimitError):
+        ask(connect(a))
+    marks = [(e["index"], (e.get("refused") or {}).get("status")) for e in httpx.get(transcript).json()["data"]]
+    assert marks == [(0, 500), (0, None), (1, 429)]
+
+    assert httpx.put(f"{a.url}/llmsim/admin/faults", json={"faults": [{"kind": "rate_limit", "first": 1}]}
+                     ).status_code == 200
+    assert httpx.put(f"{a.url}/llmsim/admin/scenarios", json={"rules": [
+        {"match": {"input_contains": "weather"}, "times": 1, "text": "scripted"}]}).status_code == 200
+    with pytest.raises(openai.RateLimitError):
+        ask(connect(a), "weather?")
+    assert ask(connect(b), "weather?").output_text == "scripted"
+    steps = [(e["step"], "refused" in e) for e in httpx.get(transcript).json()["data"]]
+    assert steps == [(None, True), ("rules[0]", False)]
+
+
 def test_a_server_starting_with_other_fault_flags_installs_them_the_same_flags_keep_the_schedule(
         fleet: Fleet, connect: Callable[..., openai.OpenAI], redis_server: RedisServer) -> None:
     a, b = fleet

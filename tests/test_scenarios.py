@@ -79,6 +79,80 @@ def test_a_scripted_tool_loop(llmsim: LLMSim) -> None:
     assert [e["step"] for e in llmsim.transcript] == ["rules[1]", "rules[0]"]
 
 
+# The README's scenario and pytest example, as written there.
+README_SCENARIO = """\
+name: weather-agent
+rules:
+  - match: {tool_output_contains: sunny}          # put the rule for the tool's answer first
+    text: It is sunny in Paris.
+  - match: {input_contains: weather}              # also: input_regex, model, tool_output_regex, turn, metadata
+    tool_calls: [{name: get_weather, arguments: {city: Paris}}]   # function (or custom) tool calls
+    times: 1                                      # fire at most once
+turns:
+  - text: Hello! How can I help?
+    reasoning_summary: Greeting the user.         # shown when the model reasons
+  - fault: {kind: rate_limit, retry_after: 1}     # any fault of the Chaos testing section
+on_exhausted: simulate
+"""
+
+
+class MyAgent:
+    """The smallest agent loop: ask, run the tools it calls, send their outputs back, until it answers."""
+
+    def __init__(self, client: openai.OpenAI) -> None:
+        self.client = client
+
+    def run(self, question: str) -> str:
+        response = self.client.responses.create(model="gpt-4o", input=question, tools=[WEATHER])
+        while calls := [item for item in response.output if item.type == "function_call"]:
+            outputs = [{"type": "function_call_output", "call_id": call.call_id, "output": "sunny, 21C"}
+                       for call in calls]
+            response = self.client.responses.create(model="gpt-4o", input=outputs, tools=[WEATHER],
+                                                    previous_response_id=response.id)
+        return response.output_text
+
+
+def test_the_readme_pytest_example_as_written(llmsim: LLMSim, tmp_path: Path) -> None:
+    """An injected 429 refuses the first request before generation: it takes no turn and does not use up the
+    `times: 1` rule, so the SDK's retry gets the tool call and the agent its scripted answer."""
+    scenario = tmp_path / "weather.yaml"
+    scenario.write_text(README_SCENARIO)
+    llmsim.load_scenario(scenario)                             # a path, YAML text or a dict
+    llmsim.set_faults({"kind": "rate_limit", "first": 1})      # faults for this test only
+    agent = MyAgent(client=llmsim.openai_client(max_retries=2))
+    assert agent.run("What's the weather?") == "It is sunny in Paris."
+    assert llmsim.requests[-1]["input"][0]["type"] == "function_call_output"  # what the server received
+    transcript = llmsim.transcript
+    assert [(e["step"], e.get("refused")) for e in transcript] == [
+        (None, {"status": 429, "code": "rate_limit_exceeded"}), ("rules[1]", None), ("rules[0]", None)]
+    assert [e["index"] for e in transcript] == [0, 0, 1]  # the refused request is recorded at the turn it left
+
+
+def test_a_request_refused_by_a_rate_limit_or_a_fault_takes_no_turn(llmsim: LLMSim) -> None:
+    llmsim.load_scenario({"turns": [{"text": "first"}, {"text": "second"}],
+                          "rules": [{"match": {"turn": 1}, "text": "turn one"}]})
+    llmsim.set_faults({"kind": "server_error", "first": 1}, rate_limits={"rpm": 2})
+    with pytest.raises(openai.InternalServerError):
+        ask(llmsim)
+    assert ask(llmsim).output_text == "first"
+    with pytest.raises(openai.RateLimitError):  # the bucket held 2: the 500 took one
+        ask(llmsim)
+    assert llmsim.load_scenario({"turns": [{"text": "first"}, {"text": "second"}],
+                                 "rules": [{"match": {"turn": 1}, "text": "turn one"}]})["requests"] == 0
+    llmsim.set_faults()
+    assert [ask(llmsim).output_text for _ in range(3)] == ["first", "turn one", "second"]
+    state = httpx.get(f"{llmsim.server.url}/llmsim/admin/scenarios").json()
+    assert state["requests"] == 3 and state["position"] == 2
+
+
+def test_a_scripted_http_fault_after_admission_finishes_its_log_entry(llmsim: LLMSim) -> None:
+    llmsim.load_scenario({"turns": [{"fault": "server_error"}, {"text": "after"}]})
+    with pytest.raises(openai.InternalServerError):
+        ask(llmsim)
+    assert ask(llmsim).output_text == "after"
+    assert [entry["status"] for entry in llmsim.fault_log] == [500, 200]
+
+
 def test_a_scripted_reasoning_summary(llmsim: LLMSim) -> None:
     llmsim.load_scenario({"turns": [{"text": "4", "reasoning_summary": "Adding two and two."}]})
     response = ask(llmsim, "2+2?", model="o3", reasoning={"effort": "low", "summary": "auto"})

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -125,3 +128,91 @@ def test_a_database_from_before_scopes_still_opens_with_its_responses(
     assert httpx.get(f"{server.base_url}/responses/resp_old").json()["id"] == "resp_old"
     assert client.conversations.retrieve("conv_old").id == "conv_old"
     assert client.responses.retrieve(client.responses.create(model="gpt-4o", input="hi").id).status == "completed"
+
+
+def test_an_api_key_as_admin_credential_sees_only_what_it_made(start_server: Start, sdk_client: Client) -> None:
+    """Issue 34, finding 3: with `--api-key k1,k2` and no --admin-key, the dashboard's JSON API and the request log
+    follow the API's scoping; the admin key, where there is one, sees everything."""
+    alpha, bravo = "sk-alpha-000000001", "sk-bravo-000000002"
+    server = start_server("--api-key", f"{alpha},{bravo}")
+    made = sdk_client(server, alpha).responses.create(model="gpt-4o", input="alpha's secret")
+    own = sdk_client(server, bravo).responses.create(model="gpt-4o", input="bravo's own")
+
+    def get(path: str, key: str) -> httpx.Response:
+        return httpx.get(f"{server.url}{path}", headers={"Authorization": f"Bearer {key}"})
+
+    assert get(f"/llmsim/ui/api/responses/{made.id}", bravo).status_code == 404  # as the API answers it
+    assert get(f"/llmsim/ui/api/responses/{made.id}", alpha).json()["response"]["id"] == made.id
+    assert get(f"/llmsim/ui/api/responses/{own.id}", bravo).status_code == 200
+    for key, mine in ((alpha, "sk-…0001"), (bravo, "sk-…0002")):
+        logged = get("/llmsim/admin/requests", key).json()["data"]
+        assert [entry["api_key"] for entry in logged] == [mine]
+        assert "owner" not in logged[0]
+        assert [entry["api_key"] for entry in get("/llmsim/ui/api/state", key).json()["recent"]] == [mine]
+
+    keyed = start_server("--api-key", f"{alpha},{bravo}", "--admin-key", "admin-secret")
+    made = sdk_client(keyed, alpha).responses.create(model="gpt-4o", input="alpha's secret")
+    sdk_client(keyed, bravo).responses.create(model="gpt-4o", input="bravo's own")
+    admin = {"Authorization": "Bearer admin-secret"}
+    assert httpx.get(f"{keyed.url}/llmsim/ui/api/responses/{made.id}", headers=admin).status_code == 200
+    assert len(httpx.get(f"{keyed.url}/llmsim/admin/requests", headers=admin).json()["data"]) == 2
+
+
+NESTED = "((a{100}){100}){100}"  # a million characters when expanded: rstr took 7-35 s and returned 1 MB
+
+
+def test_a_nested_repeat_pattern_is_generated_within_budget_while_health_answers(server: ServerProcess) -> None:
+    """Issue 34, finding 4: the tool's arguments come back bounded and fast, and the worker keeps answering."""
+    tool = {"type": "function", "name": "spell", "parameters": {
+        "type": "object", "properties": {"word": {"type": "string", "pattern": NESTED},
+                                         "code": {"type": "string", "pattern": r"^[A-Z]{2}-\d{4}$"}},
+        "required": ["word", "code"]}}
+    warm = {"type": "function", "name": "warm", "parameters": {"type": "object", "properties": {
+        "word": {"type": "string", "pattern": "a{3}"}}, "required": ["word"]}}
+    httpx.post(f"{server.base_url}/responses", timeout=30, json={  # the worker's first tool call loads Faker
+        "model": "gpt-4o", "input": "warm up", "tools": [warm], "tool_choice": "required"}).raise_for_status()
+    before: list[float] = []  # the machine's own noise: health's latency with nothing else running
+    during: list[float] = []
+    polling = threading.Event()
+    done = threading.Event()
+
+    def poll() -> None:
+        with httpx.Client(base_url=server.url) as client:
+            client.get("/llmsim/health")  # the connection is open before the request starts
+            ended = time.perf_counter() + 0.3
+            while not done.is_set():
+                started = time.perf_counter()
+                assert client.get("/llmsim/health").status_code == 200
+                (during if polling.is_set() else before).append(time.perf_counter() - started)
+                if started > ended:
+                    polling.set()
+
+    poller = threading.Thread(target=poll)
+    poller.start()
+    polling.wait(10)
+    try:
+        started = time.perf_counter()
+        answer = httpx.post(f"{server.base_url}/responses", timeout=30, json={
+            "model": "gpt-4o", "input": "spell it", "tools": [tool], "tool_choice": "required"})
+        took = time.perf_counter() - started
+    finally:
+        done.set()
+        poller.join()
+    assert answer.status_code == 200, answer.text
+    arguments = json.loads(answer.json()["output"][0]["arguments"])
+    assert set(arguments["word"]) == {"a"} and len(arguments["word"]) <= 10_000  # cut at the budget, not 1 MB
+    assert re.fullmatch(r"[A-Z]{2}-\d{4}", arguments["code"])  # an ordinary pattern still matches
+    assert took < 2.0 and len(answer.content) < 20_000
+    assert during and max(during) < 0.1 + max(before), (during, max(before))  # 100 ms, beyond the machine's noise
+
+
+@pytest.mark.parametrize("pattern", [r"^\d{4}-\d{2}-\d{2}$", r"^#[0-9a-fA-F]{6}$", r"^(?P<q>['\"])\w+(?P=q)$",
+                                     r"^[A-Z][a-z]+(?: [A-Z][a-z]+){1,3}$", r"^(x|yy|zzz){3,5}$", r"^[^\s@]+@\w+\.com$",
+                                     r"^a{0,100000}b$"])
+def test_patterns_within_budget_still_match(server: ServerProcess, sdk_client: Client, pattern: str) -> None:
+    """The budget cuts only what cannot fit: ordinary patterns (and huge optional repeats) still give a match."""
+    schema = {"type": "object", "properties": {"value": {"type": "string", "pattern": pattern}},
+              "required": ["value"], "additionalProperties": False}
+    answer = sdk_client(server).responses.create(model="gpt-4o", input="one value", text={"format": {
+        "type": "json_schema", "name": "value", "schema": schema, "strict": True}})
+    assert re.search(pattern, json.loads(answer.output_text)["value"])

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -240,3 +243,62 @@ def test_bad_store_url_stops_start_up() -> None:
     with pytest.raises(RuntimeError) as caught:
         ServerProcess("--store", "postgres://nope").start()
     assert "--store" in str(caught.value)
+
+
+@contextmanager
+def _immutable(path: Path) -> Iterator[None]:
+    """`path` read-only even for root (ext4's immutable attribute; chmod does not stop root)."""
+    if subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i is not available here (needs root and ext2/3/4, xfs or btrfs)")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(path)], check=True)
+
+
+@pytest.mark.parametrize("what", ["file", "folder"])
+def test_a_read_only_store_fails_at_start_with_one_line(tmp_path: Path, what: str) -> None:
+    path = tmp_path / "llmsim.db"
+    if what == "file":
+        Database(path).close()  # an existing store, made read-only
+    with _immutable(path if what == "file" else tmp_path):
+        started = subprocess.run([sys.executable, "-m", "llmsim", "serve", "--port", "0", "--store",
+                                  f"sqlite:///{path}"], capture_output=True, text=True, timeout=60)
+    assert started.returncode == 2
+    lines = started.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("llmsim: --store: ")
+    assert ("read-only" if what == "file" else "cannot open") in lines[0], lines
+
+
+@pytest.fixture
+def tiny_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 1 MB tmpfs (mounting needs root, or CAP_SYS_ADMIN)."""
+    folder = tmp_path / "tiny"
+    folder.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(folder)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=True)
+
+
+def test_a_full_disk_is_a_503_with_its_cause_and_health_says_so(tiny_disk: Path) -> None:
+    with ServerProcess("--store", f"sqlite:///{tiny_disk / 'llmsim.db'}") as server:
+        client = openai.OpenAI(base_url=server.base_url, api_key="sk-test", max_retries=0)
+        assert client.responses.create(model="gpt-4o", input="Hi").status == "completed"
+        assert httpx.get(f"{server.url}/llmsim/health").status_code == 200
+        filler = tiny_disk / "filler"
+        subprocess.run(["dd", "if=/dev/zero", f"of={filler}", "bs=4k"], capture_output=True)  # until ENOSPC
+        with pytest.raises(openai.InternalServerError) as failed:
+            client.responses.create(model="gpt-4o", input="Hi " * 2000)
+        assert failed.value.status_code == 503
+        error = failed.value.body
+        assert isinstance(error, dict) and error["code"] == "storage_unavailable"
+        assert "disk full" in error["message"]
+        health = httpx.get(f"{server.url}/llmsim/health")
+        assert health.status_code == 503 and health.json()["error"]["code"] == "storage_unavailable"
+        filler.unlink()
+        assert httpx.get(f"{server.url}/llmsim/health").status_code == 200  # room again: healthy again
+        assert client.responses.create(model="gpt-4o", input="Hi").status == "completed"

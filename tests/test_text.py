@@ -81,12 +81,26 @@ def test_comparisons_get_a_markdown_table_of_both(client: openai.OpenAI, questio
     ("Tell me about photosynthesis in desert plants", ["photosynthesis", "desert plants"]),
     ("How should I think about database indexes?", ["database indexes"]),
     ("Explain vector clocks", ["vector clocks"]),
+    ("Why do volcanoes erupt near tectonic plate boundaries?", ["volcanoes", "tectonic plate boundaries"]),
+    ("What causes inflation in modern economies?", ["inflation", "modern economies"]),
 ])
 def test_answers_mention_the_questions_key_nouns(client: openai.OpenAI, question: str, nouns: list[str]) -> None:
     for seed in ("1", "2"):
         reply = answer(client, question, seed=seed, text={"verbosity": "medium"})
         for noun in nouns:
             assert noun.lower() in reply.lower(), (noun, reply)
+
+
+@pytest.mark.parametrize(("question", "garbled"), [
+    ("Why do volcanoes erupt near tectonic plate boundaries?", "erupt near"),
+    ("What causes inflation in modern economies?", "causes inflation"),
+    ("Why is Rust popular?", "Rust popular"),
+])
+def test_topics_are_noun_phrases_not_cut_clauses(client: openai.OpenAI, question: str, garbled: str) -> None:
+    for seed in ("1", "2", "3"):
+        reply = answer(client, question, seed=seed)
+        assert garbled not in reply, reply
+        assert not re.search(r"\b(?:volcanoes|economies) (?:is|works|depends)\b", reply), reply
 
 
 def test_a_question_is_answered_first(client: openai.OpenAI) -> None:

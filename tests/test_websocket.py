@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import json
+import re
+import socket
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import httpx
 import openai
 import pytest
+import websockets.sync.client
 from openai.types.responses.responses_server_event import ResponseWsError
 from simple_websocket import ConnectionClosed
-from websockets.exceptions import ConnectionClosedError, InvalidStatus
+from websockets.client import ClientProtocol
+from websockets.exceptions import ConnectionClosedError, ConnectionClosedOK, InvalidStatus
+from websockets.frames import Frame, Opcode
+from websockets.protocol import State
+from websockets.uri import parse_uri
 
 from llmsim.api.websocket import Session
 from llmsim.backends.sim.backend import SimBackend
@@ -231,3 +241,112 @@ def test_a_client_that_disconnects_stops_generation() -> None:
     assert backend.closed
     assert backend.produced < 20  # of the hundreds of deltas the full answer has
     assert len(store) == 0  # the cut response was never completed, so never stored
+
+
+def _raw_upgrade(server: ServerProcess, headers: dict[str, str], rcvbuf: int | None = None) -> tuple[
+        socket.socket, ClientProtocol]:
+    """A WebSocket opened by hand on a socket of the test's own (websockets' sans-I/O protocol parses the frames)."""
+    sock = socket.socket()
+    if rcvbuf is not None:  # before connect: the window the server may fill is this small
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    sock.settimeout(30)
+    sock.connect(("127.0.0.1", server.port))
+    protocol = ClientProtocol(parse_uri(server.base_url.replace("http", "ws", 1) + "/responses"), max_size=None)
+    request = protocol.connect()
+    for name, value in headers.items():
+        request.headers[name] = value
+    protocol.send_request(request)
+    sock.sendall(b"".join(protocol.data_to_send()))
+    return sock, protocol
+
+
+def _opened(sock: socket.socket, protocol: ClientProtocol) -> None:
+    """Read the server's `101` (and nothing after it: a tiny read at a time)."""
+    while protocol.state is not State.OPEN:
+        data = sock.recv(1)
+        assert data, "closed during the handshake"
+        protocol.receive_data(data)
+        assert protocol.handshake_exc is None, protocol.handshake_exc
+    list(protocol.events_received())
+
+
+def test_a_slow_reader_gets_every_frame_whole(server: ServerProcess) -> None:
+    """A ~400 KB answer to a client whose receive buffer is 4 KB and that stops reading for a while: the server's
+    writes are partial, and each frame must still arrive whole (simple-websocket alone cut them)."""
+    text = "tide " * 20_000  # echoed: four events carry the text, each a ~100 KB frame: a ~400 KB answer
+    sock, protocol = _raw_upgrade(server, {"Authorization": "Bearer sk-test", "X-LLMSim-Text-Mode": "echo"},
+                                  rcvbuf=4096)
+    _opened(sock, protocol)
+    protocol.send_text(json.dumps({"type": "response.create", "model": "gpt-4o", "input": text}).encode())
+    sock.sendall(b"".join(protocol.data_to_send()))
+    events: list[dict[str, Any]] = []
+    reads = 0
+    while not events or events[-1]["type"] not in TERMINAL:
+        if reads in (1, 20, 200):
+            time.sleep(0.5)  # not reading: the server's send buffer fills and its next write is partial
+        data = sock.recv(4096)
+        reads += 1
+        assert data, f"the server closed the connection after {len(events)} events"
+        protocol.receive_data(data)
+        for event in protocol.events_received():
+            if isinstance(event, Frame) and event.opcode is Opcode.TEXT:
+                events.append(json.loads(event.data))  # a cut frame would not parse (nor the frames after it)
+        assert protocol.parser_exc is None, protocol.parser_exc
+    sock.close()
+    assert events[-1]["type"] == "response.completed"
+    assert events[-1]["response"]["output"][0]["content"][0]["text"] == text
+    assert [e["sequence_number"] for e in events] == list(range(len(events)))
+
+
+def test_a_bad_header_on_the_upgrade_is_an_http_400_before_the_101(server: ServerProcess) -> None:
+    sock, _ = _raw_upgrade(server, {"Authorization": "Bearer sk-test", "X-LLMSim-Seed": "not-a-number"})
+    answer = b""
+    while b"\r\n\r\n" not in answer:
+        answer += sock.recv(65536)
+    head, _, body = answer.partition(b"\r\n\r\n")
+    length = int(re.search(rb"(?i)content-length: *(\d+)", head).group(1))  # type: ignore[union-attr]
+    while len(body) < length:
+        body += sock.recv(65536)
+    sock.close()
+    assert head.startswith(b"HTTP/1.1 400"), head
+    assert b"101" not in head
+    error = json.loads(body)["error"]
+    assert error["param"] == "X-LLMSim-Seed" or "X-LLMSim-Seed" in error["message"]
+    assert error["type"] == "invalid_request_error"
+
+
+def test_a_bad_handshake_is_an_http_400(server: ServerProcess) -> None:
+    response = httpx.get(server.base_url + "/responses", headers={
+        "Authorization": "Bearer sk-test", "Upgrade": "websocket", "Connection": "Upgrade",
+        "Sec-WebSocket-Version": "13"})  # no Sec-WebSocket-Key
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "invalid_websocket_upgrade"
+
+
+def test_a_silent_client_is_closed_after_the_idle_limit(shared_server: Callable[..., ServerProcess]) -> None:
+    server = shared_server("--ws-idle-timeout", "1")
+    url = server.base_url.replace("http", "ws", 1) + "/responses"
+    with websockets.sync.client.connect(url, additional_headers={"Authorization": "Bearer sk-test"}) as ws:
+        started = time.monotonic()
+        with pytest.raises(ConnectionClosedOK) as closed:
+            ws.recv(timeout=10)
+        assert 0.9 <= time.monotonic() - started < 5
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 1001
+
+
+def test_a_client_that_never_reads_is_closed(shared_server: Callable[..., ServerProcess]) -> None:
+    """Its frames wait for a reader until the idle limit; then the server closes the connection, not holding it."""
+    server = shared_server("--ws-idle-timeout", "1")
+    sock, protocol = _raw_upgrade(server, {"Authorization": "Bearer sk-test", "X-LLMSim-Text-Mode": "echo"},
+                                  rcvbuf=4096)
+    _opened(sock, protocol)
+    protocol.send_text(json.dumps({"type": "response.create", "model": "gpt-4o",
+                                   "input": "never read " * 300_000}).encode())
+    sock.sendall(b"".join(protocol.data_to_send()))
+    time.sleep(3)  # past the write limit, reading nothing
+    sock.settimeout(10)
+    received = 0
+    while chunk := sock.recv(1 << 20):  # what the kernel buffered, then the end of the connection
+        received += len(chunk)
+    sock.close()
+    assert received < 3_300_000 * 4  # cut before the answer's frames were all written

@@ -1,27 +1,69 @@
-"""LLMSim's own endpoints: /llmsim/health (open) and /llmsim/admin (the admin key, when set, guards it)."""
+"""LLMSim's own endpoints: /llmsim/health (open) and /llmsim/admin (the admin key, when set, guards it; writes
+take JSON only; an API key as admin credential sees only its own requests)."""
 
 from __future__ import annotations
 
-from flask import Blueprint, current_app, jsonify
+from typing import Any
+
+from flask import Blueprint, current_app, jsonify, request
 from flask.typing import ResponseReturnValue
 
 from llmsim.api.chaos import state
-from llmsim.api.http import int_arg, json_body, require_admin_key, services
+from llmsim.api.http import int_arg, json_body, owner, require_admin_key, services
 from llmsim.chaos.faults import FaultConfig
+from llmsim.chaos.state import RECENT
+from llmsim.errors import APIError
 from llmsim.responses import schema
+
+JSON_TYPES = ("application/json",)
+READS = ("GET", "HEAD", "OPTIONS")
+
+
+def json_writes(*also: str) -> None:
+    """Guard for state-changing admin and dashboard routes: a body only as JSON (or one of `also`), never
+    text/plain or a form, which any web page can send across origins with no preflight."""
+    if request.method in READS:
+        return
+    mimetype = request.mimetype
+    has_body = bool(request.content_length) or "chunked" in request.headers.get("Transfer-Encoding", "").lower()
+    if mimetype in (*JSON_TYPES, *also) or mimetype.endswith("+json") or not mimetype and not has_body:
+        return
+    raise APIError(f"Invalid Content-Type header ({request.content_type or 'none'}), expected application/json.",
+                   status=415, code="unsupported_content_type")
+
+
+def sees_all() -> bool:
+    """Whether this admin credential sees every API key's requests: the admin key does, and so does anyone on a
+    server without API keys. An API key that is the admin credential (no --admin-key) sees only its own."""
+    settings = services().settings
+    return bool(settings.admin_key) or not settings.api_keys
+
+
+def visible_requests(limit: int) -> list[dict[str, Any]]:
+    """The latest `limit` request log entries this admin credential may see, without the scope they carry."""
+    if sees_all():
+        entries = state().recent(limit)
+    else:
+        mine = owner()
+        entries = [entry for entry in state().recent(RECENT) if entry.get("owner") == mine][-limit:]
+    return [{k: v for k, v in entry.items() if k != "owner"} for entry in entries]
+
 
 bp = Blueprint("admin", __name__, url_prefix="/llmsim/admin")
 bp.before_request(require_admin_key)
+bp.before_request(json_writes)
 health_bp = Blueprint("health", __name__, url_prefix="/llmsim")
 PAUSED = "llmsim.paused_faults"  # app extension: the config in force before a pause
 
 
 @health_bp.get("/health")
 def health() -> ResponseReturnValue:
-    """ok; a 503 while a shared store (Redis) cannot be reached, so a load balancer routes around it."""
-    ping = getattr(services().pipeline.store, "ping", None)
-    if ping is not None:
-        ping()
+    """ok; a 503 while a shared store (Redis) cannot be reached, or the SQLite file cannot be written (full,
+    read-only, locked: `storage_unavailable` with the cause), so a load balancer routes around it."""
+    store = services().pipeline.store
+    for probe in (getattr(store, "ping", None), getattr(store, "check", None)):
+        if probe is not None:
+            probe()
     return jsonify({"status": "ok"})
 
 
@@ -83,5 +125,5 @@ def counters() -> ResponseReturnValue:
 def recent_requests() -> ResponseReturnValue:
     """The latest generating requests, oldest first, each with the fault applied to it (or null)."""
     limit = int_arg("limit", 100, low=1, high=1000)
-    data = state().recent(limit) if limit else []
+    data = visible_requests(limit) if limit else []
     return jsonify({"object": "list", "data": data})

@@ -11,14 +11,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from flask import Blueprint, jsonify, send_from_directory
+from flask import Blueprint, Response, current_app, jsonify, send_from_directory
 from flask.typing import ResponseReturnValue
 
-from llmsim.api.admin import paused_rules
+from llmsim.api.admin import json_writes, paused_rules, sees_all, visible_requests
 from llmsim.api.chaos import state as chaos_state
-from llmsim.api.http import require_admin_key, services
-from llmsim.api.metrics import metrics, update_gauges
+from llmsim.api.http import owner, require_admin_key, services
+from llmsim.api.metrics import EXTENSION, metrics, update_gauges
 from llmsim.errors import not_found
+from llmsim.metrics.history import History
 from llmsim.metrics.registry import histogram
 from llmsim.timing.profiles import Profile
 
@@ -29,6 +30,26 @@ MAX_EVENTS = 2000  # events of one response sent to the page
 bp = Blueprint("dashboard", __name__, url_prefix="/llmsim/ui")
 api = Blueprint("dashboard_api", __name__, url_prefix="/llmsim/ui/api")
 api.before_request(require_admin_key)
+api.before_request(json_writes)
+# The page is its own files only (inline style attributes aside: no script can come from those), and no other
+# site may frame it: a framed dashboard could be clicked through by the page around it.
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; style-src-attr 'unsafe-inline'; img-src 'self' data:; "
+                               "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+
+
+@bp.after_request
+@api.after_request
+def _secured(response: Response) -> Response:
+    response.headers.update(SECURITY_HEADERS)
+    return response
+HISTORY = "llmsim.history"
+bp.record_once(lambda setup: setup.app.extensions.setdefault(
+    HISTORY, History(setup.app.extensions[EXTENSION]).start()))  # the charts' last 15 minutes, kept by the server
 
 
 @bp.get("")
@@ -54,11 +75,11 @@ def dashboard_state() -> ResponseReturnValue:
         "models": _models(samples),
         "requests": [{"endpoint": labels["endpoint"], "status": labels["status"], "count": value}
                      for labels, value in samples.get("llmsim_requests_total", [])],
-        "faults": _by(samples, "llmsim_faults_injected_total", "kind"),
+        "faults": {kind: n for kind, n in _by(samples, "llmsim_faults_injected_total", "kind").items() if n},
         "rate_limited": sum(v for _, v in samples.get("llmsim_rate_limited_total", [])),
         "store_entries": _by(samples, "llmsim_store_entries", "kind"),
         "background_queue": sum(v for _, v in samples.get("llmsim_background_queue", [])),
-        "recent": chaos.recent(RECENT),
+        "recent": visible_requests(RECENT),
         "fault_rules": [rule.model_dump(mode="json", exclude_none=True) for rule in
                         (paused.faults if paused is not None else config.faults)],
         "rate_limits": config.rate_limits.model_dump(mode="json", exclude_none=True),
@@ -67,11 +88,18 @@ def dashboard_state() -> ResponseReturnValue:
     })
 
 
+@api.get("/history")
+def history() -> ResponseReturnValue:
+    """The charts' points of the last 15 minutes (llmsim/metrics/history.py), for the page to start with."""
+    return jsonify({"window_s": current_app.extensions[HISTORY].window,
+                    "points": current_app.extensions[HISTORY].points()})
+
+
 @api.get("/responses/<response_id>")
 def stored(response_id: str) -> ResponseReturnValue:
     """A stored response and its events, for the table's click-through."""
     record = services().pipeline.store.get(response_id)
-    if record is None:
+    if record is None or not sees_all() and record.owner != owner():  # an API key as admin sees only its own
         raise not_found("Response", response_id)
     events = record.stream_events()
     return jsonify({"response": record.response,
@@ -80,8 +108,9 @@ def stored(response_id: str) -> ResponseReturnValue:
 
 
 def _models(samples: dict[str, list[tuple[dict[str, str], float]]]) -> list[dict[str, Any]]:
-    names = sorted({labels["model_name"] for series in samples.values() for labels, _ in series
-                    if "model_name" in labels})
+    names = sorted({labels["model_name"] for name, series in samples.items() for labels, value in series
+                    if "model_name" in labels and (value or not name.startswith("vllm:num_requests_"))})
+    # (a listed model's live gauges are there at 0 from the start: idle, it is not shown)
     catalog = services().catalog
     return [{
         "name": name,

@@ -67,8 +67,9 @@ def _terminated(environ: dict[str, Any], limit: int | None) -> bytes:
 
 
 def _bearer() -> str | None:
+    """The API key: a bearer token, or Anthropic's `x-api-key` header."""
     scheme, _, key = request.headers.get("Authorization", "").partition(" ")
-    return key.strip() if scheme.lower() == "bearer" else None
+    return key.strip() if scheme.lower() == "bearer" else request.headers.get("x-api-key")
 
 
 def _matches(key: str | None, expected: tuple[str, ...]) -> bool:
@@ -80,14 +81,14 @@ def require_api_key() -> None:
     expected = services().settings.api_keys
     if not expected or request.path.startswith("/llmsim/") or request.path == "/metrics":
         return  # LLMSim's own endpoints guard themselves; /metrics is open, as vLLM's is
-    header = request.headers.get("Authorization", "")
+    header = request.headers.get("Authorization", "") or request.headers.get("x-api-key", "")
     if not header:
         raise APIError(
             "You didn't provide an API key. You need to provide your API key in an Authorization header using "
             "Bearer auth (i.e. Authorization: Bearer YOUR_KEY).", status=401, code="invalid_api_key",
         )
     if not _matches(_bearer(), expected):
-        shown = header.partition(" ")[2].strip()
+        shown = header.partition(" ")[2].strip() if " " in header else header
         masked = shown[:3] + "*" * max(0, len(shown) - 7) + shown[-4:] if len(shown) > 7 else "****"
         raise APIError(f"Incorrect API key provided: {masked}.", status=401, code="invalid_api_key")
 

@@ -43,7 +43,7 @@ def _endpoint() -> str | None:
         return "unknown"
     if rule == PATH or rule.startswith("/llmsim/"):
         return None
-    for prefix in ("/openai/v1", "/v1", "/v3"):
+    for prefix in ("/openai/v1", "/anthropic/v1", "/v1", "/v3"):
         if rule.startswith(prefix + "/"):
             return rule[len(prefix):]
     return rule
@@ -51,6 +51,7 @@ def _endpoint() -> str | None:
 
 def install(app: Flask, found: Metrics, pipeline: Pipeline) -> None:
     app.extensions[EXTENSION] = found
+    found.declare(profile.id for profile in pipeline.catalog.listed())  # their live gauges at 0 from the start
     found.refresh = functools.partial(store_gauges, found, pipeline)  # after each generation: it may have stored one
     app.register_blueprint(bp)
 

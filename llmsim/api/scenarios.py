@@ -1,7 +1,7 @@
 """/llmsim/admin/scenarios: load, inspect, rewind and unload the scripted scenario at run time.
 
-A scenario is sent as JSON, or as YAML with a YAML content type. Mounted once (not under the
-API prefixes); the admin key guards it when one is set.
+A scenario is sent as JSON, or as YAML with a YAML content type (never text/plain, which any web page may
+send). Mounted once (not under the API prefixes); the admin key guards it when one is set.
 """
 
 from __future__ import annotations
@@ -9,13 +9,15 @@ from __future__ import annotations
 from flask import Blueprint, jsonify, request
 from flask.typing import ResponseReturnValue
 
+from llmsim.api.admin import json_writes
 from llmsim.api.http import body_bytes, int_arg, json_body, require_admin_key, services
 from llmsim.chaos import scenarios
 from llmsim.errors import APIError
 
 bp = Blueprint("scenarios", __name__, url_prefix="/llmsim/admin/scenarios")
 bp.before_request(require_admin_key)
-YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml", "text/plain")
+YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml")  # never text/plain
+bp.before_request(lambda: json_writes(*YAML_TYPES))
 
 
 def _player() -> scenarios.Player:

@@ -16,6 +16,7 @@ from flask import Response, request
 from llmsim.responses.events import PACED_TEXT, TEXT_DELTA
 from llmsim.runtime import sockets, waits
 from llmsim.runtime.release import release
+from llmsim.runtime.shutdown import ShuttingDown
 
 Client = tuple[socket.socket | None, bool]  # the request's connection, and whether its body goes in HTTP chunks
 
@@ -58,7 +59,10 @@ def _frames(events: Iterable[tuple[str, Any]], trailer: Callable[[], str | None]
             paced = list(map(str.encode, map("".join, _run(data.data))))
             sock, chunked = client or (None, False)
             sockets.flush(sock)  # what the socket holds goes first: the run is written to it directly
-            yield from release(paced, data.pace, sock, chunked)
+            try:
+                yield from release(paced, data.pace, sock, chunked)
+            except ShuttingDown:  # cut mid-run: the events go on, and the next wait ends the response failed
+                pass
             sockets.cork(sock)  # the events that end the run's item and the response: one write, at the end or the
             continue  # next wait (llmsim/runtime/waits.py sends what is held before it waits)
         yield FRAME.format(kind, data)

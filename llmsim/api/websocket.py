@@ -9,13 +9,14 @@ even with `store: false`, and a failed turn evicts it.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import replace
 from typing import Any, Protocol
 
-from flask import Blueprint
-from flask.blueprints import BlueprintSetupState
-from flask_sock import Sock
-from simple_websocket import ConnectionClosed
+from flask import Blueprint, Response, current_app, request
+from simple_websocket import ConnectionClosed, Server
+from wsproto.frame_protocol import CloseReason
+from wsproto.utilities import RemoteProtocolError
 
 from llmsim.api import decode
 from llmsim.api.http import asked, services
@@ -24,10 +25,15 @@ from llmsim.errors import APIError
 from llmsim.pipeline import Pipeline, dumps
 from llmsim.request import ApiRequest, Ticket, ticket_of
 from llmsim.responses import create as responses
+from llmsim.runtime import shutdown
+from llmsim.runtime.wsconn import WholeFrames
 from llmsim.store import StoredResponse
 
 bp = Blueprint("responses_ws", __name__)
 CLIENT_EVENTS = ("response.create",)
+POLL_SECONDS = 1.0  # how often a silent connection looks whether the server is shutting down
+PING_EVERY = 25.0  # seconds between pings (at most): a client that answers none by the next is closed
+log = logging.getLogger(__name__)
 
 
 class Connection(Protocol):
@@ -37,28 +43,63 @@ class Connection(Protocol):
 
     def send(self, data: str) -> None: ...
 
-
-@bp.record
-def _options(state: BlueprintSetupState) -> None:
-    """Bound every message by the HTTP body limit: a bigger one closes the connection with 1009."""
-    limit = state.app.extensions["llmsim"].settings.max_body_bytes
-    state.app.config.setdefault("SOCK_SERVER_OPTIONS", {"max_message_size": limit})
+    def close(self, reason: int | None = None, message: str | None = None) -> None: ...
 
 
-@Sock().route("/responses", bp=bp)
-def responses_socket(ws: Connection) -> None:
-    session = Session(ws, services().pipeline, asked(None))
-    session.serve()
-    if session.ticket is not None:  # the connection's answer (flask-sock's 200) finishes its last request's entry
+@bp.route("/responses", websocket=True)
+def responses_socket() -> Response:
+    """Everything that can refuse the upgrade (a bad LLMSim header, a malformed handshake) is checked before the
+    `101`, so a refusal is a plain HTTP answer in the OpenAI envelope, never text on an upgraded socket."""
+    upgrade = asked(None)
+    settings = current_app.extensions["llmsim"].settings
+    ws = accept(request.environ, settings.ws_idle_timeout, settings.max_body_bytes)
+    session = Session(ws, services().pipeline, upgrade, idle=settings.ws_idle_timeout)
+    try:
+        session.serve()
+    except Exception:  # after the 101 nothing but WebSocket frames may be written: an internal error is a 1011
+        log.exception("websocket session failed")
+        session.closing = (CloseReason.INTERNAL_ERROR, "internal error")
+    try:
+        ws.close(*session.closing)
+    except Exception:  # noqa: BLE001  # already closed, or the socket is gone: nothing more to say
+        pass
+    if session.ticket is not None:  # the connection's answer finishes its last request's entry
         session.ticket.answered({}, 200)
+    return Upgraded()
+
+
+def accept(environ: dict[str, Any], idle: float, max_message: int) -> Any:
+    """The `101` and a simple-websocket Server whose frames are written whole (llmsim/runtime/wsconn.py); a
+    handshake wsproto refuses is the client's 400, before anything is written."""
+    sock = environ.get("gunicorn.socket")
+    if sock is not None:
+        environ = {**environ, "gunicorn.socket": WholeFrames(sock, write_timeout=idle)}
+    try:
+        return Server(environ, ping_interval=min(PING_EVERY, idle), max_message_size=max_message)
+    except RemoteProtocolError as error:
+        raise APIError(f"Invalid WebSocket upgrade: {error}.", code="invalid_websocket_upgrade") from None
+
+
+class Upgraded(Response):
+    """The answer of an upgraded request: its bytes were the WebSocket's. Under gunicorn, StopIteration tells the
+    worker to close the connection without writing a response (as flask-sock does); elsewhere, an empty body."""
+
+    def __call__(self, environ: Any, start_response: Any) -> Any:
+        if "gunicorn.socket" in environ:
+            raise StopIteration()
+        return []
 
 
 class Session:
     """One connection: reads client events and answers each `response.create` with its stream."""
 
-    def __init__(self, ws: Connection, pipeline: Pipeline, asked: ApiRequest | None = None) -> None:
-        """`asked`: the upgrade request (its key, seed, speed, fault, text mode), each message its body."""
+    def __init__(self, ws: Connection, pipeline: Pipeline, asked: ApiRequest | None = None,
+                 idle: float | None = None) -> None:
+        """`asked`: the upgrade request (its key, seed, speed, fault, text mode), each message its body. `idle`:
+        seconds the client may stay silent between responses before the connection is closed."""
         self.ws = ws
+        self.idle = idle
+        self.closing: tuple[int | None, str | None] = (None, None)  # the close frame's code and reason
         self.pipeline = pipeline
         self.asked = asked or ApiRequest(None)
         self.recent: StoredResponse | None = None
@@ -68,9 +109,28 @@ class Session:
         """Until the client goes away: a closed socket ends the loop and any response being streamed."""
         try:
             while True:
-                self.handle(self.ws.receive())
+                message = self.receive()
+                if message is None:
+                    return
+                self.handle(message)
         except (ConnectionClosed, ConnectionDropped, OSError):  # dropped: an injected fault cuts the connection
             return
+
+    def receive(self) -> str | bytes | None:
+        """The client's next message; None when the connection should close (idle too long, or the server is
+        shutting down: it looks every POLL_SECONDS). A closed connection raises instead."""
+        silent = 0.0
+        while not shutdown.state.draining:
+            step = POLL_SECONDS if self.idle is None else min(POLL_SECONDS, self.idle - silent)
+            message = self.ws.receive(timeout=step)
+            if message is not None:
+                return message
+            silent += step
+            if self.idle is not None and silent >= self.idle:
+                self.closing = (CloseReason.GOING_AWAY, f"idle for {self.idle:g} seconds")
+                return None
+        self.closing = (CloseReason.SERVICE_RESTART, "the server is shutting down")
+        return None
 
     def handle(self, message: str | bytes) -> None:
         body: dict[str, Any] = {}

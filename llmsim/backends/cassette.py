@@ -26,8 +26,11 @@ VERSION = 1
 NORMALISED = {
     "responses": ("model", "instructions", "input", "tools", "text", "previous_response_id", "conversation"),
     "chat/completions": ("model", "messages", "tools", "response_format"),
+    "messages": ("model", "system", "messages", "tools", "tool_choice", "thinking"),
 }
-KEPT_HEADERS = ("openai-processing-ms", "openai-version", "x-request-id", "retry-after", "retry-after-ms")
+KEPT_HEADERS = ("openai-processing-ms", "openai-version", "x-request-id", "retry-after", "retry-after-ms",
+                "request-id")
+KEPT_PREFIXES = ("x-ratelimit-", "anthropic-ratelimit-")
 KEY_PATTERN = re.compile(r"\bsk-[A-Za-z0-9_\-]{20,}")  # OpenAI-style keys, besides the upstream's own
 REDACTED = "<redacted>"
 
@@ -128,7 +131,7 @@ def kept_headers(headers: Any) -> dict[str, str]:
     kept = {}
     for name, value in headers.items():
         lower = name.lower()
-        if lower.startswith("x-ratelimit-") or lower in KEPT_HEADERS:
+        if lower.startswith(KEPT_PREFIXES) or lower in KEPT_HEADERS:
             kept[lower] = value
     return kept
 

@@ -1,5 +1,6 @@
-"""Admission: whether a request is answered, and how it goes wrong. Scenarios direct it, then rate limits and
-faults (the X-LLMSim-Fault header's, else the first rule that fires) decide, once the prompt is known.
+"""Admission: whether a request is answered, and how it goes wrong. Rate limits and faults (the X-LLMSim-Fault
+header's, else the first rule that fires) decide, once the prompt is known; then a scenario directs an admitted
+request (a refused one takes no turn).
 
 The app builds one Gate and hands it to the pipeline. It raises the HTTP faults, hangs for timeouts, and gives an
 Admission that settles token usage and carries the stream fault, if one was chosen. What the answer must carry
@@ -31,7 +32,7 @@ from llmsim.chaos.ratelimit import Limits, duration
 from llmsim.chaos.scenarios import Player, ScenarioMoved
 from llmsim.chaos.state import ChaosState, Decision
 from llmsim.errors import APIError
-from llmsim.generation import Finish, Prompt
+from llmsim.generation import Finish, Prompt, Usage
 from llmsim.request import ApiRequest, Ticket, attach
 from llmsim.runtime import waits
 from llmsim.timing.profiles import Catalog
@@ -61,7 +62,7 @@ class Gate:
 
     def direct_and_admit(self, endpoint: str, prompt: Prompt, request: ApiRequest, stream: bool,
                          whole: bool = False, admitted: Admission | None = None) -> tuple[Prompt, Admission]:
-        """Scenarios, then rate limits and faults. Raises the HTTP faults; the Admission carries a stream fault.
+        """Rate limits and faults, then scenarios. Raises the HTTP faults; the Admission carries a stream fault.
         `whole`: nothing of the answer leaves or waits before it is made (see ChaosState.decide). `admitted`: the
         limits and faults already checked (a relayed request the backend left to generation)."""
         def check(directed: Prompt) -> Admission:
@@ -69,14 +70,34 @@ class Gate:
                 return admitted
             return self.check_limits_and_faults(endpoint, directed, request, stream, whole)
 
-        directed, scripted_fault = self.scenarios.direct(prompt, request.body, stream)
+        player = self.scenarios
+        if player.deferred():  # Redis, no scenario loaded: the admission's own script records the request
+            try:
+                directed, scripted_fault = player.direct(prompt, request.body, stream)
+                admission = check(directed)
+            except ScenarioMoved:  # the fleet loaded a scenario as this request came in: it plays that one, below
+                pass
+            except BaseException as error:
+                player.flush(error)
+                raise
+            else:
+                player.flush()
+                admission.stream_fault = scripted_fault or admission.stream_fault
+                return directed, admission
+        # Admitted first: a request refused before generation (a fault, a rate limit) takes no turn and uses up
+        # no rule, so the client's retry gets the reply it would have had; the transcript records it, marked.
         try:
-            admission = check(directed)
-        except ScenarioMoved:  # the fleet loaded a scenario as this request came in: it plays that one
-            directed, scripted_fault = self.scenarios.direct(prompt, request.body, stream)
-            admission = check(directed)
-        finally:
-            self.scenarios.flush()  # the request's turn, where its admission did not record it
+            admission = check(prompt)  # the scripted reply changes nothing admission looks at
+        except BaseException as error:
+            player.refused(prompt, request.body, error)
+            raise
+        try:
+            directed, scripted_fault = player.direct(prompt, request.body, stream)
+        except BaseException as error:  # a scripted HTTP fault, an exhausted scenario: the request ends here
+            attach(error, admission.ticket)
+            if admission.on_finish is not None:  # nothing is generated: its reserved tokens go back
+                admission.on_finish(Finish("stop", Usage(0, 0)))
+            raise
         admission.stream_fault = scripted_fault or admission.stream_fault
         return directed, admission
 
@@ -112,7 +133,8 @@ def _limits_and_faults(state: ChaosState, endpoint: str, prompt: Prompt, request
     model, model_id = prompt.model, prompt.profile.id
     models = (model, model_id) if model_id and model_id != model else (model,)
     entry = {"time": time.time(), "endpoint": endpoint, "model": model, "api_key": _masked(request.api_key),
-             "stream": stream, "fault": None, "rule": None, "rate_limited": False, "status": None}
+             "stream": stream, "fault": None, "rule": None, "rate_limited": False, "status": None,
+             "owner": request.owner}  # the key's scope: an API key as admin credential sees only its own
     key = (request.api_key or "", model_id or model)
     estimate = prompt.input_tokens + (prompt.max_output_tokens or 0)
     decision = state.decide(RequestInfo(endpoint, models, request.api_key, dict(prompt.metadata or {})), entry, key,

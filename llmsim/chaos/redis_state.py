@@ -30,7 +30,17 @@ from typing import Any
 
 from llmsim.chaos.faults import FaultConfig, RequestInfo, Rule
 from llmsim.chaos.ratelimit import Bucket, Limits, Verdict
-from llmsim.chaos.scenarios import TRANSCRIPT, Player, Reply, Scenario, ScenarioMoved, StreamFault, exhausted, play
+from llmsim.chaos.scenarios import (
+    TRANSCRIPT,
+    Player,
+    Reply,
+    Scenario,
+    ScenarioMoved,
+    StreamFault,
+    exhausted,
+    play,
+    refusal,
+)
 from llmsim.chaos.state import RECENT, ChaosState, Decision, ResolveLimits
 from llmsim.errors import APIError
 from llmsim.generation import Prompt
@@ -78,11 +88,12 @@ for i = 2, #KEYS do redis.call('DEL', KEYS[i]) end
 return 1
 """
 
-# A transcript entry, as the process's own Player writes it; the latest `keep` are kept.
+# A transcript entry, as the process's own Player writes it (`mark`: ',"refused":{...}' or nil); the latest `keep`
+# are kept.
 _RECORD = """
-local function record(key, turn, time, model, step, request, keep)
+local function record(key, turn, time, model, step, request, keep, mark)
   redis.call('RPUSH', key, '{"index":' .. turn .. ',"time":' .. time .. ',"model":' .. model ..
-    ',"step":' .. step .. ',"request":' .. request .. '}')
+    ',"step":' .. step .. (mark or '') .. ',"request":' .. request .. '}')
   redis.call('LTRIM', key, -tonumber(keep), -1)
 end
 """
@@ -106,14 +117,16 @@ end
 # KEYS: chaos, log, requests bucket, tokens bucket, seen[, scenario, transcript]. ARGV: gen, the log entry after its
 # '{' when admitted and when rate-limited, rpm or '', tpm or '', tokens, RECENT, then (with the scenario's keys) the
 # request's turn when no scenario is loaded: the scenario's gen, time, model JSON, request JSON, TRANSCRIPT (else
-# five ''), then the indexes of the rules in scope.
+# five ''; the gen alone: checked, the turn left to the player), then the indexes of the rules in scope.
 # → {'stale'}, {'scenario'} (one was loaded: nothing done) or
 #   {'ok', index, exceeded or '', requests level, tokens level, count per rule in scope...}
 _ADMIT = _RECORD + _BUCKET + """
 if redis.call('HGET', KEYS[1], 'gen') ~= ARGV[1] then return {'stale'} end
 if #KEYS > 5 then
   if redis.call('HGET', KEYS[6], 'gen') ~= ARGV[8] then return {'scenario'} end
-  record(KEYS[7], redis.call('HINCRBY', KEYS[6], 'requests', 1) - 1, ARGV[9], ARGV[10], 'null', ARGV[11], ARGV[12])
+  if ARGV[9] ~= '' then
+    record(KEYS[7], redis.call('HINCRBY', KEYS[6], 'requests', 1) - 1, ARGV[9], ARGV[10], 'null', ARGV[11], ARGV[12])
+  end
 end
 local n = redis.call('HINCRBY', KEYS[1], 'served', 1)
 local now = now_s()
@@ -215,25 +228,27 @@ class RedisChaosState(ChaosState):
     def decide(self, request: RequestInfo, entry: dict[str, Any], key: tuple[str, str], resolve: ResolveLimits,
               tokens: int, choose: bool, whole: bool = False) -> Decision:
         turn, _turns.pending = _turns.pending, None  # the request's turn, when RedisPlayer left it to us
-        keys: list[str] = []
+        sent = None
         for _ in range(MAX_STALE):
             config = self._config
             limits = resolve(config)
             scope = [i for i, rule in enumerate(config.faults) if rule.in_scope(request)] if choose else []
             if whole and choose and turn is not None and not scope and not limits and self.batch.deferrable():
                 return self._defer(entry, limits, turn)
-            if not keys:
-                bucket = _bucket(key)
-                keys = [CHAOS, LOG, f"{bucket}:requests", f"{bucket}:tokens", SEEN]
-                if turn is not None:
-                    keys += [SCENARIO, TRANSCRIPT_KEY]
+            # Recorded here only when nothing can refuse the request; else RedisPlayer.flush records it, marked
+            # when it was refused (a refused request takes no turn).
+            sent = turn if choose and not scope and not limits else None
+            bucket = _bucket(key)
+            keys = [CHAOS, LOG, f"{bucket}:requests", f"{bucket}:tokens", SEEN]
+            if turn is not None:  # the scenario's gen checked; the turn recorded when sent
+                keys += [SCENARIO, TRANSCRIPT_KEY]
             # The entry as it will end when nothing fires (no rule in scope, no forced fault) or when rate-limited:
             # `finish` then has nothing to rewrite, which saves a round trip on most requests.
             admitted = {**entry, "status": 200} if choose and not scope else entry
             limited = {**entry, "rate_limited": True, "status": 429}
             result = self._admit(keys=keys, args=[
                 self._gen, dumps(admitted)[1:], dumps(limited)[1:], limits.rpm or "", limits.tpm or "", tokens,
-                RECENT, *(turn or ["", "", "", "", ""]), *scope])
+                RECENT, *(sent or [turn[0], "", "", "", ""] if turn else ["", "", "", "", ""]), *scope])
             if result[0] == b"ok":
                 break
             if result[0] == b"scenario":
@@ -242,6 +257,8 @@ class RedisChaosState(ChaosState):
             self._refresh()
         else:
             raise RuntimeError("the fault config kept changing while a request was admitted")
+        if sent is None:
+            _turns.pending = turn  # left to RedisPlayer.flush
         index = int(result[1])
         self._remember({"index": index, **(limited if result[2] else admitted)})
         decision = Decision({"index": index, **entry}, limits)
@@ -384,6 +401,15 @@ return {'ok', turn, kind, index}
 """
 
 
+# KEYS: scenario, transcript. ARGV: time, model JSON, request JSON, TRANSCRIPT, the refusal's mark. A refused
+# request, recorded at the turn it did not take.
+_REFUSED = _RECORD + """
+record(KEYS[2], tonumber(redis.call('HGET', KEYS[1], 'requests') or '0'), ARGV[1], ARGV[2], 'null', ARGV[3], ARGV[4],
+       ARGV[5])
+return 1
+"""
+
+
 class RedisPlayer(Player):
     """A scenario played fleet-wide: one position, one set of rule counts, one transcript."""
 
@@ -391,6 +417,7 @@ class RedisPlayer(Player):
         self.client = client
         scripts = scripts or Scripts(client)
         self._direct = scripts.register(_DIRECT)
+        self._refused = scripts.register(_REFUSED)
         self._replace = scripts.register(_REPLACE)
         self._publish = scripts.register(_PUBLISH_FLAGS)
         text = "" if scenario is None else scenario.model_dump_json()
@@ -414,12 +441,27 @@ class RedisPlayer(Player):
             pipe.hset(SCENARIO, mapping={"requests": 0, "position": 0})
             pipe.execute()
 
-    def flush(self) -> None:
-        """The request's turn if its admission did not record it (it was refused first, or had none): taken as
-        `direct` would have, in whatever scenario the fleet now plays; the request has its answer already."""
+    def deferred(self) -> bool:
+        """With no scenario loaded (as this process last saw), the request's admission records its turn."""
+        if getattr(_turns, "moved", False):
+            _turns.moved = False
+            self._refresh()
+        return self.scenario is None
+
+    def refused(self, prompt: Prompt, body: Any, error: BaseException) -> None:
+        self._refused(keys=[SCENARIO, TRANSCRIPT_KEY], args=[repr(time.time()), dumps(prompt.model), dumps(body),
+                                                             TRANSCRIPT, ',"refused":' + dumps(refusal(error))])
+
+    def flush(self, refused: BaseException | None = None) -> None:
+        """The request's turn if its admission did not record it (something could refuse it, or it had none):
+        recorded, marked, if it was refused; else taken as `direct` would have, in whatever scenario the fleet now
+        plays; the request has its answer already."""
         if _turns.pending is None:
             return
         _turns.pending = None
+        if refused is not None:
+            self.refused(*_turns.request[:2], refused)
+            return
         try:
             self._play(*_turns.request)
         except APIError:  # that scenario is exhausted: the turn is recorded, the request keeps its own answer

@@ -7,6 +7,10 @@ failure). `on_exhausted` says what happens once the turns run out: `simulate` (t
 answers), `repeat_last`, `cycle`, or `error`. State (position, rule counts, the transcript of
 requests) lives in the worker process (`Player`), or in Redis for a whole fleet
 (`llmsim.chaos.redis_state.RedisPlayer`).
+
+A request refused before generation (an injected HTTP fault, a rate limit) never reached the model: the gate
+(llmsim/chaos/admission.py) admits before the scenario directs, so it takes no turn and uses up no rule, and the
+client's retry gets the reply it would have had; the transcript records it, marked `refused`.
 """
 
 from __future__ import annotations
@@ -245,8 +249,20 @@ class Player:
             self.transcript.append({"index": turn, "time": time.time(), "model": prompt.model, "step": step}, body)
         return play(prompt, reply, stream)
 
-    def flush(self) -> None:
-        """Record what `direct` left for the request's admission to record, if it did not (Redis); here, nothing."""
+    def refused(self, prompt: Prompt, body: Any, error: BaseException) -> None:
+        """A request refused before generation (a fault, a rate limit): recorded, marked, at the turn it did not
+        take; the scenario does not move (its retry gets the reply it would have had)."""
+        with self._lock:
+            self.transcript.append({"index": self.requests, "time": time.time(), "model": prompt.model, "step": None,
+                                    "refused": refusal(error)}, body)
+
+    def deferred(self) -> bool:
+        """Whether the request's admission records its turn (Redis with no scenario loaded); here, never."""
+        return False
+
+    def flush(self, refused: BaseException | None = None) -> None:
+        """Record what `direct` left for the request's admission to record, if it did not (Redis); here, nothing.
+        `refused`: the error that refused the request before generation."""
 
     def _pick(self, prompt: Prompt, turn: int) -> tuple[str | None, Reply | None]:
         scenario = self.scenario
@@ -269,6 +285,13 @@ class Player:
         if policy == "error":
             raise exhausted(scenario, turn)
         return None, None
+
+
+def refusal(error: BaseException) -> dict[str, Any]:
+    """A refused request's mark in the transcript: the status and code its client got."""
+    if isinstance(error, APIError):
+        return {"status": error.status, "code": error.code}
+    return {"status": None, "code": type(error).__name__}
 
 
 def exhausted(scenario: Scenario, turn: int) -> APIError:

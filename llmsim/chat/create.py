@@ -18,6 +18,7 @@ from llmsim.generation import Delta, Prompt
 from llmsim.request import Answer, ApiRequest, attach
 from llmsim.responses.events import SerializedEvent, dumps
 from llmsim.runtime.fairness import fair
+from llmsim.runtime.shutdown import ShuttingDown
 from llmsim.runtime.waits import ClientGone
 from llmsim.timing.profiles import Profile
 
@@ -106,6 +107,9 @@ def _chunks(completion: chat.Completion, prompts: list[Prompt],
                     yield CHUNK, dumps(chunk)
     except ClientGone:  # the client left mid-wait, or a fault cuts the stream: no failure of the model
         raise
+    except ShuttingDown as cut:  # the server's graceful timeout is over: the stream ends in an error chunk
+        yield "error", ErrorChunk.dumps(ErrorChunk.error(cut.code, cut.message))
+        return
     except Exception:  # noqa: BLE001 - a backend failure mid-way becomes the stream's error chunk, not its details
         log.exception("generation failed")
         event = ErrorChunk.error("server_error", "The model failed to generate a response.")

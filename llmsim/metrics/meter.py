@@ -25,17 +25,20 @@ from llmsim.timing.pricing import Pricing
 
 FINISHED = {"stop": "stop", "tool_calls": "stop", "length": "length"}  # vLLM's reasons; anything else: abort
 CHUNK = "chat.completion.chunk"
+BLOCK_DELTA = "content_block_delta"  # the Messages API's token-carrying event
 TEXT, OTHER, LOOK = 1, 0, 2  # an event type carries tokens, does not, or (a chat chunk) its data says
 _KINDS: dict[str, int] = {}  # by event type: the builders' few names, so a lookup, not a string test per event
 
 
 def _kind(kind: str) -> int:
-    found = _KINDS[kind] = LOOK if kind == CHUNK else TEXT if kind.endswith(".delta") else OTHER
+    found = _KINDS[kind] = LOOK if kind == CHUNK else TEXT if kind.endswith(".delta") or kind == BLOCK_DELTA \
+        else OTHER
     return found
 
 
 def carries_tokens(kind: str, data: str) -> bool:
-    """A Responses `*.delta` event, or a Chat Completions chunk with content (not the role or finish chunk)."""
+    """A Responses `*.delta` event, a Messages `content_block_delta`, or a Chat Completions chunk with content
+    (not the role or finish chunk)."""
     found = _KINDS.get(kind)
     if found is None:
         found = _kind(kind)

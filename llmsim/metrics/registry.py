@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 import os
 import threading
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, get_args
 
 from prometheus_client import (
     CollectorRegistry,
@@ -22,8 +22,12 @@ from prometheus_client import (
     generate_latest,
     values,
 )
+from prometheus_client.metrics import MetricWrapperBase
+from prometheus_client.metrics_core import Metric
 from prometheus_client.multiprocess import MultiProcessCollector
+from prometheus_client.registry import Collector
 
+from llmsim.chaos.faults import Kind
 from llmsim.metrics.multiprocess import current_dir
 
 MAX_MODELS = 64  # distinct model_name values per process; requests may name any model, the series must stay few
@@ -112,6 +116,19 @@ class Metrics:
         self._lock = threading.Lock()
         self.queues = Queues(self)
         self.background_queue.set(0)  # a series from the start, so a scrape shows the gauge before any job
+        for kind in get_args(Kind):  # every kind at 0: `rate(...)` has a series before the first fault
+            self.faults.labels(kind)
+        self.families = [family for metric in vars(self).values() if isinstance(metric, MetricWrapperBase)
+                         for family in metric.describe()]  # every metric, as a family with no samples
+
+    def declare(self, models: Iterable[str]) -> None:
+        """The live gauges of the models this server lists, at 0 from the start (a worker that never served one
+        still reports it): an autoscaler or a "Scheduler State" panel reading `vllm:num_requests_waiting` finds
+        a series before the first request. Not counted against MAX_MODELS: the list is the server's, not a
+        client's."""
+        for name in models:
+            self.running.labels(name)
+            self.waiting.labels(name)
 
     def answered(self, endpoint: str, status: int) -> None:
         """An API request answered, counted by endpoint and status (the labelled children kept, as in `series`)."""
@@ -155,7 +172,7 @@ class Metrics:
         if not self.multiprocess or directory is None:
             return self.registry
         merged = CollectorRegistry()
-        MultiProcessCollector(merged, path=directory)
+        merged.register(Declared(MultiProcessCollector(None, path=directory), self.families))
         return merged
 
     def exposition(self) -> bytes:
@@ -169,6 +186,25 @@ class Metrics:
                 if not math.isnan(sample.value):
                     out.setdefault(sample.name, []).append((dict(sample.labels), sample.value))
         return out
+
+
+class Declared(Collector):
+    """The workers' merged files, then every metric this process declares that they hold no value of yet (a
+    labelled metric before its first label): a scrape of several workers lists every metric, as one worker's
+    does, from the first scrape."""
+
+    def __init__(self, merged: MultiProcessCollector, declared: list[Metric]) -> None:
+        self.merged = merged
+        self.declared = declared
+
+    def collect(self) -> Iterator[Metric]:
+        seen = set()
+        for family in self.merged.collect():
+            seen.add(family.name)
+            yield family
+        for family in self.declared:
+            if family.name not in seen:
+                yield family
 
 
 class Series:

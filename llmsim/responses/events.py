@@ -37,6 +37,7 @@ from llmsim.generation import (
     ToolItem,
     Usage,
 )
+from llmsim.runtime.shutdown import ShuttingDown
 from llmsim.runtime.waits import ClientGone
 
 Event = dict[str, Any]
@@ -169,6 +170,9 @@ class EventBuilder:
                     break
         except ClientGone:  # the client left mid-wait (or a fault cuts it): no failure of the model, nothing to send
             raise
+        except ShuttingDown as cut:  # the server's graceful timeout is over: the response ends failed, and says why
+            yield from self.fail(cut.code, cut.message)
+            return
         except Exception:  # a backend failure becomes response.failed, never a broken stream (nor its details)
             log.exception("generation failed")
             yield from self.fail("server_error", "The model failed to generate a response.")

@@ -29,7 +29,8 @@ class RelayedStream:
     """Stands in for the EventBuilder when a StreamFault ends a relayed stream (`fail`, `error`, `dumps`)."""
 
     def __init__(self, endpoint: str) -> None:
-        self.chat = endpoint == "chat/completions"
+        self.anthropic = endpoint == "messages"  # Anthropic's Messages: its errors are its own shape
+        self.chat = endpoint == "chat/completions" or self.anthropic  # no final response: settled from its usage
         self.response: dict[str, Any] | None = None  # the latest Response snapshot
         self.usage: dict[str, Any] | None = None
         self.last = ""  # the last event's data, for its sequence_number
@@ -101,10 +102,12 @@ class RelayedStream:
         yield {"type": "response.failed", "sequence_number": self._sequence, "response": response}
 
     def error(self, code: str, message: str, param: str | None = None) -> dict[str, Any]:
+        if self.anthropic:
+            return {"type": "error", "error": {"type": "api_error", "message": message}}
         if self.chat:
             return {"type": "error", "error": {"message": message, "type": "server_error", "param": param,
                                                "code": code}}
         return {"type": "error", "sequence_number": self._sequence, "code": code, "message": message, "param": param}
 
     def dumps(self, event: dict[str, Any]) -> str:
-        return dumps({"error": event["error"]} if self.chat else event)
+        return dumps({"error": event["error"]} if self.chat and not self.anthropic else event)

@@ -29,6 +29,7 @@ from llmsim.generation import (
     Usage,
 )
 from llmsim.responses.events import NO_LOGPROBS, Entropy, EventBuilder, SerializedEvent, dumps_event
+from llmsim.runtime.shutdown import ShuttingDown
 from llmsim.wire import dumps_plain as compact
 
 TEXT, REASONING, SUMMARY, ARGS, OTHER = "T", "R", "S", "A", "O"
@@ -51,6 +52,9 @@ class Recorded(Entropy):
 
     def encrypted_reasoning(self, index: int) -> str:
         return str(self.final["output"][index]["encrypted_content"])
+
+
+CUT = "\x00server shutting down"  # a log's failure when the server's shutdown cut it (llmsim/runtime/shutdown.py)
 
 
 class BackendFailure(Exception):
@@ -93,6 +97,9 @@ class DeltaLog:
                     pieces.append((OTHER, "", []))
                     others.append(delta)
                 yield delta
+        except ShuttingDown:  # replayed as the same cut, not as a failure of the model
+            self.failure = CUT
+            raise
         except Exception as exc:
             self.failure = str(exc)
             raise
@@ -140,6 +147,8 @@ class DeltaLog:
             else:
                 yield ReasoningDelta(summary=chunk)
             piece += 1
+        if self.failure == CUT:
+            raise ShuttingDown()
         if self.failure is not None:
             raise BackendFailure(self.failure)
 

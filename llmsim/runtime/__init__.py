@@ -15,6 +15,11 @@ exercise them):
   greenlet (`gevent.getcurrent`).
 - `waits.py`, `fairness.py`: `time.sleep` and `select.select` looked up at call time, so gevent's patched
   ones are used in a worker.
+- `wsconn.py`: the object simple-websocket's `Server` takes as `environ["gunicorn.socket"]`; relies on it
+  writing every frame (and its handshake, pings, pongs and close) through `sock.send`, from its own reader
+  greenlet as well as the request's.
+- `shutdown.py`: `Greenlet.kill` / `gevent.kill` with an exception raised where a greenlet waits; the worker
+  overrides gunicorn's `handle_exit` (SIGTERM) and relies on `GeventWorker.run` waiting for its pool to empty.
 - `redis_pipe.py`, `redis_link.py`: redis-py's `Connection._sock` (and gevent's `_sock` under it),
   `hub.loop.run_callback` and `hub.loop.timer`, and `gevent.hub.Waiter` to park and wake requests.
 """

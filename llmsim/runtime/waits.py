@@ -18,7 +18,7 @@ import time
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-from llmsim.runtime import ticks
+from llmsim.runtime import shutdown, ticks
 
 CHECK_EVERY = 1.0  # seconds between looks at the connection while short waits follow one another
 
@@ -64,7 +64,9 @@ def _hung_up(sock: socket.socket, timeout: float) -> bool:
 
 
 def wait(seconds: float) -> None:
-    """Sleep `seconds`; raise ClientGone as soon as the watched client is seen to have hung up."""
+    """Sleep `seconds`; raise ClientGone as soon as the watched client is seen to have hung up (and ShuttingDown,
+    past the graceful timeout: llmsim/runtime/shutdown.py)."""
+    shutdown.check()
     watched = _client.get()
     if watched is None:
         ticks.sleep(seconds)

@@ -24,7 +24,7 @@ from gunicorn.http.errors import NoMoreData, ParseException
 from gunicorn.workers.base_async import AsyncWorker
 from gunicorn.workers.ggevent import GeventWorker
 
-from llmsim.runtime import sockets
+from llmsim.runtime import shutdown, sockets
 from llmsim.runtime.fairness import SLICE_SECONDS
 
 if TYPE_CHECKING:
@@ -77,6 +77,7 @@ class Worker(GeventWorker):
             self.log.warning("llmsim: %d connections per worker, not %d: the open-file limit is %d",
                              self.cap, settings.worker_connections, limit)
         self.read_timeout = settings.read_timeout
+        self.graceful_timeout = settings.graceful_timeout
         self.max_body = settings.max_body_bytes
         self.worker_connections = self.cap + 64  # the pool: room to accept past the cap, and shed
         self.open = 0
@@ -122,9 +123,11 @@ class Worker(GeventWorker):
                 self._read_body(req, sock)
             sockets.hold(sock)  # the response's head leaves with its first piece of body: one write, not two
         self.waiting.pop(sock, None)
+        shutdown.working()  # until it ends: a shutdown waits for it, then cuts it
         try:
             return super().handle_request(listener_name, req, sock, addr)
         finally:
+            shutdown.done()
             try:
                 sockets.flush(sock)  # what the response held back (its head, or a corked body)
             except OSError:
@@ -135,6 +138,34 @@ class Worker(GeventWorker):
             if time.perf_counter() - self.turn >= SLICE_SECONDS:
                 gevent.sleep(0)
                 self.turn = time.perf_counter()
+
+    def handle_exit(self, sig: Any, frame: Any) -> None:
+        """SIGTERM: stop taking requests, and drain (gunicorn's run loop stops accepting and waits for the pool)."""
+        if self.alive:
+            gevent.spawn(self._drain)
+        super().handle_exit(sig, frame)
+
+    def _drain(self) -> None:
+        """Close idle connections at once, and each kept-alive one once its request ends; let requests at work
+        finish within --graceful-timeout; then cut what is left (llmsim/runtime/shutdown.py), which ends each
+        stream with its terminal event. gunicorn's run loop exits the worker when no connection is left (the
+        master waits CUT_GRACE seconds more than the graceful timeout before it kills the worker)."""
+        shutdown.begin()
+        deadline = time.monotonic() + self.graceful_timeout
+        while shutdown.busy() and time.monotonic() < deadline:
+            self._shed_idle()
+        if shutdown.busy():
+            self.log.warning("llmsim: graceful timeout (%gs): ending %d requests and background responses",
+                             self.graceful_timeout, shutdown.busy())
+            shutdown.cut()
+        while True:  # until gunicorn's run loop finds no connection left and the worker exits
+            self._shed_idle()
+
+    def _shed_idle(self) -> None:
+        """Close every connection waiting for a request (kept alive after its last one); then a moment's wait."""
+        while self.waiting:
+            self._shed()
+        gevent.sleep(0.05)
 
     def _read_body(self, req: Any, sock: socket.socket) -> None:
         """Read the body whole within the deadline, still counted as waiting for the client; then the app

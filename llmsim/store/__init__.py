@@ -14,6 +14,7 @@ from llmsim.store.base import (
     Replayable,
     ResponseStore,
     SerializedEvent,
+    StorageUnavailable,
     StoredConversation,
     StoredResponse,
 )
@@ -67,7 +68,14 @@ def prepare_store(url: str) -> None:
         return
     path = parse_store_url(url)
     if path is not None:
-        Database(path).close()
+        try:
+            db = Database(path)
+            try:
+                db.check()  # a store that cannot be written (read-only, full) fails here, not at the first answer
+            finally:
+                db.close()
+        except StorageUnavailable as error:
+            raise ValueError(f"{path}: {error.cause} ({error.__cause__})") from None
 
 
 def _redis_failure(url: str) -> str:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from llmsim.responses.events import SNAPSHOT, TERMINAL, EventBuilder, cancelled_event, dumps
-from llmsim.runtime import waits
+from llmsim.runtime import shutdown, waits
 from llmsim.store import FINAL_STATUSES, ResponseStore, SerializedEvent, StoredResponse
 
 log = logging.getLogger("llmsim")
@@ -127,7 +127,10 @@ def follow(store: ResponseStore, response_id: str, after: int = -1,
             if record is not None:
                 settle_orphan(store, record)
             quiet_since = time.monotonic()
-        _wait(store, response_id, after, status, poll_seconds)
+        try:
+            _wait(store, response_id, after, status, poll_seconds)
+        except shutdown.ShuttingDown:  # the server's cut: the response's runner stores its end now, sent from here
+            pass
 
 
 def _wait(store: ResponseStore, response_id: str, after: int, status: str, poll_seconds: float) -> None:
@@ -193,21 +196,38 @@ class BackgroundRunner:
              on_end: Callable[[dict[str, Any]], None]) -> None:
         response_id = builder.response["id"]
         waits.watch(None)  # nobody's connection: the client that asked may leave, the response runs on
-        with self._slots:
-            try:
+        shutdown.working()  # a shutdown's cut ends it failed (llmsim/runtime/shutdown.py), never lost or stuck
+        try:
+            with self._slots:
                 if self.store.append(response_id, []):  # False: cancelled (or deleted) while queued
                     self._generate(builder, deltas, on_end)
-            except Exception:
-                log.exception("background response %s failed", response_id)
-                builder.response.update(status="failed", error={"code": "server_error",
-                                                                "message": "The server failed to run the response."})
-                self.store.append(response_id, [], builder.response, force=True)
-            finally:
-                close = getattr(deltas, "close", None)
-                if close is not None:
-                    close()  # stops the backend (and frees its pacing slot) when we stopped early
-                if self.on_queue is not None:
-                    self.on_queue(-1)
+        except shutdown.ShuttingDown as cut:  # cut while queued, or between its events
+            builder.response.update(status="failed", error={"code": cut.code, "message": cut.message})
+            self._settle(builder)
+        except Exception:
+            log.exception("background response %s failed", response_id)
+            builder.response.update(status="failed", error={"code": "server_error",
+                                                            "message": "The server failed to run the response."})
+            self._settle(builder)
+        finally:
+            shutdown.done()
+            close = getattr(deltas, "close", None)
+            if close is not None:
+                close()  # stops the backend (and frees its pacing slot) when we stopped early
+            if self.on_queue is not None:
+                self.on_queue(-1)
+
+    def _settle(self, builder: EventBuilder) -> None:
+        """A response that ended outside its builder's events (a failure, a cut while queued): stored failed, with
+        a terminal event for anyone following its stream."""
+        response_id = builder.response["id"]
+        record = self.store.get(response_id)
+        events = [] if record is None else record.stream_events()
+        if not events or events[-1][0] not in TERMINAL:
+            event = {"type": "response.failed", "sequence_number": len(events), "response": builder.response}
+            self.store.append(response_id, [self.serialize(event)], builder.response, force=True)
+        else:
+            self.store.append(response_id, [], builder.response, force=True)
 
     def _generate(self, builder: EventBuilder, deltas: Iterator[Any],
                   on_end: Callable[[dict[str, Any]], None]) -> None:

@@ -11,6 +11,19 @@ from llmsim import wire
 SerializedEvent = tuple[str, str]  # (event type, JSON data); an event's sequence_number is its index
 # Statuses after which a response changes no more.
 FINAL_STATUSES = frozenset({"completed", "failed", "incomplete", "cancelled"})
+class StorageUnavailable(Exception):
+    """The store cannot be written or read (disk full, read-only, locked past its timeout): the server answers 503
+    with `storage_unavailable` and the cause, and /llmsim/health says so, instead of a generic 500."""
+
+    def __init__(self, cause: str, detail: str) -> None:
+        super().__init__(f"The response store is unavailable: {cause} ({detail}).")
+        self.cause = cause
+        self.message = str(self)
+
+
+# A background response that finishes is kept (the entry limit passes it by) until it is read once, or for this
+# long: a client that polls for it must not find it evicted by the responses finishing around it.
+UNSEEN_GRACE_SECONDS = 300.0
 # Compact JSON, UTF-8 as is: what Flask's jsonify writes (with a newline) for this app (llmsim/app.py).
 _dumps = wire.dumps
 

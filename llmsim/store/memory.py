@@ -10,7 +10,13 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-from llmsim.store.base import FINAL_STATUSES, SerializedEvent, StoredConversation, StoredResponse
+from llmsim.store.base import (
+    FINAL_STATUSES,
+    UNSEEN_GRACE_SECONDS,
+    SerializedEvent,
+    StoredConversation,
+    StoredResponse,
+)
 
 V = TypeVar("V")
 
@@ -76,12 +82,14 @@ class Bounded(Generic[V]):
 
 class MemoryStore:
     """Responses in a dict; the default store. The entry limit never evicts an unfinished (queued or running)
-    response: a client told "queued" can always come back for it."""
+    response: a client told "queued" can always come back for it; nor a finished background response not yet
+    read, for UNSEEN_GRACE_SECONDS (the TTL still applies)."""
 
     def __init__(self, max_entries: int = 1024, ttl_seconds: float = 3600.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        self._records: Bounded[StoredResponse] = Bounded(max_entries, ttl_seconds, clock,
-                                                         pinned=lambda record: record.status not in FINAL_STATUSES,
+        self._clock = clock
+        self._unseen: dict[str, float] = {}  # finished background responses not read yet → until when they are kept
+        self._records: Bounded[StoredResponse] = Bounded(max_entries, ttl_seconds, clock, pinned=self._pinned,
                                                          on_evict=self._unindex)
         self._stopping: set[str] = set()  # running responses asked to cancel
         self._item_index: dict[str, str] = {}  # item id → id of the newest stored response holding it
@@ -95,7 +103,13 @@ class MemoryStore:
 
     def get(self, response_id: str) -> StoredResponse | None:
         with self._lock:
-            return self._records.get(response_id)
+            record = self._records.get(response_id)
+            if record is not None and self._unseen and record.status in FINAL_STATUSES:
+                self._unseen.pop(response_id, None)  # read once: evictable like any other
+            return record
+
+    def _pinned(self, record: StoredResponse) -> bool:
+        return record.status not in FINAL_STATUSES or self._unseen.get(record.id, 0.0) > self._clock()
 
     def delete(self, response_id: str) -> bool:
         with self._lock:
@@ -117,12 +131,18 @@ class MemoryStore:
                 self._index(response_id, record.response["output"])
                 if record.status in FINAL_STATUSES:
                     self._stopping.discard(response_id)
+                    if record.worker is not None:  # a background response, finished: kept until read
+                        self._unseen[response_id] = self._clock() + UNSEEN_GRACE_SECONDS
             return True
 
     def tail(self, response_id: str, after: int) -> tuple[str, list[SerializedEvent]] | None:
         with self._lock:
             record = self._records.get(response_id)
-            return None if record is None else (record.status, record.stream_events()[after + 1:])
+            if record is None:
+                return None
+            if record.status in FINAL_STATUSES:  # its stream's reader sees it final
+                self._unseen.pop(response_id, None)
+            return record.status, record.stream_events()[after + 1:]
 
     def cancel(self, response_id: str) -> StoredResponse | None:
         with self._lock:
@@ -146,6 +166,7 @@ class MemoryStore:
                 self._item_index[item["id"]] = response_id
 
     def _unindex(self, response_id: str, record: StoredResponse) -> None:
+        self._unseen.pop(response_id, None)
         for item in record.items():
             if self._item_index.get(item.get("id", "")) == response_id:
                 del self._item_index[item["id"]]

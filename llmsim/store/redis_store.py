@@ -18,7 +18,14 @@ from typing import Any
 
 import redis
 
-from llmsim.store.base import FINAL_STATUSES, Replayable, SerializedEvent, StoredConversation, StoredResponse
+from llmsim.store.base import (
+    FINAL_STATUSES,
+    UNSEEN_GRACE_SECONDS,
+    Replayable,
+    SerializedEvent,
+    StoredConversation,
+    StoredResponse,
+)
 from llmsim.store.redis_client import PREFIX, Batch, Heartbeat, Scripts, dumps
 
 RESPONSES = f"{PREFIX}responses"  # sorted set: response id by when it was stored (ms)
@@ -82,8 +89,13 @@ while excess > 0 do
   if #batch == 0 then break end
   for _, old in ipairs(batch) do
     if excess <= 0 then break end
-    local status = redis.call('HGET', '{PREFIX}r:' .. old, 'status')
-    if not status or final[status] then drop_response(old); excess = excess - 1 else start = start + 1 end
+    local state = redis.call('HMGET', '{PREFIX}r:' .. old, 'status', 'unseen_until')
+    local status, unseen = state[1], tonumber(state[2])
+    if not status or final[status] and not (unseen and unseen > now) then
+      drop_response(old); excess = excess - 1
+    else
+      start = start + 1
+    end
   end
 end
 return 1
@@ -98,7 +110,13 @@ push(KEYS[2], 5)
 if ARGV[2] ~= '' then
   status = ARGV[3]
   redis.call('HSET', KEYS[1], 'response', ARGV[2], 'status', status)
-  if final[status] then redis.call('HSET', KEYS[1], 'stopping', '0') end
+  if final[status] then
+    redis.call('HSET', KEYS[1], 'stopping', '0')
+    local worker = redis.call('HGET', KEYS[1], 'worker')
+    if worker and worker ~= 'null' then  -- a background response, finished: kept until read (UNSEEN_GRACE_SECONDS)
+      redis.call('HSET', KEYS[1], 'unseen_until', now_ms() + {int(UNSEEN_GRACE_SECONDS * 1000)})
+    end
+  end
 end
 local ttl = redis.call('PTTL', KEYS[1])
 if ARGV[4] ~= '' then
@@ -116,9 +134,10 @@ return 1
 
 # KEYS: hash, events. ARGV: after. → false, {status, '', events...}, or {status, replay, response} for a response
 # whose events are built again from its replay.
-_TAIL = """
+_TAIL = _COMMON + """
 local state = redis.call('HMGET', KEYS[1], 'status', 'replay', 'response')
 if not state[1] then return false end
+if final[state[1]] then redis.call('HDEL', KEYS[1], 'unseen_until') end  -- its stream's reader sees it final
 if state[2] then return state end
 local events = redis.call('LRANGE', KEYS[2], tonumber(ARGV[1]) + 1, -1)
 table.insert(events, 1, '')
@@ -221,9 +240,11 @@ class RedisStore:
         key, events_key, _ = self._keys(response_id)
         names = ["response", *_RECORD_FIELDS]
         with self.client.pipeline(transaction=True) as pipe:
-            pipe.hmget(key, [*names, "replay"])
+            pipe.hmget(key, [*names, "replay", "unseen_until"])
             pipe.lrange(events_key, 0, -1)
-            (*values, replay), events = pipe.execute()
+            (*values, replay, unseen), events = pipe.execute()
+        if unseen is not None:  # a finished background response, read once: evictable like any other from now on
+            self.client.hdel(key, "unseen_until")
         if values[0] is None:
             return None
         data = {name: json.loads(value) for name, value in zip(names, values, strict=True) if value is not None}

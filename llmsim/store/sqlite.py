@@ -16,13 +16,20 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from llmsim.store.base import FINAL_STATUSES, SerializedEvent, StoredConversation, StoredResponse
+from llmsim.store.base import (
+    FINAL_STATUSES,
+    UNSEEN_GRACE_SECONDS,
+    SerializedEvent,
+    StorageUnavailable,
+    StoredConversation,
+    StoredResponse,
+)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
     id TEXT PRIMARY KEY, stored_at REAL NOT NULL, status TEXT NOT NULL,
     response TEXT NOT NULL, input_items TEXT NOT NULL, history TEXT NOT NULL,
-    stopping INTEGER NOT NULL DEFAULT 0, worker TEXT, owner TEXT NOT NULL DEFAULT '');
+    stopping INTEGER NOT NULL DEFAULT 0, worker TEXT, owner TEXT NOT NULL DEFAULT '', unseen_until REAL);
 CREATE INDEX IF NOT EXISTS responses_by_age ON responses (stored_at);
 CREATE TABLE IF NOT EXISTS events (
     response_id TEXT NOT NULL REFERENCES responses (id) ON DELETE CASCADE,
@@ -42,9 +49,10 @@ CREATE TABLE IF NOT EXISTS conversation_items (
     conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
     item_id TEXT NOT NULL, item TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS items_by_conversation ON conversation_items (conversation_id, position);
+CREATE TABLE IF NOT EXISTS llmsim_health (id INTEGER PRIMARY KEY, checked_at REAL NOT NULL);
 """
 # Columns added since the first schema: a database made before them gains them on open.
-ADDED_COLUMNS = {"responses": {"owner": "TEXT NOT NULL DEFAULT ''"},
+ADDED_COLUMNS = {"responses": {"owner": "TEXT NOT NULL DEFAULT ''", "unseen_until": "REAL"},
                  "conversations": {"owner": "TEXT NOT NULL DEFAULT ''"}}
 
 
@@ -57,12 +65,13 @@ class Database:
 
     def __init__(self, path: str | Path, busy_timeout_s: float = 30.0) -> None:
         self.path = str(path)
-        self._conn = sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None,
-                                     check_same_thread=False)
         self._lock = threading.Lock()
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=NORMAL")  # durable against a killed process; WAL makes it cheap
-        self._conn.execute("PRAGMA foreign_keys=ON")
+        with _unavailable():
+            self._conn = sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None,
+                                         check_same_thread=False)
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")  # durable against a killed process; WAL makes it cheap
+            self._conn.execute("PRAGMA foreign_keys=ON")
         with self.write() as conn:
             for statement in SCHEMA.split(";"):  # not executescript: it would commit the transaction early
                 conn.execute(statement)
@@ -74,29 +83,55 @@ class Database:
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction: taken at once (no upgrade deadlocks between processes), committed or rolled back."""
-        with self._lock:
+        """A write transaction: taken at once (no upgrade deadlocks between processes), committed or rolled back.
+        A failure of the storage itself is StorageUnavailable, with its cause."""
+        with self._lock, _unavailable():
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 yield self._conn
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                if self._conn.in_transaction:  # a full disk may have ended it already
+                    self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
         """A read transaction: one consistent snapshot for several queries."""
-        with self._lock:
+        with self._lock, _unavailable():
             self._conn.execute("BEGIN")
             try:
                 yield self._conn
             finally:
-                self._conn.execute("COMMIT")
+                if self._conn.in_transaction:
+                    self._conn.execute("COMMIT")
+
+    def check(self) -> None:
+        """Raise StorageUnavailable unless a write reaches the file now (a row of its own, rewritten): what
+        /llmsim/health and the start-up check ask."""
+        with self.write() as conn:
+            conn.execute("INSERT OR REPLACE INTO llmsim_health (id, checked_at) VALUES (1, ?)", (time.time(),))
 
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+# SQLite's primary result codes that mean the storage, not the request, failed → the cause a client is told.
+_CAUSES = {sqlite3.SQLITE_FULL: "disk full", sqlite3.SQLITE_READONLY: "read-only", sqlite3.SQLITE_BUSY: "locked",
+           sqlite3.SQLITE_LOCKED: "locked", sqlite3.SQLITE_IOERR: "I/O error", sqlite3.SQLITE_CANTOPEN: "cannot open",
+           sqlite3.SQLITE_PERM: "read-only"}
+
+
+@contextmanager
+def _unavailable() -> Iterator[None]:
+    try:
+        yield
+    except sqlite3.Error as error:
+        cause = _CAUSES.get(getattr(error, "sqlite_errorcode", -1) & 0xFF)
+        if cause is None:
+            raise
+        raise StorageUnavailable(cause, str(error)) from error
 
 
 class _Limits:
@@ -119,8 +154,9 @@ class _Limits:
         if self.ttl_seconds > 0:
             conn.execute(f"DELETE FROM {self.table} WHERE stored_at <= ?", (self.horizon(),))
         conn.execute(f"DELETE FROM {self.table} WHERE id IN (SELECT id FROM {self.table} WHERE {self.evictable} "
-                     f"AND id != ? ORDER BY stored_at, rowid LIMIT max(0, (SELECT COUNT(*) FROM {self.table}) - ?))",
-                     (kept, self.max_entries))
+                     f"AND id != :kept ORDER BY stored_at, rowid "
+                     f"LIMIT max(0, (SELECT COUNT(*) FROM {self.table}) - :max))",
+                     {"kept": kept, "max": self.max_entries, "now": self.clock()})
 
 
 class SQLiteStore:
@@ -130,7 +166,13 @@ class SQLiteStore:
                  clock: Callable[[], float] = time.time) -> None:
         self.db = db
         finished = ", ".join(f"'{status}'" for status in sorted(FINAL_STATUSES))
-        self.limits = _Limits("responses", max_entries, ttl_seconds, clock, evictable=f"status IN ({finished})")
+        # unfinished responses stay, and finished background ones not yet read (see UNSEEN_GRACE_SECONDS)
+        self.limits = _Limits("responses", max_entries, ttl_seconds, clock,
+                              evictable=f"status IN ({finished}) AND (unseen_until IS NULL OR unseen_until < :now)")
+
+    def check(self) -> None:
+        """StorageUnavailable unless the file takes a write now (/llmsim/health)."""
+        self.db.check()
 
     def put(self, record: StoredResponse) -> None:
         if self.limits.max_entries <= 0:
@@ -149,14 +191,22 @@ class SQLiteStore:
 
     def get(self, response_id: str) -> StoredResponse | None:
         with self.db.read() as conn:
-            row = conn.execute("SELECT response, input_items, history, worker, owner FROM responses "
+            row = conn.execute("SELECT response, input_items, history, worker, owner, unseen_until FROM responses "
                                "WHERE id = ? AND stored_at > ?", (response_id, self.limits.horizon())).fetchone()
             if row is None:
                 return None
             events = conn.execute("SELECT type, data FROM events WHERE response_id = ? ORDER BY seq",
                                   (response_id,)).fetchall()
+        if row[5] is not None:
+            self._seen(response_id)
         return StoredResponse(json.loads(row[0]), json.loads(row[1]), json.loads(row[2]), [tuple(e) for e in events],
                               row[3], row[4])
+
+    def _seen(self, response_id: str) -> None:
+        """A finished background response was read: evictable like any other from now on."""
+        with self.db.write() as conn:
+            conn.execute("UPDATE responses SET unseen_until = NULL WHERE id = ? AND status IN "
+                         f"({', '.join(repr(s) for s in sorted(FINAL_STATUSES))})", (response_id,))
 
     def delete(self, response_id: str) -> bool:
         with self.db.write() as conn:
@@ -178,19 +228,24 @@ class SQLiteStore:
             conn.executemany("INSERT INTO events VALUES (?, ?, ?, ?)",
                              [(response_id, start + i, kind, data) for i, (kind, data) in enumerate(events)])
             if response is not None:
-                conn.execute("UPDATE responses SET status = ?, response = ? WHERE id = ?",
-                             (response["status"], _dumps(response), response_id))
+                final = response["status"] in FINAL_STATUSES  # a background response, finished: kept until read
+                conn.execute("UPDATE responses SET status = ?, response = ?, unseen_until = CASE WHEN ? AND "
+                             "worker IS NOT NULL THEN ? END WHERE id = ?",
+                             (response["status"], _dumps(response), final,
+                              self.limits.clock() + UNSEEN_GRACE_SECONDS, response_id))
                 self._index(conn, response_id, response["output"])
             return True
 
     def tail(self, response_id: str, after: int) -> tuple[str, list[SerializedEvent]] | None:
         with self.db.read() as conn:
-            row = conn.execute("SELECT status FROM responses WHERE id = ? AND stored_at > ?",
+            row = conn.execute("SELECT status, unseen_until FROM responses WHERE id = ? AND stored_at > ?",
                                (response_id, self.limits.horizon())).fetchone()
             if row is None:
                 return None
             events = conn.execute("SELECT type, data FROM events WHERE response_id = ? AND seq > ? ORDER BY seq",
                                   (response_id, after)).fetchall()
+        if row[1] is not None and row[0] in FINAL_STATUSES:  # its stream's reader sees it final
+            self._seen(response_id)
         return row[0], [tuple(e) for e in events]
 
     def cancel(self, response_id: str) -> StoredResponse | None:

@@ -25,7 +25,7 @@ from typing import Protocol, cast
 
 from llmsim.generation import Delta, Prompt, ReasoningDelta, TextDelta, TextRun, ToolArgsDelta, expand
 from llmsim.rng import for_request as rng_for
-from llmsim.runtime import waits
+from llmsim.runtime import shutdown, waits
 from llmsim.timing.latency import Concurrency, Timing
 
 
@@ -128,6 +128,7 @@ class Pacer:
                 self.observer.queued(load.name, schedule.at - start)
             first = True
             for delta in deltas:
+                shutdown.check()  # past a shutdown's graceful timeout, even a delta already due ends the response
                 run = delta.chunks if type(delta) is TextRun else None
                 ms = chunk_ms(run[0][1], timing, rng, first) if run else delay_ms(delta, timing, rng, first)
                 if first:

@@ -3,8 +3,9 @@
 "use strict";
 
 const STATE_URL = "/llmsim/ui/api/state";
+const HISTORY_URL = "/llmsim/ui/api/history";  // the server's last 15 minutes of the charts' points
 const POLL_MS = 1000;
-const WINDOW_S = 300;      // seconds of history in the time-series charts
+let WINDOW_S = 900;        // seconds of history in the time-series charts (the server's window, once loaded)
 const RATE_S = 5;          // requests per second: averaged over this many seconds
 const COLORS = ["#1d4ed8", "#db2777", "#059669", "#d97706", "#7c3aed", "#0891b2", "#65a30d", "#dc2626"];
 const FAULT_COLORS = ["#dc2626", "#ea580c", "#a21caf", "#0f766e", "#ca8a04", "#4f46e5", "#be123c", "#0369a1"];
@@ -38,7 +39,31 @@ async function call(url, options = {}) {
   return res.json();
 }
 
+// The charts' points the server kept (llmsim/metrics/history.py), counted from the page's baseline: a reload
+// starts with the last 15 minutes instead of an empty chart.
+async function loadHistory() {
+  try {
+    const data = await call(HISTORY_URL);
+    WINDOW_S = data.window_s || WINDOW_S;
+    history = data.points.filter((p) => !baseline || !baseline.t || p.t >= baseline.t).map(pointFrom);
+  } catch (err) {
+    if ($("login").hidden) console.error(err);  // else: loaded once the key is given
+    return false;
+  }
+  return true;
+}
+
+function pointFrom(p) {
+  const finished = {}, faults = {};
+  for (const [model, n] of Object.entries(p.finished)) finished[model] = minus(n, baseModel(model) && baseModel(model).finished);
+  for (const [kind, n] of Object.entries(p.faults)) faults[kind] = minus(n, baseline && baseline.faults[kind]);
+  return { t: p.t, finished, faults, limited: minus(p.limited, baseline && baseline.rate_limited) };
+}
+
+let historyLoaded = false;
+
 async function poll() {
+  if (!historyLoaded) historyLoaded = await loadHistory();
   try {
     const state = await call(STATE_URL);
     $("live").classList.remove("stale");
@@ -105,7 +130,7 @@ function render(state) {
   for (const m of models) finished[m.name] = minus(m.finished, baseModel(m.name) && baseModel(m.name).finished);
   for (const [kind, n] of Object.entries(state.faults)) faults[kind] = minus(n, baseline && baseline.faults[kind]);
   const limited = minus(state.rate_limited, baseline && baseline.rate_limited);
-  history.push({ t: state.time, finished, faults, limited });
+  if (!history.length || state.time > history[history.length - 1].t) history.push({ t: state.time, finished, faults, limited });
   history = history.filter((h) => h.t >= state.time - WINDOW_S);
 
   renderLegend(models);
@@ -300,13 +325,15 @@ function drawHistogram(el, hist, p50, p95) {
   }
   lo = Math.max(0, lo - 1); hi = Math.min(counts.length - 1, hi + 1);
   const shown = counts.slice(lo, hi + 1);
-  const pad = { l: 12, r: 12, t: 26, b: 30 };
+  const pad = { l: 30, r: 30, t: 26, b: 30 };  // room for half a bucket label at either end
   const w = (width - pad.l - pad.r) / shown.length, top = Math.max(1, ...shown.map(([, c]) => c));
   const baseY = height - pad.b;
+  const widest = Math.max(...shown.map(([le]) => ms(le).length - 2));  // "≤" and the number, in characters
+  const labelEvery = Math.max(1, Math.ceil((widest * 7.5 + 8) / w));
   shown.forEach(([le, c], i) => {
     const h = (baseY - pad.t) * c / top;
     root.append(svg("rect", { class: "bar", "data-count": c, x: pad.l + i * w + 2, y: baseY - h, width: Math.max(1, w - 4), height: h, rx: 3 }));
-    if (shown.length <= 10 || i % Math.ceil(shown.length / 10) === 0) {
+    if (i % labelEvery === 0) {  // labels that do not run into each other
       root.append(svg("text", { x: pad.l + (i + 0.5) * w, y: height - 8, "text-anchor": "middle" },
         `≤${ms(le).replace(" ms", "")}`));
     }
@@ -329,7 +356,8 @@ function drawHistogram(el, hist, p50, p95) {
       "text-anchor": anchorRight ? "end" : "start" }, label));
   };
   marker(p50, "profile", "profile p50", true, pad.t - 12);
-  marker(p95, "profile", "profile p95", false, pad.t - 12);
+  const crowded = p50 != null && p95 != null && Math.abs(xOf(p95) - xOf(p50)) < 100;  // the tags would meet
+  marker(p95, "profile", "profile p95", false, crowded ? pad.t + 24 : pad.t - 12);
   marker(quantile(hist, 0.5), "measured", "measured p50", false, pad.t + 8);
   el.replaceChildren(root);
 }
@@ -363,8 +391,8 @@ function renderRequests(recent) {
         dot.style.background = color(r.model);
         td.append(dot, r.model);
       } else if (i === 4) {
-        const status = r.status == null ? "running" : r.finished_reason === "abort" ? `${r.status} cut` : String(r.status);
-        td.append(pill(status, r.status == null ? "running" : r.status < 400 && r.finished_reason !== "abort" ? "ok" : "bad"));
+        const [status, kind] = statusOf(r);
+        td.append(pill(status, kind));
       } else if (i === 5) {
         td.append(r.fault ? pill(r.fault, "warn") : r.rate_limited ? pill("rate limited", "bad") : pill("–", "none"));
       } else {
@@ -381,6 +409,17 @@ function renderRequests(recent) {
     return tr;
   }));
   if (recent.length) lastIndex = Math.max(lastIndex, ...recent.map((r) => r.index));
+}
+
+// A stream a fault cut is a fault, whatever HTTP status its headers went out with: never a green 200.
+const CUTS = { stream_drop: "dropped", stream_failed: "failed", stream_error: "error event", stream_malformed: "malformed" };
+function statusOf(r) {
+  if (r.status == null) return ["running", "running"];
+  if (r.finished_reason === "abort" || (r.fault in CUTS && r.finished_reason == null)) {
+    return [r.fault in CUTS ? CUTS[r.fault] : "cut", "bad"];
+  }
+  if (r.status < 400 && r.stream && r.finished_reason == null) return ["streaming", "running"];
+  return [String(r.status), r.status < 400 ? "ok" : "bad"];
 }
 
 function describeRule(rule) {
@@ -510,7 +549,7 @@ $("reset").onclick = async () => {
   const state = await call(STATE_URL);
   baseline = {
     models: Object.fromEntries(state.models.map((m) => [m.name, m])),
-    faults: { ...state.faults }, rate_limited: state.rate_limited,
+    faults: { ...state.faults }, rate_limited: state.rate_limited, t: state.time,
   };
   localStorage.setItem(BASE_STORE, JSON.stringify(baseline));
   history = [];

@@ -10,6 +10,8 @@ from __future__ import annotations
 import functools
 import json
 import os
+import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,11 +90,20 @@ def load_model(spec: ModelSpec, allow_download: bool = False, trust_remote_code:
     from mlx_lm import load
 
     path = resolve(spec.source, allow_download)
+    started = time.monotonic()
+    size = sum(f.stat().st_size for f in path.glob("model*.safetensors"))
+    say(f"loading {spec.alias} ({size / 1e9:.2f} GB of weights) from {path}")  # mlx-lm's load says nothing
     # return_config: the three of them (mlx_lm's return type allows two or three, with no overloads)
     model, tokenizer, config = cast(tuple[Any, Any, dict[str, Any]],
                                     load(str(path), return_config=True, trust_remote_code=trust_remote_code))
+    say(f"loaded {spec.alias} in {time.monotonic() - started:.1f} s")
     return LoadedModel(spec.alias, path, model, tokenizer, _profile(spec.alias, path, config, tokenizer),
                        SamplingDefaults.read(path), PromptCache(model), decode_concurrency, prompt_concurrency)
+
+
+def say(line: str) -> None:
+    """A line on the server's stderr, from the worker that loads (each worker loads its own copy)."""
+    print(f"llmsim: [{os.getpid()}] {line}", file=sys.stderr, flush=True)
 
 
 class MLXBackend:

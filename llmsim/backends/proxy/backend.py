@@ -1,10 +1,11 @@
-"""Forwards Responses and Chat Completions requests to an upstream and streams its events back as they come.
+"""Forwards Responses, Chat Completions and (to an Anthropic-compatible upstream) Messages requests to an
+upstream and streams its events back as they come.
 
 Nothing is buffered. Unless recording, a stream is handed on as the upstream's bytes, each chunk as it
 arrives: parsing every event here would cost more than the rest of the proxy (the pipeline finds the few
 events it needs in the bytes). Recording cuts each event out, with its time since the request, for the
 cassette. The upstream key is read from an environment variable once and only ever put in the Authorization
-header of upstream requests; the cassette writer removes it from anything it writes.
+header of upstream requests (`x-api-key` for Messages); the cassette writer removes it from anything it writes.
 
 The upstream connections are urllib3's pool: taking and returning a connection costs the same however many
 are open (httpx's pool walks and polls every connection on each request, which at 100 streams cost the
@@ -14,7 +15,6 @@ proxy more than all the rest of its work).
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable, Generator, Iterator
 
@@ -23,6 +23,7 @@ from urllib3.exceptions import HTTPError
 
 from llmsim.backends.cassette import Cassette, Writer, kept_headers
 from llmsim.backends.proxy.idle import IdleCutter
+from llmsim.backends.proxy.keys import upstream_key
 from llmsim.backends.relay import Exchange, Reply, TimedEvent, upstream_error
 from llmsim.chaos.faults import ConnectionDropped
 from llmsim.config import Settings
@@ -37,6 +38,8 @@ READ_SIZE = 64 * 1024  # an upstream that does not send chunked: what one read t
 # identity: a stream's bytes are forwarded as they come, so they should come uncompressed
 STREAM_HEADERS = {"Accept": "text/event-stream", "Accept-Encoding": "identity", "Content-Type": "application/json"}
 JSON_HEADERS = {"Accept": "application/json", "Content-Type": "application/json"}
+ANTHROPIC_ENDPOINTS = frozenset({"messages"})  # forwarded with Anthropic's auth headers
+ANTHROPIC_VERSION = "2023-06-01"  # the Messages API's version header (its only version)
 TIMEOUTS = urllib3.Timeout(connect=CONNECT_TIMEOUT, read=READ_TIMEOUT)
 
 
@@ -56,7 +59,10 @@ class ProxyBackend:
         self.upstream = upstream.rstrip("/")
         self.path = urllib3.util.parse_url(self.upstream).path or ""
         auth = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self.headers = {True: {**auth, **STREAM_HEADERS}, False: {**auth, **JSON_HEADERS}}  # by `stream`
+        anthropic = {"anthropic-version": ANTHROPIC_VERSION, **({"x-api-key": api_key} if api_key else {})}
+        self.headers = {(True, False): {**auth, **STREAM_HEADERS}, (False, False): {**auth, **JSON_HEADERS},
+                        (True, True): {**anthropic, **STREAM_HEADERS}, (False, True): {**anthropic, **JSON_HEADERS}}
+        # by (`stream`, an Anthropic Messages request: its key goes in `x-api-key`)
         self.writer = writer
         self.on_record = on_record  # replay's `--on-miss proxy` adds what was recorded to its library
         self.pool = upstream_pool(self.upstream)
@@ -66,16 +72,17 @@ class ProxyBackend:
     def from_settings(cls, settings: Settings, **options: object) -> ProxyBackend:
         if not settings.upstream:
             raise ValueError("--backend proxy needs --upstream URL")
-        key = os.environ.get(settings.upstream_api_key_env) or None
+        key = upstream_key(settings)
         writer = Writer(settings.record_dir, secrets=(key,) if key else ()) if settings.record_dir else None
         return cls(settings.upstream, key, writer, **options)  # type: ignore[arg-type]
 
     def relay(self, exchange: Exchange) -> Reply:
         order, started = time.time_ns(), time.monotonic()
+        headers = self.headers[exchange.stream, exchange.endpoint in ANTHROPIC_ENDPOINTS]
         try:
             response = self.pool.urlopen("POST", f"{self.path}/{exchange.endpoint}",
                                          body=exchange.raw or json.dumps(exchange.body).encode(),
-                                         headers=self.headers[exchange.stream], preload_content=False)
+                                         headers=headers, preload_content=False)
         except (HTTPError, OSError) as exc:
             raise APIError(f"The upstream {self.upstream} could not be reached ({type(exc).__name__}).",
                            status=502, type="server_error", code="upstream_unreachable") from None

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from faker import Faker
 
 from llmsim import tokens
-from llmsim.backends.sim import jsongen, prompted, text
+from llmsim.backends.sim import formats, jsongen, prompted, text
 from llmsim.backends.sim.text import Answer
 from llmsim.backends.sim.tools import Call, Planner, Say, Step
 from llmsim.generation import (
@@ -74,8 +74,8 @@ class SimBackend:
             if not shared(rng):  # an unseeded request's words need not repeat: Faker goes on as it is
                 fake.seed_instance(rng.getrandbits(64))
             steps = Planner(prompt, rng, fake, self.tool_call_rate).plan()
-            says = {id(step): text.tokenize(step.text, encoding) if step.text is not None else
-                    self._answer(prompt, fake, mode, question, target, rng, step.hints)
+            says = {id(step): text.tokenize(step.text, encoding) if step.text is not None and not step.summary else
+                    self._answer(prompt, fake, mode, question, target, rng, step.hints, step.text)
                     for step in steps if isinstance(step, Say)}
             content = sum(says[id(s)].tokens if isinstance(s, Say) else self._step_tokens(s, encoding) for s in steps)
             planned_reasoning = (
@@ -126,9 +126,16 @@ class SimBackend:
         yield Finish("length" if truncated else "tool_calls" if called else "stop", usage)
 
     def _answer(self, prompt: Prompt, fake: Faker, mode: str, question: str, target: int, rng: random.Random,
-                hints: dict[str, str]) -> Answer:
-        """Simulated answer text: JSON when text.format asks for it (in every text mode), else the mode's text."""
+                hints: dict[str, str], summary: str | None = None) -> Answer:
+        """Simulated answer text: the format the prompt asks for when a recogniser of `formats/` claims it, JSON
+        when text.format asks for it (in every text mode), else the mode's text."""
         fmt = prompt.text_format
+        if mode != "echo":  # a format the prompt asks for in words (dspy, ReAct, code agents, tags, JSON)
+            recognised = formats.respond(prompt, rng, fake, hints)
+            if recognised is not None:
+                return text.tokenize(recognised, prompt.profile.encoding)
+        if summary is not None:  # what the tools returned, when no format is asked for
+            return text.tokenize(summary, prompt.profile.encoding)
         if fmt.get("type") == "json_schema":
             return text.tokenize(json.dumps(jsongen.generate(fmt["schema"], rng, fake, hints), ensure_ascii=False),
                                  prompt.profile.encoding)

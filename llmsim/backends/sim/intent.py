@@ -64,7 +64,28 @@ briefly brief detail detailed details quick quickly new one two three four five 
 js ts py sh nodejs
 guide process instructions checklist bullet bullets points point pros cons tradeoff tradeoffs trade-off
 benefits benefit advantages advantage features feature set setup able does whether given
+near across within without among along around behind beyond toward towards upon via per inside outside onto
+unlike since despite throughout beside besides amid instead rather often usually always never sometimes
 """.split())
+
+# Verbs that are rarely nouns: a run of content words ends before one ("why do volcanoes erupt near …" names
+# "volcanoes"), so a topic is a noun phrase rather than a clause cut mid-way. Hand-picked, not a tagger: a
+# POS tagger would need a model download (spaCy, NLTK data), which the offline base install cannot take.
+VERBS = frozenset("""
+erupt grow rise fall happen occur cause make affect differ exist matter form evolve survive die live fly float
+sink melt freeze boil burn shine glow spin migrate hibernate sleep breathe bleed heal mean lead increase decrease
+spread expand shrink collapse explode react dissolve absorb reflect produce prevent protect reduce improve require
+depend contain include become seem appear feel taste smell stay remain keep hold move travel communicate behave
+compute calculate handle manage send receive scale fail succeed win lose stop start begin end change cost take
+bring teach allow help enable support interact compete cooperate develop emerge vanish disappear fit fix run
+differ relate compare connect influence determine regulate control trigger drive slow speed heat cool
+""".split())
+# Adjectives that, after a noun, say something of it ('why is Rust popular'): the noun phrase ends before.
+PREDICATES = frozenset("""
+popular important useful necessary possible impossible better worse hard easy difficult slow fast safe unsafe
+expensive cheap common rare dangerous healthy unhealthy bad good secure insecure reliable stable
+""".split())
+_WH = frozenset({"what", "who", "which", "that", "whose"})
 
 
 @dataclass(frozen=True)
@@ -111,6 +132,7 @@ def key_nouns(text: str) -> tuple[str, ...]:
 
     start_of_sentence = True
     position = 0
+    previous = ""
     for match in _WORD.finditer(text):
         gap = text[position:match.start()]
         position = match.end()
@@ -119,17 +141,30 @@ def key_nouns(text: str) -> tuple[str, ...]:
             start_of_sentence = start_of_sentence or bool(re.search(r"[.?!\n]", gap))
         word = match.group().rstrip(".'")
         lower = word.lower()
-        if lower in STOP_WORDS or len(word) < 3 or word.isdigit():
+        if lower in STOP_WORDS or len(word) < 3 or word.isdigit() or _verb(lower, bool(run), previous):
             close()
         else:
             if start_of_sentence and word[0].isupper() and word[1:].islower():
                 word = lower
             run.append(word)
         start_of_sentence = False
+        previous = lower
         if len(phrases) >= MAX_TOPICS:
             break
     close()
     return tuple(phrases[:MAX_TOPICS])
+
+
+def _verb(word: str, after_noun: bool, previous: str) -> bool:
+    """A finite verb ending the noun phrase before it: a base form after a noun ('volcanoes erupt'), or an
+    -s form right after a wh-word ('what causes inflation'); elsewhere an -s form is a plural noun."""
+    if word in PREDICATES:
+        return after_noun
+    if word in VERBS:
+        return after_noun or previous in _WH or previous in ("do", "does", "did", "can", "will", "to")
+    if word.endswith("s") and (word[:-1] in VERBS or (word.endswith("es") and word[:-2] in VERBS)):
+        return previous in _WH
+    return False
 
 
 def _language(text: str) -> str:

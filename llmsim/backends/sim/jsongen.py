@@ -3,7 +3,7 @@
 Used for function-call arguments and structured outputs. Generation is driven by one
 `random.Random`, so a seeded request always produces the same JSON. A schema no value
 satisfies still gets an answer (the nearest one), never an exception. Strings honour
-`format`, `pattern` (via rstr), lengths and enums; numbers honour bounds and `multipleOf`;
+`format`, `pattern` (bounded), lengths and enums; numbers honour bounds and `multipleOf`;
 `$ref`, `anyOf`/`oneOf`/`allOf` and recursive definitions are followed, with depth bounded.
 
 What a schema asks for is honoured up to bounds that keep one instance cheap: a schema demanding more (an
@@ -20,9 +20,9 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import rstr
 from faker import Faker
 
+from llmsim.backends.sim import regexgen
 from llmsim.responses.schema_checks import pointer
 
 MAX_DEPTH = 6  # past this, optional parts are dropped and null/empty branches preferred
@@ -31,7 +31,12 @@ MAX_ITEMS = 1_000  # items (or extra properties) of one array (object), whatever
 MAX_LENGTH = 10_000  # characters a string is padded to, whatever minLength says
 MAX_VALUES = 20_000  # values in one instance: past this, arrays and objects stop growing
 _HUGE_REPEAT = re.compile(r"\{\s*\d{5,}")  # a pattern with a repeat count of 10,000 or more
-_NAME_HINTS = {  # property name → faker provider, so arguments look like what a model would fill in
+OPTIONAL_SHARE = 0.5  # of optional properties filled: about what models do when nothing asks for them
+# Property names whose numbers are whole (Codex's `timeout_ms`, `max_output_tokens` are u64 in its Rust types).
+_COUNT_NAME = re.compile(r"(?:^|_)(?:ms|millis|seconds|secs|tokens|count|counts|num|number|max|min|limit|size|"
+                         r"timeout|page|pages|port|index|offset|length|retries|attempts|year|age|n|k|top_k|items|"
+                         r"lines|width|height|depth|id)(?:$|_)|(?:Ms|Tokens|Count|Limit|Size)$", re.IGNORECASE)
+NAME_HINTS = {  # property name → faker provider, so arguments look like what a model would fill in
     "city": "city", "location": "city", "town": "city", "country": "country", "name": "name",
     "first_name": "first_name", "last_name": "last_name", "username": "user_name", "email": "email",
     "address": "address", "street": "street_address", "company": "company", "phone": "phone_number",
@@ -96,7 +101,7 @@ class Generator:
         if kind == "integer":
             return self._integer(schema)
         if kind == "number":
-            return self._number(schema)
+            return self._number(schema, hint)
         if kind == "boolean":
             return self.rng.random() < 0.5
         if kind == "null":
@@ -141,7 +146,9 @@ class Generator:
         optional = [p for p in properties if p not in required]
         chosen = set(required)
         if depth < MAX_DEPTH:
-            chosen |= {p for p in optional if self.rng.random() < 0.5}
+            chosen |= {p for p in optional if self.rng.random() < OPTIONAL_SHARE}
+            if optional and not chosen:  # an object of only optional properties still says something
+                chosen.add(optional[0] if len(optional) == 1 else self.rng.choice(optional))
         low = schema.get("minProperties", 0)
         for name in optional:
             if len(chosen) >= low:
@@ -162,7 +169,8 @@ class Generator:
         items = schema.get("items", True)
         low = max(schema.get("minItems", 0), len(prefix) if items is False else 0)
         high = schema.get("maxItems", low + (0 if depth >= MAX_DEPTH else 3))
-        count = low if depth >= MAX_DEPTH else self.rng.randint(low, max(low, min(high, low + 3)))
+        first = max(low, 1) if high >= 1 else low  # a model lists at least one item where it may
+        count = low if depth >= MAX_DEPTH else self.rng.randint(first, max(first, min(high, low + 3)))
         count = min(count, MAX_ITEMS)
         singular = hint[:-1] if hint.endswith("s") else hint
         out: list[Any] = []
@@ -197,8 +205,12 @@ class Generator:
         low, high = self._bounds(schema, 1)
         return int(self._multiple(math.ceil(low), math.floor(high), schema.get("multipleOf") or 1))
 
-    def _number(self, schema: dict[str, Any]) -> float | int:
+    def _number(self, schema: dict[str, Any], hint: str = "") -> float | int:
         step = schema.get("multipleOf")
+        if not step and _COUNT_NAME.search(hint):  # a number that counts (tokens, ms, items) is whole
+            low, high = self._bounds(schema, 1)
+            if math.ceil(low) <= math.floor(high):
+                return self.rng.randint(math.ceil(low), math.floor(high))
         low, high = self._bounds(schema, step or 0.01)
         if step:
             return self._multiple(low, high, step)
@@ -222,7 +234,7 @@ class Generator:
         elif hint.lower() in self.hints:
             text = self.hints[hint.lower()]
         else:
-            provider = _NAME_HINTS.get(hint.lower())
+            provider = NAME_HINTS.get(hint.lower())
             words = self.rng.randint(1, 3)
             text = str(getattr(self.fake, provider)()) if provider else " ".join(self.fake.words(words))
         if high is not None and len(text) > high and matching is None:
@@ -255,14 +267,9 @@ class Generator:
 
 
 def from_regex(pattern: str, rng: random.Random) -> str | None:
-    """A string matching `pattern`, or None for one Python's regex engine (or rstr) cannot follow, or that
-    would be huge."""
-    if _HUGE_REPEAT.search(pattern):
-        return None
-    try:
-        return rstr.Rstr(rng).xeger(pattern)
-    except Exception:  # noqa: BLE001 - re.error, huge repeats, unsupported constructs: fall back to prose
-        return None
+    """A string matching `pattern` within a budget (llmsim/backends/sim/regexgen.py: at most MAX_LENGTH
+    characters, cut to them when no match is that short), or None for one Python's regex engine cannot parse."""
+    return regexgen.generate(pattern, rng, max_length=MAX_LENGTH)
 
 
 def generate(schema: dict[str, Any] | bool, rng: random.Random, fake: Faker | None = None,

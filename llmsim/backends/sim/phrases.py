@@ -8,19 +8,19 @@ from __future__ import annotations
 
 # The first sentence of an answer to a question: the answer comes first.
 DIRECT_ANSWERS = (
-    "In short, {topic} comes down to a few clear ideas that are easy to apply once you see them.",
-    "The short answer is that {topic} works best when you keep it simple and measure what actually happens.",
-    "Yes, for most people {topic} is worth the effort, as long as you start small and check the results.",
-    "Put simply, {topic} is a way of turning a vague goal into steps you can check one at a time.",
-    "The quick answer: {topic} depends mostly on your constraints, and the defaults are a good place to begin.",
-    "Most of the time, {topic} is less complicated than it first looks, and the basics cover nearly every case.",
+    "In short, the answer on {topic} comes down to a few clear ideas that are easy to apply once you see them.",
+    "The short answer is that with {topic}, it works best to keep things simple and measure what actually happens.",
+    "For most people, time spent on {topic} is worth the effort, as long as you start small and check the results.",
+    "Put simply, understanding {topic} means turning a vague picture into points you can check one at a time.",
+    "The quick answer: it depends mostly on the details of {topic}, and the basics are a good place to begin.",
+    "Most of the time, the question of {topic} is simpler than it first looks, and the basics cover most cases.",
     "It usually helps to think of {topic} as a trade between speed, cost and how much control you need.",
     "The best answer is to start with the simplest version of {topic} and improve it only where it hurts.",
 )
 
 # The first sentence of an answer to a request that is not a question.
 OPENINGS = (
-    "{topic} is a broad subject, so it helps to start with the part that matters most.",
+    "The subject of {topic} is broad, so it helps to start with the part that matters most.",
     "There is a lot to say about {topic}, but a few ideas carry most of the weight.",
     "Here is an overview of {topic}, starting with the essentials.",
     "A good way into {topic} is to look at what it is for before looking at how it works.",
@@ -29,8 +29,8 @@ OPENINGS = (
 
 # Sentences that support an answer; any order reads well.
 BODY = (
-    "The key idea is that {topic} rewards small, steady changes more than one big rewrite.",
-    "A good first step is to write down what success looks like, so you can tell when {topic} is working.",
+    "The key idea with {topic} is that small, steady steps work better than one big leap.",
+    "A good first step is to write down what you already know about {topic}, so the gaps are easy to see.",
     "In practice, most problems with {topic} come from unclear assumptions rather than hard technical limits.",
     "It also helps to look at {other} early, because it shapes many of the later choices.",
     "Keep the feedback loop short: try one change, look at the result, and only then move on.",
@@ -40,7 +40,7 @@ BODY = (
     "Good defaults matter here, and the standard ones are sensible for most situations.",
     "If you have to choose, favour the option that is easier to undo later.",
     "Measuring before and after each change gives you evidence instead of guesses.",
-    "Documentation and small examples are worth the time, since they show how {topic} behaves in real use.",
+    "Documentation and small examples are worth the time, since they show {topic} in real use.",
     "The details vary between setups, but the underlying principles stay the same.",
     "It is fine to revisit an early decision once you know more about {other}.",
     "Most of the value comes from getting the basics right and keeping them consistent.",
@@ -48,7 +48,7 @@ BODY = (
     "A second pair of eyes on {topic} often spots issues that are easy to miss on your own.",
     "Writing the reasoning down makes it easier to explain {topic} to someone else later.",
     "Over time, the habits you build around {topic} matter more than any single tool.",
-    "Think about who else depends on {other}, and let them know before you change it.",
+    "The link between {topic} and {other} is worth a closer look, since it explains much of the rest.",
     "Automating the repetitive parts frees your attention for the decisions that need judgement.",
     "When in doubt, a small experiment settles the question faster than a long debate.",
     "Clear names and a tidy structure make {topic} much easier to maintain.",
@@ -60,7 +60,7 @@ CLOSINGS = (
     "Start there, and adjust once you see how it behaves in practice.",
     "That should give you a solid footing; the rest is refinement.",
     "Let me know which part you would like to explore in more depth.",
-    "With those pieces in place, {topic} becomes much easier to reason about.",
+    "With those pieces in place, reasoning about {topic} becomes much easier.",
 )
 
 LIST_INTROS = (
@@ -96,7 +96,7 @@ STEP_INTROS = (
 STEPS = (
     "**Define the goal.** Write down what {topic} should achieve and how you will know it worked.",
     "**Gather what you need.** Collect the tools, access and information before you begin.",
-    "**Check the prerequisites.** Make sure {other} is in place, since later steps depend on it.",
+    "**Check the prerequisites.** Make sure you have {other} in place, since later steps depend on it.",
     "**Start with a minimal version.** Get the simplest form of {topic} running end to end.",
     "**Test it.** Try the common case first, then one or two edge cases.",
     "**Improve one thing at a time.** Change a single part, compare the result, and keep what helps.",

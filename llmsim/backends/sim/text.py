@@ -76,8 +76,8 @@ def compose(mode: str, question: str, target: int, rng: random.Random, encoding:
 def plan(question: str, words: int) -> list[str]:
     """A reasoning summary of exactly `words` words that reads like a plan for the answer."""
     read = intent.read(question)
-    slots = _slots(read)
-    sentences = [_fill(s, slots) for s in phrases.PLANS[read.shape]]
+    slots = slot_values(read)
+    sentences = [fill(s, slots) for s in phrases.PLANS[read.shape]]
     out: list[str] = []
     while len(out) < words:
         for sentence in sentences:
@@ -131,7 +131,7 @@ def tokenize(text: str, encoding: str) -> Answer:
 
 
 def _prose(writer: Writer, read: Intent, target: int, rng: random.Random) -> None:
-    slots = _slots(read)
+    slots = slot_values(read)
     if read.shape == "code":
         _code(writer, read, target, rng, slots)
     elif read.shape == "steps":
@@ -242,14 +242,14 @@ def _faker(writer: Writer, target: int, fake: Faker) -> None:
     writer.add(" ".join(sentences), count)
 
 
-def _slots(read: Intent) -> dict[str, str]:
+def slot_values(read: Intent) -> dict[str, str]:
     topics = read.topics or (phrases.FALLBACK_TOPIC,)
     pair = read.pair or ((topics[0], topics[1]) if len(topics) > 1 else ("the first option", "the second option"))
     return {"topic": topics[0], "other": topics[1] if len(topics) > 1 else phrases.FALLBACK_OTHER,
             "a": pair[0], "b": pair[1], "language": code.DISPLAY.get(read.language or "python", "Python")}
 
 
-def _fill(template: str, slots: dict[str, str]) -> str:
+def fill(template: str, slots: dict[str, str]) -> str:
     return _SLOT.sub(lambda m: slots[m.group()[1:-1]], template)
 
 

@@ -17,8 +17,8 @@ from typing import Any
 
 from faker import Faker
 
-from llmsim.backends.sim import hosted, jsongen
-from llmsim.generation import Prompt, Turn, last_user_text, pending
+from llmsim.backends.sim import hosted, intent, jsongen, shell
+from llmsim.generation import Prompt, Turn, pending
 from llmsim.responses.toolspec import WEB_SEARCH_TYPES
 
 THRESHOLD = 2  # one name word, or two description words
@@ -34,6 +34,8 @@ HOSTED_WORDS = {
     "image_generation": "image picture draw drawing illustration logo photo paint sketch render",
 }
 CLIENT_OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
+MAX_CALLS = 12  # client-run calls per conversation: past this a careful model answers with what it has
+FINAL_TOOL = re.compile(r"^(?:final_answer|final|finish|answer|respond|submit(?:_answer)?|done|complete)$", re.I)
 
 
 @dataclass
@@ -58,6 +60,7 @@ class Say:
     text: str | None = None
     annotations: list[dict[str, Any]] = field(default_factory=list)
     hints: dict[str, str] = field(default_factory=dict)  # string values for simulated JSON, by property name
+    summary: bool = False  # `text` sums up tool results: a format the prompt asks for (formats/) still wins
 
 
 Step = Call | Hosted | Say
@@ -66,6 +69,45 @@ Step = Call | Hosted | Say
 def _words(text: str) -> set[str]:
     text = re.sub(r"([a-z])([A-Z])", r"\1 \2", text).lower()
     return {w for w in re.findall(r"[a-z0-9]+", text) if len(w) >= 3 and w not in STOPWORDS}
+
+
+_OBSERVATION = re.compile(r"^\s*Observation:\s*", re.IGNORECASE)
+_TASK = re.compile(r"^\s*(?:New task|Task|Question):\s*", re.IGNORECASE)
+
+
+def asked(turns: list[Turn]) -> tuple[str, list[str]]:
+    """The question, and tool results the client sent back as text: agents without native tool results
+    (smolagents) write "Observation: …" user messages after the task, and the task is still the question."""
+    observed: list[str] = []
+    for turn in reversed(turns):
+        if turn.role != "user" or turn.kind != "message":
+            continue
+        if _OBSERVATION.match(turn.text):
+            if not observed or len(observed) < 8:
+                observed.insert(0, _OBSERVATION.sub("", turn.text, count=1).strip())
+            continue
+        return _TASK.sub("", turn.text, count=1), observed
+    return "", observed
+
+
+def question_hints(question: str) -> dict[str, str]:
+    """String values a model would take from the question: the question itself, and the place it names."""
+    text = question.strip()
+    hints = dict.fromkeys(("query", "q", "question", "prompt"), text) if text else {}
+    places = re.findall(r"\b(?:in|at|for|from|to|near) ((?:[A-Z][\w'-]+)(?: [A-Z][\w'-]+)*)", text[:2000])
+    if places:
+        hints.update(dict.fromkeys(("city", "location", "place", "town"), places[0]))
+    return hints
+
+
+def words(text: str) -> set[str]:
+    """The content words tool matching compares (for the recognisers of `formats/`)."""
+    return _words(text)
+
+
+def fit(query: set[str], name: str, description: str) -> int:
+    """How well a tool named `name` and described so fits a request's words (name words count double)."""
+    return 2 * _hits(query, _words(name)) + _hits(query, _words(description) - _words(name))
 
 
 def _similar(a: str, b: str) -> bool:
@@ -118,6 +160,7 @@ class Planner:
         self.rng = rng
         self.fake = fake
         self.call_rate = call_rate
+        self.question, self.observed = asked(prompt.turns)
 
     def plan(self) -> list[Step]:
         prompt = self.prompt
@@ -131,11 +174,11 @@ class Planner:
         if approvals:
             return steps + self._approved(approvals)
         outputs = [t for t in waiting if t.kind in CLIENT_OUTPUTS]
-        chosen = self._choose(answered=bool(outputs))
+        chosen = self._choose(answered=bool(outputs or self.observed))
         if chosen:
             return steps + self._calls(chosen)
-        if outputs and prompt.text_format.get("type", "text") == "text":
-            return steps + [Say(self._from_outputs(outputs))]
+        if (outputs or self.observed) and prompt.text_format.get("type", "text") == "text":
+            return steps + [Say(self._from_outputs(outputs), summary=True)]
         return steps + [Say(hints=self._hints(outputs))]  # prose, or JSON (as text.format asks) using the outputs
 
     # --- choosing -----------------------------------------------------------------------------
@@ -152,9 +195,14 @@ class Planner:
             pool = [t for t in prompt.tools if any(_refers(ref, t) for ref in choice.get("tools", []))]
         elif choice == "required":
             mode = "required"
-        if mode == "auto" and answered:
+        made = [t for t in prompt.turns if t.kind in ("function_call", "custom_tool_call")]
+        if mode == "auto" and (answered or len(made) >= MAX_CALLS):
             return []
-        query = _words(last_user_text(prompt.turns))
+        if mode == "required" and (answered or len(made) >= MAX_CALLS):
+            final = [t for t in pool if FINAL_TOOL.match(str(t.get("name") or ""))]
+            if final:  # an agent that ends its loop with a final-answer tool (smolagents' ToolCallingAgent)
+                return final[:1]
+        query = _words(self.question)
         ranked = sorted(((s, -i, t) for i, t in enumerate(pool) if (s := _score(query, t)) >= THRESHOLD),
                         key=lambda x: (x[0], x[1]), reverse=True)
         picked = [t for _, _, t in ranked]
@@ -168,17 +216,19 @@ class Planner:
 
     def _calls(self, chosen: list[dict[str, Any]]) -> list[Step]:
         prompt, rng, fake = self.prompt, self.rng, self.fake
-        query = last_user_text(prompt.turns) or fake.sentence()
+        query = self.question or fake.sentence()
         steps: list[Step] = []
         answers: list[hosted.Cited] = []
+        made = {(t.name, t.text) for t in prompt.turns if t.kind in ("function_call", "custom_tool_call")}
         for tool in chosen:
             kind = tool["type"]
-            if kind == "function":
-                steps.append(Call("function_call", tool["name"], self._arguments(tool.get("parameters")),
+            if kind in ("function", "custom"):
+                text = self._arguments(tool) if kind == "function" else self._custom_input(tool)
+                if (tool["name"], text) in made:  # never the same call twice: what it returned is known
+                    continue
+                made.add((tool["name"], text))
+                steps.append(Call(f"{kind}_tool_call" if kind == "custom" else "function_call", tool["name"], text,
                                   self._call_id()))
-                continue
-            if kind == "custom":
-                steps.append(Call("custom_tool_call", tool["name"], self._custom_input(tool), self._call_id()))
                 continue
             if kind in WEB_SEARCH_TYPES:
                 result = hosted.web_search(query, prompt.include, rng, fake)
@@ -199,7 +249,10 @@ class Planner:
             if result.answer is not None:
                 answers.append(result.answer)
         if not steps:
-            return [Say()]
+            outputs = [t for t in pending(prompt.turns) if t.kind in CLIENT_OUTPUTS]
+            plain = prompt.text_format.get("type", "text") == "text"
+            return [Say(self._from_outputs(outputs), summary=True)] if (outputs or self.observed) and plain \
+                else [Say(hints=self._hints(outputs))]
         if len(answers) < len(steps):
             return steps  # a client-run call or an approval request: the client acts next, no answer yet
         return steps + [_joined(answers)]
@@ -211,18 +264,26 @@ class Planner:
     def _call_id(self) -> str:
         return "call_" + hosted.token(self.rng, 24)
 
-    def _arguments(self, parameters: dict[str, Any] | None) -> str:
+    def _arguments(self, tool: dict[str, Any]) -> str:
+        parameters = tool.get("parameters")
+        request = self.question
+        if shell.is_shell(tool):
+            arguments = shell.arguments(parameters, request)
+            if arguments is not None:
+                return json.dumps(arguments)
         schema = parameters or {"type": "object", "properties": {}}
-        return json.dumps(jsongen.generate(schema, self.rng, self.fake, self._hints()), ensure_ascii=False)
+        hints = self._hints()
+        if FINAL_TOOL.match(str(tool.get("name") or "")):
+            outputs = [t for t in self.prompt.turns if t.kind in CLIENT_OUTPUTS]
+            hints = {**dict.fromkeys(("answer", "final_answer", "result", "response", "text", "output"),
+                                     self._from_outputs(outputs) if outputs or self.observed else self._sentence()),
+                     **hints}
+        return json.dumps(jsongen.generate(schema, self.rng, self.fake, hints), ensure_ascii=False)
 
     def _hints(self, outputs: Sequence[Turn] = ()) -> dict[str, str]:
         """String values a model would reuse: the place the question names, the question itself, and the
         string fields of JSON tool outputs."""
-        text = last_user_text(self.prompt.turns).strip()
-        hints = dict.fromkeys(("query", "q", "question", "prompt"), text) if text else {}
-        places = re.findall(r"\b(?:in|at|for|from|to|near) ((?:[A-Z][\w'-]+)(?: [A-Z][\w'-]+)*)", text)
-        if places:
-            hints.update(dict.fromkeys(("city", "location", "place", "town"), places[0]))
+        hints = question_hints(self.question)
         for turn in outputs:
             try:
                 data = json.loads(turn.text)
@@ -235,6 +296,8 @@ class Planner:
     def _custom_input(self, tool: dict[str, Any]) -> str:
         fmt = tool.get("format") or {}
         matching = None
+        if shell.is_shell(tool):
+            return shell.command(self.question)
         if fmt.get("type") == "grammar" and fmt.get("syntax") == "regex":
             matching = jsongen.from_regex(str(fmt.get("definition", "")), self.rng)
         return matching if matching is not None else self.fake.sentence(nb_words=self.rng.randint(4, 10))
@@ -250,7 +313,18 @@ class Planner:
                 item = json.loads(turn.text)
                 name, text = "the tool", item.get("output") if isinstance(item.get("output"), str) else turn.text
             parts.append(f"{name} returned {text[:400]}")
-        return f"Here is what I found: {'; '.join(parts)}. {self.fake.sentence(nb_words=self.rng.randint(6, 12))}"
+        parts.extend(f"the tool returned {' '.join(text.split())[:400]}" for text in self.observed[-3:])
+        return f"Here is what I found: {'; '.join(parts)}. {self._sentence()}"
+
+    def _sentence(self) -> str:
+        """A closing sentence that names what the question was about (never filler words)."""
+        topics = intent.key_nouns(self.question)
+        if not topics:
+            return "Let me know if you need anything else."
+        subject = " and ".join(topics[:2])
+        return self.rng.choice((f"That should answer your question about {subject}.",
+                                f"Those are the current details on {subject}.",
+                                f"Let me know if you want more detail on {subject}."))
 
     # --- MCP ----------------------------------------------------------------------------------
 

@@ -1,0 +1,151 @@
+"""`python -m bench.messages_bench`: Messages API streams per core against Responses streams per core, at speed 0,
+on the same answer, in one run.
+
+One server (one worker) answers both surfaces from one scenario (the same text, so the backend's work is the
+same); concurrent clients stream from one surface at a time, rounds alternating, and the server's CPU seconds in
+each window give streams per CPU-second: streams per core. The goal is that the second surface costs no more
+than a tenth above the first (Messages streams per core >= 0.9x Responses'). Then paced streams of one Claude
+profile on both surfaces at the same load: the median gap between text deltas against the profile's p50.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import aiohttp
+import yaml
+
+from bench.common import cpu_seconds, goal, machine, parse, smoke, table
+from llmsim.testing import ServerProcess
+
+ANSWER = " ".join(["Streams carry the same words on either surface, one delta at a time."] * 12)
+SURFACES = {
+    "responses": ("/v1/responses", {"model": "gpt-4o", "input": "Tell me about streams.", "stream": True},
+                  b"response.completed"),
+    "messages": ("/v1/messages", {"model": "claude-sonnet-4-6", "max_tokens": 1024, "stream": True,
+                                  "messages": [{"role": "user", "content": "Tell me about streams."}]},
+                 b"message_stop"),
+}
+
+
+async def _client(session: aiohttp.ClientSession, url: str, body: dict[str, object], end: bytes,
+                  deadline: float, done: list[int]) -> None:
+    while time.perf_counter() < deadline:
+        async with session.post(url, json=body) as response:
+            data = await response.read()
+        if response.status != 200 or end not in data:
+            raise RuntimeError(f"{url}: {response.status} {data[-300:]!r}")
+        done[0] += 1
+
+
+async def _window(base: str, surface: str, clients: int, seconds: float) -> int:
+    path, body, end = SURFACES[surface]
+    done = [0]
+    deadline = time.perf_counter() + seconds
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=clients)) as session:
+        await asyncio.gather(*(_client(session, base + path, body, end, deadline, done) for _ in range(clients)))
+    return done[0]
+
+
+def measure(server: ServerProcess, surface: str, clients: int, seconds: float) -> tuple[float, float]:
+    """(streams per CPU-second of the server, streams per second) for one window."""
+    assert server.process is not None
+    before = cpu_seconds(server.process.pid)
+    streams = asyncio.run(_window(server.url, surface, clients, seconds))
+    used = cpu_seconds(server.process.pid) - before
+    return streams / max(used, 1e-3), streams / seconds
+
+
+PACED_MODEL = "claude-haiku-4-5"  # one profile for both surfaces (the Responses API serves Claude profiles too)
+MARKS = {"responses": b"event: response.output_text.delta\n", "messages": b"event: content_block_delta\n"}
+
+
+async def _paced_client(session: aiohttp.ClientSession, url: str, body: dict[str, object], mark: bytes,
+                        deadline: float, gaps: list[float]) -> None:
+    """Streams until the deadline; the gaps between text deltas as they arrive (the first of each stream left
+    out: it is the TTFT)."""
+    while time.perf_counter() < deadline:
+        last = None
+        async with session.post(url, json=body) as response:
+            async for chunk in response.content.iter_any():
+                now = time.perf_counter()
+                for _ in range(chunk.count(mark)):
+                    if last is not None:
+                        gaps.append((now - last) * 1000)
+                    last = now
+
+
+async def _paced_window(base: str, surface: str, clients: int, seconds: float, speed: float) -> list[float]:
+    path, body, _ = SURFACES[surface]
+    body = {**body, "model": PACED_MODEL}
+    gaps: list[float] = []
+    deadline = time.perf_counter() + seconds
+    headers = {"X-LLMSim-Speed": str(speed)}
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=clients), headers=headers) as session:
+        await asyncio.gather(*(_paced_client(session, base + path, body, MARKS[surface], deadline, gaps)
+                               for _ in range(clients)))
+    return gaps
+
+
+def paced(server: ServerProcess, clients: int, seconds: float, speed: float) -> list[list[str]]:
+    """Per surface: the median gap between text deltas against the profile's inter-token p50 at this speed."""
+    from llmsim.config import DEFAULT_PROFILES_DIR
+    from llmsim.timing.profiles import load_catalog
+
+    timing = load_catalog([DEFAULT_PROFILES_DIR]).resolve(PACED_MODEL).timing
+    assert timing is not None
+    expected = timing.itl_ms.p50 / speed
+    rows = []
+    for surface in SURFACES:
+        gaps = asyncio.run(_paced_window(server.url, surface, clients, seconds, speed))
+        median = statistics.median(gaps) if gaps else float("nan")
+        rows.append([surface, f"{len(gaps)}", f"{median:.2f}", f"{expected:.2f}", f"{median / expected:.2f}x"])
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--seconds", type=float, default=4.0, help="each window")
+    parser.add_argument("--rounds", type=int, default=3, help="windows per surface, alternating")
+    parser.add_argument("--paced-clients", type=int, default=8, help="concurrent paced streams per surface")
+    parser.add_argument("--paced-speed", type=float, default=0.5, help="pacing speed of the paced part")
+    smoke(parser, seconds=0.5, rounds=1, clients=4, paced_clients=2)
+    args = parse(parser)
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as file:
+        yaml.safe_dump({"turns": [{"text": ANSWER}], "on_exhausted": "repeat_last"}, file)
+    results: dict[str, list[tuple[float, float]]] = {surface: [] for surface in SURFACES}
+    try:
+        with ServerProcess("--speed", "0", "--workers", "1", "--scenario", file.name) as server:
+            for surface in SURFACES:  # warm both: token caches, imports, first-use paths
+                measure(server, surface, 2, 0.3)
+            for _ in range(args.rounds):
+                for surface in SURFACES:
+                    results[surface].append(measure(server, surface, args.clients, args.seconds))
+            paced_rows = paced(server, args.paced_clients, args.seconds, args.paced_speed)
+    finally:
+        Path(file.name).unlink(missing_ok=True)
+    print(f"speed-0 streams, {args.clients} clients, {args.rounds} x {args.seconds:g} s windows per surface, "
+          f"one worker; {machine()}")
+    rows = []
+    for surface, windows in results.items():
+        per_core = statistics.median(w[0] for w in windows)
+        rate = statistics.median(w[1] for w in windows)
+        rows.append([surface, f"{per_core:.0f}", f"{rate:.0f}"])
+    print(table(["surface", "streams per core (per CPU-second)", "streams per second"], rows))
+    ratio = statistics.median(w[0] for w in results["messages"]) / statistics.median(
+        w[0] for w in results["responses"])
+    print(f"ratio messages / responses: {ratio:.2f}x")
+    print(goal("Messages streams per core within 10 % of Responses'", ratio, 0.9))
+    print(f"\npaced streams of {PACED_MODEL} at speed {args.paced_speed:g}, {args.paced_clients} at once per surface: "
+          "the median gap between text deltas against the profile's inter-token p50")
+    print(table(["surface", "gaps", "median gap (ms)", "profile p50 (ms)", "measured / profile"], paced_rows))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,73 @@
+"""POST /v1/messages and /v1/messages/count_tokens (also under /anthropic/v1): the HTTP side of
+llmsim/messages/create.py. Errors leave in Anthropic's envelope with its `request-id` header, and rate-limit
+headers under Anthropic's names too (llmsim/messages/envelope.py)."""
+
+from __future__ import annotations
+
+import logging
+
+from flask import Blueprint, Flask, Response, jsonify, request
+from flask.typing import ResponseReturnValue
+from werkzeug.exceptions import HTTPException
+
+from llmsim.api.answers import respond, settled
+from llmsim.api.http import asked, json_body, services
+from llmsim.errors import APIError, internal_error
+from llmsim.messages import create as messages
+from llmsim.messages import envelope
+
+bp = Blueprint("messages", __name__)
+log = logging.getLogger("llmsim")
+PREFIXES = ("/v1", "/anthropic/v1")
+ARRIVED = "llmsim.arrived"  # llmsim/app.py's environ key: this request's id and arrival time
+
+
+def mount(app: Flask) -> None:
+    for prefix in PREFIXES:
+        app.register_blueprint(bp, url_prefix=prefix, name=f"messages{prefix.replace('/', '_')}")
+
+
+@bp.post("/messages")
+def create() -> ResponseReturnValue:
+    return respond(messages.create(services().pipeline, asked(json_body())))
+
+
+@bp.post("/messages/count_tokens")
+def count_tokens() -> ResponseReturnValue:
+    return jsonify(messages.count_tokens(services().pipeline, asked(json_body())))
+
+
+def _request_id() -> str:
+    return str(request.environ.get(ARRIVED, ("",))[0])
+
+
+@bp.after_request
+def _headers(response: Response) -> Response:
+    response.headers["request-id"] = _request_id()
+    for name, value in envelope.ratelimit_headers(dict(response.headers)).items():
+        response.headers.setdefault(name, value)
+    return response
+
+
+def _error(error: APIError) -> Response:
+    response = jsonify(envelope.body(error, _request_id()))
+    response.status_code = envelope.status(error)
+    response.headers.update(error.headers)
+    return response
+
+
+@bp.errorhandler(APIError)
+def _api_error(error: APIError) -> Response:
+    return settled(_error(error), error)
+
+
+@bp.errorhandler(HTTPException)
+def _http_error(error: HTTPException) -> Response:
+    status = error.code or 500
+    return _error(APIError(error.description or error.name, status=status))
+
+
+@bp.errorhandler(Exception)
+def _unexpected(error: Exception) -> Response:
+    log.exception("unhandled error")
+    return settled(_error(internal_error()), error)

@@ -1,0 +1,37 @@
+"""Recognisers of the formats agent frameworks ask for in their prompts, tried in a fixed order; the first
+that claims a request writes its answer text. A request none claims keeps the mode's text (`text.py`).
+
+Each module has one `respond(Request) -> str | None`. Order matters where formats nest: a dspy prompt
+mentions JSON, a ReAct prompt mentions JSON for its action input, a code agent's prompt shows ReAct-like
+"Thought:" lines; the more specific recogniser comes first.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+
+from faker import Faker
+
+from llmsim.backends.sim.formats import code_agent, dspy_chat, dspy_json, json_words, react, xml_tags
+from llmsim.backends.sim.formats.request import Request
+from llmsim.generation import Prompt
+
+RECOGNISERS: tuple[tuple[str, Callable[[Request], str | None]], ...] = (
+    ("dspy_chat", dspy_chat.respond),
+    ("dspy_json", dspy_json.respond),
+    ("code_agent", code_agent.respond),
+    ("react", react.respond),
+    ("xml_tags", xml_tags.respond),
+    ("json_words", json_words.respond),
+)
+
+
+def respond(prompt: Prompt, rng: random.Random, fake: Faker, hints: dict[str, str] | None = None) -> str | None:
+    """The answer text of the first recogniser that claims the request, or None."""
+    request = Request(prompt, rng, fake, dict(hints or {}))
+    for _, recognise in RECOGNISERS:
+        answer = recognise(request)
+        if answer is not None:
+            return answer
+    return None

@@ -1,0 +1,69 @@
+"""Shell- and exec-like tools get what a careful model sends them: one harmless, read-only command that fits
+the request (`ls`, `pwd`, `git status`, `cat README.md`), never one that writes or deletes, and only the
+arguments the tool requires besides the command (a made-up working directory or timeout would break it)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+_SHELL_NAME = re.compile(r"(?:^|[_\-.])(?:shell|bash|sh|exec|exec_command|terminal|run_command|command|cmd|"
+                         r"run_shell|execute|local_shell|container\.exec)(?:$|[_\-.])", re.IGNORECASE)
+_SHELL_WORDS = re.compile(r"\b(?:shell|terminal|bash|command line|run (?:a )?commands?|execute (?:a )?commands?)\b",
+                          re.IGNORECASE)
+COMMAND_KEYS = ("command", "cmd", "commands", "script", "input", "code")
+# (request words, command): the first whose words the request uses; all of them only read.
+COMMANDS = (
+    (re.compile(r"\bgit\b|\bstatus\b|\bchanges?\b|\bmodified\b|\bbranch", re.I), "git status"),
+    (re.compile(r"\blog\b|\bhistory\b|\bcommits?\b|\brecent\b", re.I), "git log --oneline -5"),
+    (re.compile(r"\bwhere am i\b|\bcurrent (?:directory|folder)\b|\bpwd\b|\bworking directory\b", re.I), "pwd"),
+    (re.compile(r"\bfiles?\b|\blist\b|\bdirector(?:y|ies)\b|\bfolders?\b|\bcontents?\b", re.I), "ls -la"),
+    (re.compile(r"\breadme\b|\bproject\b|\babout\b|\bdescribe\b|\bsummar|\bwhat (?:does|is) this\b", re.I),
+     "cat README.md"),
+)
+DEFAULT_COMMAND = "ls"
+
+
+def is_shell(tool: dict[str, Any]) -> bool:
+    name, description = str(tool.get("name") or ""), str(tool.get("description") or "")
+    return tool.get("type") in ("shell", "local_shell") or bool(_SHELL_NAME.search(name)) or \
+        bool(_SHELL_WORDS.search(description[:500]) and _command_key(tool.get("parameters") or {}))
+
+
+def command(request: str) -> str:
+    """The read-only command that fits the request best."""
+    for words, chosen in COMMANDS:
+        if words.search(request[:2000]):
+            return chosen
+    return DEFAULT_COMMAND
+
+
+def arguments(parameters: dict[str, Any] | None, request: str) -> dict[str, Any] | None:
+    """The call's arguments: the command under the key the schema names (an argv array where it asks for
+    one), plus defaults for any other required property; None when the schema has no command-like key."""
+    schema = parameters or {}
+    key = _command_key(schema)
+    if key is None:
+        return None
+    chosen = command(request)
+    prop = (schema.get("properties") or {}).get(key) or {}
+    out: dict[str, Any] = {key: ["bash", "-lc", chosen] if prop.get("type") == "array" else chosen}
+    for name in schema.get("required") or []:
+        if name not in out:
+            out[name] = _default((schema.get("properties") or {}).get(name) or {})
+    return out
+
+
+def _command_key(schema: dict[str, Any]) -> str | None:
+    properties = schema.get("properties") or {}
+    return next((k for k in COMMAND_KEYS if k in properties), None)
+
+
+def _default(prop: dict[str, Any]) -> Any:
+    if "default" in prop:
+        return prop["default"]
+    if "enum" in prop and prop["enum"]:
+        return prop["enum"][0]
+    kind = prop.get("type")
+    kind = next((k for k in kind if k != "null"), "string") if isinstance(kind, list) else kind
+    return {"integer": 10000, "number": 10000, "boolean": False, "array": [], "object": {}}.get(str(kind), ".")

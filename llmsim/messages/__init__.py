@@ -1,0 +1,1 @@
+"""The Anthropic Messages API surface: schema, translator, event builder, orchestrator."""

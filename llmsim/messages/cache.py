@@ -1,0 +1,76 @@
+"""Prompt caching as Anthropic bills it: a block marked `cache_control` ends a prefix (tools, then system, then
+messages, in that order); a later request with the same prefix reads it from the cache instead of paying it as
+input. The cache is this process's, bounded, with Anthropic's lifetimes (5 minutes, or 1 hour), refreshed on use:
+the usage a client sees (`cache_creation_input_tokens`, `cache_read_input_tokens`) is the point, not storage."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from llmsim import tokens
+from llmsim.messages.counting import corrected
+from llmsim.messages.schema import CountTokensRequest, TextBlock
+
+MIN_TOKENS = 1024  # the shortest prefix Anthropic caches (Sonnet and Opus; shorter prefixes are not cached)
+MAX_ENTRIES = 10_000
+TTL = {"5m": 300.0, "1h": 3600.0}
+_entries: dict[str, float] = {}  # prefix key → when it expires (insertion order: least recently used first)
+
+
+@dataclass(frozen=True)
+class Use:
+    read: int = 0  # cache_read_input_tokens
+    write: int = 0  # cache_creation_input_tokens
+    hour: bool = False  # written for an hour (`ttl: 1h`), else for 5 minutes
+
+
+@dataclass(frozen=True)
+class Point:
+    digest: str
+    tokens: int
+    ttl: float
+
+
+def breakpoints(request: CountTokensRequest, encoding: str) -> list[Point]:
+    """Every marked prefix: its digest and its tokens."""
+    digest = hashlib.sha256()
+    count = 0
+    points: list[Point] = []
+    system = [request.system] if isinstance(request.system, str) else request.system or []
+    blocks: list[Any] = [*(request.tools or []), *system]
+    for message in request.messages:
+        blocks.extend([message.content] if isinstance(message.content, str) else message.content)
+    for block in blocks:
+        data = block if isinstance(block, str) else block.model_dump(exclude={"cache_control"}, exclude_none=True)
+        text = block if isinstance(block, str) else block.text if isinstance(block, TextBlock) else \
+            json.dumps(data, sort_keys=True)
+        digest.update(json.dumps(data, sort_keys=True).encode())
+        count += tokens.count(text, encoding)
+        control = None if isinstance(block, str) else block.cache_control
+        if control is not None:
+            points.append(Point(digest.hexdigest(), corrected(count), TTL[control.ttl or "5m"]))
+    return points
+
+
+def lookup(points: list[Point], owner: str, model: str, input_tokens: int) -> Use:
+    """What this request reads from the cache and writes to it; its prefixes are (again) cached after."""
+    now = time.monotonic()
+    read, longest, hour = 0, 0, False
+    for point in points:
+        if point.tokens < MIN_TOKENS:
+            continue
+        key = f"{owner}:{model}:{point.digest}"
+        expires = _entries.pop(key, None)
+        if expires is not None and expires > now:
+            read = max(read, point.tokens)
+        if point.tokens > longest:
+            longest, hour = point.tokens, point.ttl > TTL["5m"]
+        _entries[key] = now + point.ttl
+    while len(_entries) > MAX_ENTRIES:
+        del _entries[next(iter(_entries))]
+    read = min(read, input_tokens)
+    return Use(read=read, write=max(0, min(longest, input_tokens) - read), hour=hour)

@@ -1,0 +1,96 @@
+"""POST /v1/messages, the one place that runs it: the same prompt rules, backends, scenarios, pacing, rate limits
+and faults as /responses and /chat/completions, on the one pipeline; its transport is llmsim/api/messages.py."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from llmsim.chaos.faults import Admission
+from llmsim.errors import APIError
+from llmsim.messages import schema, translate
+from llmsim.messages.events import MessageBuilder, dumps
+from llmsim.request import Answer, ApiRequest, SerializedEvent, attach
+from llmsim.runtime.fairness import fair
+
+if TYPE_CHECKING:  # the pipeline runs what this module asks of it; nothing below imports this
+    from llmsim.pipeline import Pipeline
+
+ENDPOINT = "messages"
+
+
+@dataclass
+class Made:
+    """A request admitted (scenarios, rate limits, faults) and its message's events, not yet drawn."""
+
+    builder: MessageBuilder
+    events: Iterator[SerializedEvent]
+    admission: Admission
+
+
+def create(pipeline: Pipeline, asked: ApiRequest) -> Answer:
+    """The answer: a relayed one, an SSE stream, or the Message's JSON."""
+    relayed, admitted = pipeline.relay(ENDPOINT, asked, raw=True)
+    if relayed is not None:
+        return Answer(relayed=relayed, ticket=admitted.ticket if admitted else None)
+    request = schema.parse(schema.CreateRequest, asked.body)
+    profile = pipeline.catalog.resolve(request.model)
+    translated = translate.build_prompt(request, profile, pipeline.seed if asked.seed is None else asked.seed,
+                                        asked.owner)
+    if asked.text_mode:
+        translated = replace(translated, prompt=replace(translated.prompt, text_mode=asked.text_mode))
+    paced = pipeline.pacer.paces(translated.prompt, asked.speed)
+    whole = not request.stream and not paced
+    if whole:
+        pipeline.hold()  # its admission goes to Redis with its request log entry as it is answered
+
+    def make() -> Made:
+        return _made(pipeline, asked, request, translated, whole, admitted)
+
+    made = make()
+    if request.stream:
+        return Answer(events=fair(made.events), together=not paced and made.admission.stream_fault is None,
+                      ticket=made.admission.ticket)
+    try:
+        made, failed = pipeline.finish(made, make, _drained)
+    except BaseException as unavailable:
+        attach(unavailable, made.admission.ticket)
+        raise
+    if failed is not None:
+        error = APIError(json.loads(failed)["error"]["message"], status=500, type="api_error")
+        attach(error, made.admission.ticket)
+        raise error
+    return Answer(body=made.builder.message, ticket=made.admission.ticket)
+
+
+def _drained(made: Made) -> str | None:
+    """The events drawn (the builder keeps the message); the error event's data when the answer ended in one."""
+    try:
+        for kind, data in made.events:
+            if kind == "error":
+                return data
+    except BaseException as error:
+        attach(error, made.admission.ticket)
+        raise
+    return None
+
+
+def _made(pipeline: Pipeline, asked: ApiRequest, request: schema.CreateRequest,
+          translated: translate.Translated, whole: bool, admitted: Admission | None) -> Made:
+    prompt, admission = pipeline.direct_and_admit(ENDPOINT, translated.prompt, asked, request.stream, whole,
+                                                  admitted)
+    translated = replace(translated, prompt=prompt)
+    render = request.stream or admission.stream_fault is not None
+    builder = MessageBuilder(translated, request.model, render)
+    deltas = admission.deltas(pipeline.generate(prompt, asked.speed, runs=True))
+    if not request.stream:
+        deltas = fair(deltas)  # a long answer takes turns with the worker's other requests
+    events = admission.events(builder, builder.run(deltas), dumps)  # type: ignore[arg-type]
+    return Made(builder, events, admission)
+
+
+def count_tokens(pipeline: Pipeline, asked: ApiRequest) -> dict[str, int]:
+    request = schema.parse(schema.CountTokensRequest, asked.body)
+    return {"input_tokens": translate.count_tokens(request, pipeline.catalog.resolve(request.model))}

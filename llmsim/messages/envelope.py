@@ -1,0 +1,76 @@
+"""Errors and rate-limit headers as Anthropic sends them, from the OpenAI-shaped ones the rest of LLMSim raises:
+`{"type": "error", "error": {"type", "message"}, "request_id"}`, a 503 (overloaded) as Anthropic's 529, and
+`anthropic-ratelimit-*` headers beside the `x-ratelimit-*` ones."""
+
+from __future__ import annotations
+
+import datetime
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from llmsim.errors import APIError
+
+ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 402: "billing_error",
+               403: "permission_error", 404: "not_found_error", 405: "invalid_request_error",
+               413: "request_too_large", 415: "invalid_request_error", 429: "rate_limit_error", 500: "api_error",
+               502: "api_error", 503: "overloaded_error", 504: "timeout_error", 529: "overloaded_error"}
+OPENAI_DOCS = "platform.openai.com"
+RATE_LIMIT_DOCS = "https://docs.claude.com/en/api/rate-limits"
+DEFAULT_WORDS = {"The server had an error while processing your request. Sorry about that!": "Internal server error",
+                 "The server is overloaded or not ready yet.": "Overloaded"}
+STATUS = {503: 529}  # Anthropic says "overloaded" with its own status
+DURATION = re.compile(r"(?:(\d+)h)?(?:(\d+)m(?!s))?(?:([\d.]+)s)?(?:(\d+)ms)?$")
+# x-ratelimit-* (requests, tokens) → Anthropic's names; its token limits are per direction (input, output) and
+# overall: LLMSim counts one token bucket per key and model, reported under each.
+NAMES = {"requests": ("requests",), "tokens": ("tokens", "input-tokens", "output-tokens")}
+
+
+def status(error: APIError) -> int:
+    return STATUS.get(error.status, error.status)
+
+
+def body(error: APIError, request_id: str) -> dict[str, Any]:
+    kind = "billing_error" if error.type == "insufficient_quota" else \
+        ERROR_TYPES.get(error.status, "api_error" if error.status >= 500 else "invalid_request_error")
+    return {"type": "error", "error": {"type": kind, "message": message(error)}, "request_id": request_id}
+
+
+def message(error: APIError) -> str:
+    """Anthropic's words where LLMSim's default ones are OpenAI's (a fault's own message is kept)."""
+    if error.type == "insufficient_quota":
+        return "Your credit balance is too low to access the Anthropic API."
+    if error.status == 429 and OPENAI_DOCS in error.message:
+        unit = "input tokens" if error.type == "tokens" else "requests"
+        return (f"This request would exceed the rate limit for your organization on {unit} per minute. "
+                f"For details, refer to: {RATE_LIMIT_DOCS}.")
+    return DEFAULT_WORDS.get(error.message, error.message)
+
+
+def stream_error(kind: str, message: str) -> dict[str, Any]:
+    return {"type": "error", "error": {"type": kind, "message": message}}
+
+
+def _seconds(text: str) -> float:
+    match = DURATION.match(text)
+    if not match:
+        return 0.0
+    hours, minutes, seconds, millis = match.groups()
+    return int(hours or 0) * 3600 + int(minutes or 0) * 60 + float(seconds or 0) + int(millis or 0) / 1000
+
+
+def ratelimit_headers(headers: Mapping[str, str], now: datetime.datetime | None = None) -> dict[str, str]:
+    """`anthropic-ratelimit-{requests,tokens,input-tokens,output-tokens}-{limit,remaining,reset}`; a reset is an
+    RFC 3339 time, as Anthropic sends it."""
+    now = now or datetime.datetime.now(datetime.UTC)
+    out: dict[str, str] = {}
+    for ours, theirs in NAMES.items():
+        limit = headers.get(f"x-ratelimit-limit-{ours}")
+        if limit is None:
+            continue
+        reset = now + datetime.timedelta(seconds=_seconds(headers.get(f"x-ratelimit-reset-{ours}", "0s")))
+        for name in theirs:
+            out[f"anthropic-ratelimit-{name}-limit"] = limit
+            out[f"anthropic-ratelimit-{name}-remaining"] = headers.get(f"x-ratelimit-remaining-{ours}", limit)
+            out[f"anthropic-ratelimit-{name}-reset"] = reset.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return out

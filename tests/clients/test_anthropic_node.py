@@ -1,0 +1,50 @@
+"""The Node clients of the Messages API (tests/clients/node, pinned by its package-lock.json): `@anthropic-ai/sdk`
+(anthropic.mjs) and the Vercel AI SDK's anthropic provider (anthropic-ai-sdk.mjs). `node check.mjs SCRIPT` runs
+each script's checks in one process, each on a clean server; a test per check asserts that it passed and what
+the server received."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from typing import Any
+
+import pytest
+
+from clientkit import RATE_LIMIT_ONCE, retried, texts
+from llmsim.testing import ServerProcess
+from matrix import NODE_DIR
+from test_node import checks
+
+SCRIPTS = ("anthropic", "anthropic-ai-sdk")
+CASES = [pytest.param(script, check, id=f"{script}-{check}") for script in SCRIPTS for check in checks(script)]
+_reports: dict[str, dict[str, Any]] = {}
+
+
+def report(server: ServerProcess, script: str) -> dict[str, Any]:
+    if script not in _reports:
+        faults = {f"LLMSIM_FAULTS_FOR_{check}": json.dumps({"faults": [RATE_LIMIT_ONCE]})
+                  for check in checks(script) if check.startswith("retry")}
+        done = subprocess.run(["node", "check.mjs", script], cwd=NODE_DIR, capture_output=True, text=True,
+                              timeout=300, env={**os.environ, "LLMSIM_URL": server.url, **faults})
+        assert done.returncode == 0, f"node check.mjs {script}:\n{done.stderr[-3000:]}"
+        _reports[script] = json.loads(done.stdout.strip().splitlines()[-1])
+    return _reports[script]
+
+
+@pytest.mark.parametrize(("script", "check"), CASES)
+def test_anthropic_node(llmsim_server: ServerProcess, script: str, check: str) -> None:
+    outcome = report(llmsim_server, script)[check]
+    assert outcome["passed"], outcome["error"]
+    bodies = outcome["requests"]
+    assert all(entry["endpoint"] == "messages" for entry in outcome["fault_log"])
+    if check == "streaming":
+        assert any(body.get("stream") for body in bodies)
+    elif check in ("tools", "tool_loop"):
+        assert "sunny and 22 C" in texts(bodies[-1]["messages"][-1]["content"])  # the tool's output went back
+        assert any(body.get("tools") for body in bodies)
+    elif check == "reasoning":
+        assert {body["thinking"]["type"] for body in bodies} == {"enabled", "adaptive"}
+    elif check == "retry":
+        retried(outcome["fault_log"])

@@ -1,0 +1,48 @@
+"""Messages through the relaying backends: forwarded to an Anthropic-compatible upstream (here another LLMSim,
+which checks the key) with `x-api-key`, recorded as cassettes, and answered again from them. One replay server
+with `--on-miss proxy` does all three: a miss is forwarded and recorded, a repeat is replayed."""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import anthropic
+import httpx
+
+from llmsim.testing import ServerProcess
+
+ASK = [{"role": "user", "content": "What is a relay?"}]
+MODEL = "claude-sonnet-4-6"
+KEY = "sk-ant-upstream-key"
+
+
+def test_forwarded_recorded_and_replayed(tmp_path: Path) -> None:
+    tapes = tmp_path / "cassettes"
+    tapes.mkdir()
+    upstream = ServerProcess("--speed", "0", "--seed", "3", "--api-key", KEY)
+    relay = ServerProcess("--backend", "replay", "--cassettes", str(tapes), "--on-miss", "proxy", "--record",
+                          str(tapes), "--upstream", f"{upstream.url}/v1", "--upstream-api-key-env", "UPSTREAM_KEY",
+                          "--speed", "0", env={"UPSTREAM_KEY": KEY})
+    with ThreadPoolExecutor(2) as pool:  # two starts at once: each costs seconds on a busy machine
+        list(pool.map(ServerProcess.start, (upstream, relay)))
+    try:
+        client = anthropic.Anthropic(base_url=relay.url, api_key="client-key", max_retries=0)
+        made, again = (client.messages.create(model=MODEL, max_tokens=200, messages=ASK) for _ in range(2))
+        streams = []
+        for _ in range(2):
+            with client.messages.stream(model=MODEL, max_tokens=200, messages=ASK, system="Be brief.") as stream:
+                streams.append(("".join(stream.text_stream), stream.get_final_message()))
+        client.close()
+        forwarded = httpx.get(f"{upstream.url}/llmsim/admin/requests", headers={"Authorization": f"Bearer {KEY}"})
+    finally:
+        relay.stop()
+        upstream.stop()
+    assert made.content[0].text and again.content[0].text == made.content[0].text
+    (first, final), (replayed, _) = streams
+    assert first == final.content[0].text == replayed and final.usage.output_tokens > 0
+    assert len(forwarded.json()["data"]) == 2  # one of each; the repeats came from the cassettes
+    recorded = [json.loads(path.read_text()) for path in sorted(tapes.glob("*.json"))]
+    assert sorted(tape["endpoint"] for tape in recorded) == ["messages", "messages"]
+    assert KEY not in "".join(path.read_text() for path in tapes.glob("*.json"))
