@@ -81,7 +81,7 @@ MAX_WORKERS = 256  # processes, each a full server: more is a typo, not a machin
 
 def _url(value: str) -> str:
     parts = urlsplit(value)
-    if value and parts.scheme not in ("http", "https") or not parts.hostname:
+    if value and (parts.scheme not in ("http", "https") or not parts.hostname):  # empty: unset
         raise argparse.ArgumentTypeError(f"expected an http:// or https:// URL, got {value!r}")
     return value
 

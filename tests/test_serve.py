@@ -167,6 +167,11 @@ def test_a_bad_environment_variable_names_its_flag(monkeypatch: pytest.MonkeyPat
     assert capsys.readouterr().err.startswith("llmsim: --workers: expected an integer from 1 to 256, got '0'")
 
 
+def test_an_empty_upstream_variable_is_unset(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LLMSIM_UPSTREAM", "")
+    assert cli.settings_from_args(cli.build_parser().parse_args(["serve"])).upstream is None
+
+
 def test_the_edges_of_every_range_are_accepted() -> None:
     args = cli.build_parser().parse_args(
         ["serve", "--port", "65535", "--workers", "256", "--worker-connections", "1", "--rpm", "1", "--tpm", "1",

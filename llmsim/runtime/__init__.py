@@ -6,7 +6,9 @@ exercise them):
 
 - `worker.py`: gunicorn's `GeventWorker`, bypassing its `handle` for `AsyncWorker.handle` (which leaves the
   socket non-blocking), overriding `handle_request`, `handle_error` and `timeout_ctx`, replacing `req.body`
-  with a `gunicorn.http.body.Body`, and sizing gevent's pool through `worker_connections`.
+  with a `gunicorn.http.body.Body`, and sizing gevent's pool through `worker_connections`; around
+  `GeventWorker.patch`, it relies on gevent's `patch_all` finding its plugins through
+  `importlib.metadata.entry_points` (served from one read while it patches).
 - `sockets.py`: subclasses `gevent.socket.socket` and sends on its non-blocking `_sock` directly; relies on
   gunicorn writing a response's head, body chunks and last chunk through `sendall`.
 - `ticks.py`: one periodic `hub.loop.timer` per worker; `gevent.monkey.is_module_patched` tells a worker from
