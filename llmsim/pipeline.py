@@ -90,7 +90,7 @@ class Pipeline:
         a stream with a fault, in the background or not streamed has each delta as an event instead.
         `admitted`: its limits and faults already checked (see `relay`)."""
         body, owner, seed, speed = asked.body, asked.owner, asked.seed, asked.speed
-        request = schema.parse(schema.CreateRequest, body)
+        request = schema.parse(schema.CreateRequest, body, asked.lenient)
         schema.check_metadata(request.metadata)
         toolspec.check(request)
         if request.background and not request.store:
@@ -288,7 +288,7 @@ class Pipeline:
         previous = recent if recent is not None and recent.id == previous_response_id else \
             self.stored(previous_response_id, owner)
         if previous is None:
-            raise APIError(f"Previous response with id '{previous_response_id}' not found.", status=404,
+            raise APIError(f"Previous response with id '{previous_response_id}' not found.",  # a 400 live
                            param="previous_response_id", code="previous_response_not_found")
         return previous.context()
 
@@ -328,7 +328,8 @@ class Pipeline:
         return Run(builder, events, stream, record, admission=admission)
 
     def _add_turn(self, items: list[dict[str, Any]], response: dict[str, Any]) -> None:
-        """A completed response in a conversation adds its input and output items to it."""
+        """A completed (or incomplete: cut at max_output_tokens) response in a conversation adds its input and
+        output items to it, as the live API does."""
         conversation = response.get("conversation")
-        if conversation and response["status"] == "completed":
+        if conversation and response["status"] in ("completed", "incomplete"):
             self.conversations.add_items(conversation["id"], [*items, *response["output"]])
