@@ -13,8 +13,8 @@ import pytest
 from openai.types import shared
 
 from llmsim import tokens
-from llmsim.errors import APIError
 from llmsim.config import DEFAULT_PROFILES_DIR
+from llmsim.errors import APIError
 from llmsim.timing.profiles import ProfileError, load_catalog
 
 REQUIRED = ["gpt-4o", "gpt-4o-mini", "gpt-4.1", "gpt-4.1-mini", "gpt-4.1-nano", "gpt-5", "gpt-5-mini",
