@@ -106,7 +106,11 @@ class Pipeline:
         if asked.text_mode:
             prompt = replace(prompt, text_mode=asked.text_mode)
         whole = not request.stream and not request.background and not self.pacer.paces(prompt, speed)
-        prompt, admission = self.direct_and_admit("responses", prompt, asked, request.stream, whole, admitted)
+        if generate:
+            prompt, admission = self.direct_and_admit("responses", prompt, asked, request.stream, whole, admitted)
+        else:  # a warm-up makes no output: it takes no scenario turn (Codex warms up every WebSocket turn)
+            admission = admitted or self.gate.check_limits_and_faults("responses", prompt, asked, request.stream,
+                                                                      whole)
         response = new_response(request, profile, ids.new("resp"), prompt.tools, effort, summary)
         builder = EventBuilder(
             response,

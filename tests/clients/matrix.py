@@ -18,6 +18,7 @@ README = HERE.parent.parent / "README.md"
 
 # (client, language, the packages whose versions the table names)
 CLIENTS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "Codex CLI": ("node", ("@openai/codex",)),
     "openai (Node)": ("node", ("openai",)),
     "Vercel AI SDK": ("node", ("ai", "@ai-sdk/openai")),
     "LangChain JS": ("node", ("langchain", "@langchain/openai")),
