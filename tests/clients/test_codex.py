@@ -40,7 +40,8 @@ def codex(llmsim: LLMSim, tmp_path: Path) -> Codex:
     def run(prompt: str, *args: str, model: str | None = None, websockets: bool = False
             ) -> subprocess.CompletedProcess[str]:
         overrides = [f"model_providers.llmsim.{key}={value}" for key, value in provider.items()]
-        overrides += ['model_provider="llmsim"', f"model_providers.llmsim.supports_websockets={str(websockets).lower()}"]
+        overrides += ['model_provider="llmsim"',
+                      f"model_providers.llmsim.supports_websockets={str(websockets).lower()}"]
         command = [str(CODEX), "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
                    *(arg for override in overrides for arg in ("-c", override)), *(["-m", model] if model else []),
                    *args, prompt]
@@ -48,7 +49,8 @@ def codex(llmsim: LLMSim, tmp_path: Path) -> Codex:
         (tmp_path / "home").mkdir(exist_ok=True)
         done = subprocess.run(command, cwd=repo, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
                               timeout=120)
-        assert done.returncode == 0, f"codex exec failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
+        assert done.returncode == 0, \
+            f"codex exec failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
         return done
 
     run.repo = repo  # type: ignore[attr-defined]
