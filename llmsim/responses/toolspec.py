@@ -43,8 +43,8 @@ def check(request: CreateRequest) -> None:
 def offered(tools: list[dict[str, Any]], items: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """Every tool the model may call: the request's `tools`, then those of `additional_tools` input items (how
     Codex declares its tools), each `namespace` opened into its members (which keep the namespace's name)."""
-    found = [tool for item in items if item.get("type") == "additional_tools" for tool in item.get("tools") or []
-             if isinstance(tool, dict)]
+    found = [tool for item in items if item.get("type") == "additional_tools" and isinstance(item.get("tools"), list)
+             for tool in item["tools"] if isinstance(tool, dict)]
     return list(_opened([*tools, *found], None)) if found or any(t.get("type") == "namespace" for t in tools) \
         else tools
 
