@@ -111,7 +111,7 @@ class Pipeline:
         else:  # a warm-up makes no output: it takes no scenario turn (Codex warms up every WebSocket turn)
             admission = admitted or self.gate.check_limits_and_faults("responses", prompt, asked, request.stream,
                                                                       whole)
-        response = new_response(request, profile, ids.new("resp"), prompt.tools, effort, summary)
+        response = new_response(request, profile, ids.new("resp"), translate.echo_tools(request), effort, summary)
         builder = EventBuilder(
             response,
             encrypted_reasoning="reasoning.encrypted_content" in request.include,

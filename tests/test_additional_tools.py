@@ -46,6 +46,7 @@ def test_tool_choice_required_calls_an_additional_tool(server: ServerProcess) ->
     calls = [item for item in answer.json()["output"] if item["type"].endswith("call")]
     assert calls and calls[0]["name"] in ("exec", "wait", "ticket")
     assert "x-llmsim-warnings" not in answer.headers  # every part of it is known
+    assert answer.json()["tools"] == []  # the response echoes the request's `tools`, as sent
 
 
 def test_tool_choice_names_an_additional_custom_tool(server: ServerProcess) -> None:
