@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import httpx
 import openai
 import pytest
 
+from llmsim.responses import compat
 from llmsim.testing import ServerProcess
 
 
@@ -297,3 +299,11 @@ def test_bad_requests_never_lose_stored_data(client: openai.OpenAI, server: Serv
     again = client.responses.retrieve(kept.id)
     assert again.output_text == kept.output_text
     assert [i.content[0].text for i in client.responses.input_items.list(kept.id)] == ["keep me"]
+
+
+def test_the_refused_names_are_documented() -> None:
+    """docs/compatibility.md lists every name of the one list (llmsim/responses/compat.py's REFUSED)."""
+    page = (Path(__file__).resolve().parent.parent / "docs" / "compatibility.md").read_text()
+    missing = [f"{endpoint}: {name}" for endpoint, names in compat.REFUSED.items() for name in names
+               if f"`{name}`" not in page]
+    assert missing == []
