@@ -296,8 +296,8 @@ class Pipeline:
                            param="previous_response_id", code="previous_response_not_found")
         return previous.context()
 
-    def count_input_tokens(self, body: Any, owner: str = "") -> int:
-        request = schema.parse(schema.InputTokensRequest, body)
+    def count_input_tokens(self, body: Any, owner: str = "", lenient: list[str] | None = None) -> int:
+        request = schema.parse(schema.InputTokensRequest, body, lenient)
         profile = self.catalog.resolve(request.model or "default")
         history = self.history(request.previous_response_id, request.conversation_id, owner=owner)
         items = history + translate.normalize_items(request.input, history, self.item_finder(owner))

@@ -307,3 +307,13 @@ def test_the_refused_names_are_documented() -> None:
     missing = [f"{endpoint}: {name}" for endpoint, names in compat.REFUSED.items() for name in names
                if f"`{name}`" not in page]
     assert missing == []
+
+
+@pytest.mark.parametrize("path", ["/responses/input_tokens", "/responses/compact"])
+def test_the_other_responses_endpoints_are_forward_compatible_too(server: ServerProcess, path: str) -> None:
+    body = {"model": "gpt-5", "input": "hi", "client_metadata": {"session_id": "s"}, "future_param": 1}
+    answer = httpx.post(f"{server.base_url}{path}", json=body)
+    assert answer.status_code == 200, answer.text
+    assert answer.headers["x-llmsim-warnings"] == "unknown parameter 'future_param'"
+    assert_envelope(httpx.post(f"{server.base_url}{path}", json=body, headers=STRICT), 400, "unknown_parameter",
+                    "future_param")

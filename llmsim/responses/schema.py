@@ -547,6 +547,7 @@ class InputTokensRequest(_Request):
     text: TextConfig = Field(default_factory=TextConfig)
     truncation: Literal["auto", "disabled"] | None = None
     personality: str | None = None
+    client_metadata: dict[str, str] | None = None  # Codex's, as on a create request
 
     _string_input = field_validator("input", mode="before")(lambda value: as_items(value))
 
