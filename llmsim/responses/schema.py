@@ -661,6 +661,7 @@ def _error(err: ErrorDetails) -> APIError:
 
 
 M = TypeVar("M", bound=BaseModel)
+_LOST = frozenset({"missing", "invalid_item", "union_tag_invalid", "union_tag_not_found"})  # a field gone missing
 
 
 def parse(model: type[M], body: Any, lenient: list[str] | None = None, endpoint: str = "responses") -> M:
@@ -680,23 +681,26 @@ def parse(model: type[M], body: Any, lenient: list[str] | None = None, endpoint:
             return model.model_validate(body)
         except ValidationError as exc:
             errors = exc.errors()
-            lost = next((was for e in errors for at, was in forgiven.items() if at[:len(e["loc"])] == e["loc"]), None)
+            lost = next((was for e in errors if e["type"] in _LOST for at, was in forgiven.items()
+                         if at[:len(e["loc"])] == e["loc"]), None)
             if lost is not None:  # a required field's unknown value (a role): its own error, not its absence's
                 raise _error(lost) from None
             if lenient is None:
                 _raise(errors)
             if not copied:
                 body, copied = copy.deepcopy(body), True  # the request as sent stays as sent (the transcript)
-            for error in errors:  # the first that may be forgiven; whatever else is wrong is found again after
+            # Every unknown name at once (dropping a key moves no other), else the first unknown value (dropping a
+            # list's entry moves the next ones); whatever else is wrong is found again on the next round.
+            found = [w for e in errors if e["type"] == "extra_forbidden" and (w := compat.forgive(body, e, refused))]
+            for error in [] if found else errors:
                 warning = compat.forgive(body, error, refused)
                 if warning is not None:
+                    found, forgiven[error["loc"]] = [warning], error
                     break
-            else:
+            if not found:
                 _raise(errors)
-            if error["type"] != "extra_forbidden":
-                forgiven[error["loc"]] = error
-            if warning not in lenient and len(lenient) < compat.MAX_WARNINGS:
-                lenient.append(warning)
+            lenient.extend(w for w in dict.fromkeys(found) if w not in lenient)
+            del lenient[compat.MAX_WARNINGS:]
     return model.model_validate(body)
 
 
