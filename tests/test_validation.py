@@ -317,3 +317,9 @@ def test_the_other_responses_endpoints_are_forward_compatible_too(server: Server
     assert answer.headers["x-llmsim-warnings"] == "unknown parameter 'future_param'"
     assert_envelope(httpx.post(f"{server.base_url}{path}", json=body, headers=STRICT), 400, "unknown_parameter",
                     "future_param")
+
+
+def test_forgiving_is_bounded(server: ServerProcess) -> None:
+    """More unknown values than are ever dropped from one body: the live 400, never a 500."""
+    body = {"model": "gpt-4o", "input": "hi", "include": ["zz"] * 100, **{f"k{i}": i for i in range(100)}}
+    assert_envelope(httpx.post(f"{server.base_url}/responses", json=body), 400, "invalid_value", "include[0]")

@@ -701,7 +701,10 @@ def parse(model: type[M], body: Any, lenient: list[str] | None = None, endpoint:
                 _raise(errors)
             lenient.extend(w for w in dict.fromkeys(found) if w not in lenient)
             del lenient[compat.MAX_WARNINGS:]
-    return model.model_validate(body)
+    try:  # past MAX_FORGIVEN rounds the body is refused as it now stands
+        return model.model_validate(body)
+    except ValidationError as exc:
+        _raise(exc.errors())
 
 
 def _raise(errors: list[ErrorDetails]) -> NoReturn:
