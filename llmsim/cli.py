@@ -135,6 +135,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--strict-models", action="store_true", default=_flag(_env("strict_models", False)),
                        help="unknown model names get the real API's model_not_found error instead of the default "
                             "profile (LLMSIM_STRICT_MODELS)")
+    serve.add_argument("--strict-params", action="store_true", default=_flag(_env("strict_params", False)),
+                       help="unknown parameters, fields and enum values get the real API's 400 instead of being "
+                            "dropped and reported in x-llmsim-warnings (LLMSIM_STRICT_PARAMS); per request: "
+                            "X-LLMSim-Strict-Params header")
     serve.add_argument("--store", default=_env("store", d.store),
                        help="where responses and conversations live: memory, or sqlite:///path.db (relative) / "
                             "sqlite:////abs/path.db, which survives restarts and is shared by workers, or "
@@ -272,6 +276,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         seed=None if args.seed is None else int(args.seed),
         speed=float(args.speed),
         strict_models=bool(args.strict_models),
+        strict_params=bool(args.strict_params),
         store=str(args.store),
         store_max_entries=int(args.store_max_entries),
         store_ttl_seconds=float(args.store_ttl),

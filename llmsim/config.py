@@ -31,6 +31,7 @@ class Settings:
     seed: int | None = None
     speed: float = 1.0
     strict_models: bool = False
+    strict_params: bool = False  # unknown parameters, fields and enum values: the live API's 400, not a warning
     store: str = "memory"  # or sqlite:///path.db
     store_max_entries: int = 1024
     store_ttl_seconds: float = 3600.0

@@ -90,7 +90,7 @@ class Pipeline:
         a stream with a fault, in the background or not streamed has each delta as an event instead.
         `admitted`: its limits and faults already checked (see `relay`)."""
         body, owner, seed, speed = asked.body, asked.owner, asked.seed, asked.speed
-        request = schema.parse(schema.CreateRequest, body)
+        request = schema.parse(schema.CreateRequest, body, asked.lenient)
         schema.check_metadata(request.metadata)
         toolspec.check(request)
         if request.background and not request.store:
@@ -106,8 +106,12 @@ class Pipeline:
         if asked.text_mode:
             prompt = replace(prompt, text_mode=asked.text_mode)
         whole = not request.stream and not request.background and not self.pacer.paces(prompt, speed)
-        prompt, admission = self.direct_and_admit("responses", prompt, asked, request.stream, whole, admitted)
-        response = new_response(request, profile, ids.new("resp"), prompt.tools, effort, summary)
+        if generate:
+            prompt, admission = self.direct_and_admit("responses", prompt, asked, request.stream, whole, admitted)
+        else:  # a warm-up makes no output: it takes no scenario turn (Codex warms up every WebSocket turn)
+            admission = admitted or self.gate.check_limits_and_faults("responses", prompt, asked, request.stream,
+                                                                      whole)
+        response = new_response(request, profile, ids.new("resp"), translate.echo_tools(request), effort, summary)
         builder = EventBuilder(
             response,
             encrypted_reasoning="reasoning.encrypted_content" in request.include,
@@ -288,12 +292,12 @@ class Pipeline:
         previous = recent if recent is not None and recent.id == previous_response_id else \
             self.stored(previous_response_id, owner)
         if previous is None:
-            raise APIError(f"Previous response with id '{previous_response_id}' not found.", status=404,
+            raise APIError(f"Previous response with id '{previous_response_id}' not found.",  # a 400 live
                            param="previous_response_id", code="previous_response_not_found")
         return previous.context()
 
-    def count_input_tokens(self, body: Any, owner: str = "") -> int:
-        request = schema.parse(schema.InputTokensRequest, body)
+    def count_input_tokens(self, body: Any, owner: str = "", lenient: list[str] | None = None) -> int:
+        request = schema.parse(schema.InputTokensRequest, body, lenient)
         profile = self.catalog.resolve(request.model or "default")
         history = self.history(request.previous_response_id, request.conversation_id, owner=owner)
         items = history + translate.normalize_items(request.input, history, self.item_finder(owner))
@@ -328,7 +332,8 @@ class Pipeline:
         return Run(builder, events, stream, record, admission=admission)
 
     def _add_turn(self, items: list[dict[str, Any]], response: dict[str, Any]) -> None:
-        """A completed response in a conversation adds its input and output items to it."""
+        """A completed (or incomplete: cut at max_output_tokens) response in a conversation adds its input and
+        output items to it, as the live API does."""
         conversation = response.get("conversation")
-        if conversation and response["status"] == "completed":
+        if conversation and response["status"] in ("completed", "incomplete"):
             self.conversations.add_items(conversation["id"], [*items, *response["output"]])

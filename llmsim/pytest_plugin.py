@@ -112,6 +112,13 @@ class LLMSim:
         """The chaos layer's log: each generating request with the fault applied to it."""
         return self._call("GET", "/requests")["data"]
 
+    @property
+    def warnings(self) -> list[str]:
+        """What the server accepted without knowing it (unknown parameters, fields, enum values: the
+        x-llmsim-warnings header of each answer) since the test began; `pytest --llmsim-fail-on-warnings` fails
+        a test that leaves any."""
+        return [warning for entry in self.fault_log for warning in entry.get("warnings", [])]
+
     def reset(self) -> None:
         """No scenario, no faults, empty transcript and logs."""
         self.clear_scenario()
@@ -155,6 +162,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="the upstream base URL to record from (default: %(default)s)")
     group.addoption("--llmsim-upstream-key-env", default="OPENAI_API_KEY",
                     help="the environment variable holding the upstream's key (default: %(default)s)")
+    group.addoption("--llmsim-fail-on-warnings", action="store_true",
+                    help="fail a test whose requests the server accepted with warnings (llmsim.warnings)")
     group.addoption("--llmsim-cassettes", default=None, metavar="DIR",
                     help="where cassettes live (default: a cassettes/ folder beside each test file)")
 
@@ -217,13 +226,17 @@ def llmsim_server(llmsim_flags: tuple[str, ...]) -> Iterator[ServerProcess]:
 
 
 @pytest.fixture
-def llmsim(llmsim_server: ServerProcess, llmsim_flags: tuple[str, ...]) -> Iterator[LLMSim]:
+def llmsim(llmsim_server: ServerProcess, llmsim_flags: tuple[str, ...], request: pytest.FixtureRequest
+           ) -> Iterator[LLMSim]:
     flags = dict(zip(llmsim_flags, llmsim_flags[1:], strict=False))
     api_key = flags.get("--api-key", "").split(",")[0] or None  # guards the admin API when no admin key is set
     handle = LLMSim(llmsim_server, flags.get("--admin-key", api_key))
     handle.reset()
     try:
         yield handle
+        warned = handle.warnings if request.config.getoption("--llmsim-fail-on-warnings") else []
+        if warned:
+            pytest.fail("LLMSim accepted with warnings: " + "; ".join(warned), pytrace=False)
     finally:
         handle.reset()
         handle.close()

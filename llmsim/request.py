@@ -29,7 +29,9 @@ class ApiRequest:
     `api_key`: the bearer token as sent, for rate-limit buckets and the request log. `seed`, `speed`,
     `text_mode`: the X-LLMSim-* overrides of the server's (None: the server's). `fault`: the X-LLMSim-Fault
     header as sent, checked by admission (llmsim/chaos/admission.py). `raw`: the body's bytes, where a proxy
-    may forward them as they are (the lean path)."""
+    may forward them as they are (the lean path). `strict_params`: unknown names and values get the live API's
+    400 (--strict-params, X-LLMSim-Strict-Params); else they are dropped and reported in `warnings`, each
+    request's own (llmsim/responses/compat.py)."""
 
     body: Any
     owner: str = ""
@@ -39,6 +41,13 @@ class ApiRequest:
     text_mode: str | None = None
     fault: str | None = None
     raw: bytes | None = None
+    strict_params: bool = False
+    warnings: list[str] = field(default_factory=list, init=False, compare=False)
+
+    @property
+    def lenient(self) -> list[str] | None:
+        """Where the parser reports what it forgave; None when strict."""
+        return None if self.strict_params else self.warnings
 
 
 @dataclass

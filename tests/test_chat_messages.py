@@ -45,6 +45,6 @@ def test_assistant_message_with_provider_fields(client: openai.OpenAI) -> None:
 ])
 def test_parts_and_tool_calls_stay_strict(server: ServerProcess, message: dict[str, Any], param: str) -> None:
     answer = httpx.post(f"{server.base_url}/chat/completions", json={"model": "gpt-4o", "messages": [message]},
-                        timeout=30)
+                        timeout=30, headers={"X-LLMSim-Strict-Params": "true"})  # else accepted, with a warning
     assert answer.status_code == 400
     assert answer.json()["error"]["code"] == "unknown_parameter" and answer.json()["error"]["param"] == param

@@ -39,7 +39,7 @@ def test_compact_input_items(client: openai.OpenAI) -> None:
 
 
 def test_compact_errors(client: openai.OpenAI) -> None:
-    with pytest.raises(openai.NotFoundError) as caught:
+    with pytest.raises(openai.BadRequestError) as caught:  # a 400 on the live API
         client.responses.compact(model="gpt-4o", previous_response_id="resp_missing")
     assert caught.value.code == "previous_response_not_found"
     with pytest.raises(openai.BadRequestError) as missing:

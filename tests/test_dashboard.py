@@ -53,7 +53,7 @@ def test_dashboard_shows_live_traffic_and_controls_faults(
     client = sdk_client(server)
     first_id = stream(client, "gpt-4o-mini")
     stream(client, "gpt-4o-mini")
-    client.responses.create(model="gpt-4o", input="Hi")
+    client.responses.create(model="gpt-4o", input="Hi", extra_body={"future_param": 1})  # accepted, with a warning
     with pytest.raises(openai.InternalServerError):
         client.responses.create(model="gpt-4.1-nano", input="Hi")
     httpx.put(f"{server.url}/llmsim/admin/scenarios", json=SCENARIO).raise_for_status()
@@ -64,6 +64,8 @@ def test_dashboard_shows_live_traffic_and_controls_faults(
     expect(rows.first).to_contain_text("gpt-4.1-nano")  # newest first
     expect(rows.first).to_contain_text("server_error")
     expect(rows.first).to_contain_text("500")
+    expect(rows.nth(1).locator(".warnings")).to_have_text("1 warning")
+    expect(rows.nth(1).locator(".warnings")).to_have_attribute("title", "unknown parameter 'future_param'")
     expect(page.locator("#k-faults")).to_have_text("1")
     expect(page.locator("#k-rps-sub")).to_have_text("3 finished")
     expect(page.locator("#legend")).to_contain_text("gpt-4o-mini")

@@ -81,3 +81,22 @@ def test_the_handle(llmsim: LLMSim, tmp_path: Path) -> None:
     llmsim.clear_faults()
     retrying = llmsim.openai_client(max_retries=3)
     assert retrying.max_retries == 3 and retrying.responses.create(model="gpt-4o", input="hi").output_text
+
+
+WARNED = '''
+def test_warned(llmsim):
+    llmsim.client.responses.create(model="gpt-4o", input="hi", extra_body={"future_param": 1})
+    assert llmsim.warnings == ["unknown parameter 'future_param'"]
+
+
+def test_clean(llmsim):
+    llmsim.client.responses.create(model="gpt-4o", input="hi")
+    assert llmsim.warnings == []
+'''
+
+
+def test_warnings_and_the_option_that_fails_on_them(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_warned=WARNED)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--llmsim-fail-on-warnings")
+    result.assert_outcomes(passed=2, errors=1)  # test_warned passes, then its teardown fails it
+    result.stdout.fnmatch_lines(["*LLMSim accepted with warnings: unknown parameter 'future_param'*"])

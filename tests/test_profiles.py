@@ -197,3 +197,17 @@ def test_a_users_profile_replaces_a_shipped_model_of_the_same_id(tmp_path: Path)
     assert [p.id for p in catalog.listed()].count("gpt-4o") == 1
     assert catalog.get("gpt-4o").pricing.input == 1
     assert catalog.get("chatgpt-4o-latest") is None  # the shipped entry's aliases went with it
+
+
+def test_a_users_families_place_names_first_and_bad_ones_are_named(tmp_path: Path) -> None:
+    """profiles/families.yaml places unknown names by family; a profiles directory of one's own may add families,
+    tried before the shipped ones, and a family whose regular expression is broken stops start-up, named."""
+    write_profile(tmp_path, "families:\n  - match: 'gpt-6-house'\n    like: gpt-4o\n    reasons: false\n"
+                            "    known: [gpt-6-house]\n")
+    catalog = load_catalog([DEFAULT_PROFILES_DIR, tmp_path], strict=True)
+    assert catalog.resolve("gpt-6-house").reasoning is None  # the user's family wins over gpt-6*
+    assert catalog.resolve("gpt-6-sol").reasoning is not None
+    assert catalog.resolve("gpt-6-house").pricing == catalog.resolve("gpt-4o").pricing
+    write_profile(tmp_path, "families:\n  - match: 'gpt-(6'\n    like: gpt-4o\n", name="broken.yaml")
+    with pytest.raises(ProfileError, match=r"broken\.yaml.*families\.0\.match"):
+        load_catalog([tmp_path])

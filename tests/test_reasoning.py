@@ -93,7 +93,15 @@ def test_effort_gating(client: openai.OpenAI, model: str, reasoning: dict, param
 def test_sampling_parameters_on_reasoning_models(client: openai.OpenAI) -> None:
     with pytest.raises(openai.BadRequestError) as error:
         client.responses.create(model="o3", input="hi", temperature=0.2)
-    assert error.value.body["message"] == "Unsupported parameter: 'temperature' is not supported with this model."
+    assert error.value.body["message"] == ("Unsupported value: 'temperature' does not support 0.2 with this model. "
+                                           "Only the default (1) value is supported.")
+    for model in ("o3", "gpt-5"):  # the default value is accepted, on both APIs (issue 32, finding 4)
+        assert client.responses.create(model=model, input="hi", temperature=1, top_p=1).status == "completed"
+        assert client.chat.completions.create(model=model, messages=[{"role": "user", "content": "hi"}],
+                                              temperature=1, top_p=1.0).choices[0].message.content
+    with pytest.raises(openai.BadRequestError) as chat_error:
+        client.chat.completions.create(model="gpt-5", messages=[{"role": "user", "content": "hi"}], temperature=0.5)
+    assert chat_error.value.body["code"] == "unsupported_value" and chat_error.value.body["param"] == "temperature"
     with pytest.raises(openai.BadRequestError):
         client.responses.create(model="gpt-5.2", input="hi", top_p=0.5, reasoning={"effort": "high"})
     allowed = client.responses.create(model="gpt-5.2", input="hi", temperature=0.2, reasoning={"effort": "none"})

@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
@@ -114,8 +114,10 @@ def mutated(draw: st.DrawFn, model: type[BaseModel]) -> dict[str, Any]:
     return body
 
 
-def check(http: httpx.Client, endpoint: str, body: dict[str, Any]) -> None:
-    response = http.post(endpoint, content=json.dumps(body))
+def check(http: httpx.Client, endpoint: str, body: dict[str, Any], strict: bool = False) -> None:
+    """`strict`: unknown names and values refused (X-LLMSim-Strict-Params), not dropped with a warning."""
+    response = http.post(endpoint, content=json.dumps(body), headers={"X-LLMSim-Strict-Params": "true"} if strict
+                         else {})
     assert response.status_code < 500, f"{endpoint} {response.status_code}: {response.text[:2000]}\n{body}"
     if response.headers.get("content-type", "").startswith("text/event-stream"):
         assert "server_error" not in response.text, f"{endpoint} stream:\n{response.text[-2000:]}\n{body}"
@@ -140,8 +142,15 @@ FUZZ = settings(max_examples=int(os.environ.get("LLMSIM_FUZZ_EXAMPLES", "50")), 
 
 @FUZZ
 @given(body=mutated(CreateRequest))
+@example(body={"model": "gpt-4o", "input": [{"type": "web_search_call", "id": [1]}]})  # was a 500 (issue 32)
+@example(body={"model": "gpt-4o", "input": [{"type": "web_search_call", "id": {"a": 1}}]})
+@example(body={"model": "gpt-4o", "input": [{"type": "additional_tools", "tools": 5}], "tool_choice": "required"})
+@example(body={"model": "gpt-4o", "tool_choice": "required", "input": [{"type": "additional_tools", "tools": [
+    {"type": "namespace", "name": "n", "tools": [7, {"type": 3}, {"type": "function", "name": "f"}]}, "x"]}]})
+@example(body={"model": "gpt-4o", "input": "hi", "include": [{}], "unknown": {"deep": [1]}, "text": {"zz": 1}})
 def test_responses_bodies_never_get_a_5xx(http: httpx.Client, body: dict[str, Any]) -> None:
     check(http, "/responses", body)
+    check(http, "/responses", body, strict=True)
 
 
 @FUZZ
@@ -154,3 +163,4 @@ def test_input_tokens_bodies_never_get_a_5xx(http: httpx.Client, body: dict[str,
 @given(body=mutated(ChatRequest))
 def test_chat_bodies_never_get_a_5xx(http: httpx.Client, body: dict[str, Any]) -> None:
     check(http, "/chat/completions", body)
+    check(http, "/chat/completions", body, strict=True)

@@ -190,7 +190,7 @@ def test_store_false_is_not_retrievable_nor_chainable(client: openai.OpenAI) -> 
     assert response.store is False
     with pytest.raises(openai.NotFoundError):
         client.responses.retrieve(response.id)
-    with pytest.raises(openai.NotFoundError) as error:
+    with pytest.raises(openai.BadRequestError) as error:  # the live API's status for an unknown previous response
         client.responses.create(model="gpt-4o", input="next", previous_response_id=response.id)
     assert error.value.body["code"] == "previous_response_not_found"
     assert error.value.body["param"] == "previous_response_id"

@@ -75,16 +75,17 @@ def test_stored_objects_are_scoped_to_the_api_key_that_made_them(
         lambda: b.conversations.delete(conversation.id),
         lambda: b.responses.create(model="gpt-4o", input="more", conversation=conversation.id),
     ]
-    for call in denied:
-        with pytest.raises(openai.NotFoundError):
+    for call in denied:  # as missing as on the live API (an unknown previous response is its 400 there)
+        with pytest.raises((openai.NotFoundError, openai.BadRequestError)) as caught:
             call()
+        assert caught.value.code in ("previous_response_not_found", None) or "not found" in caught.value.message
 
     with connect(f"ws://127.0.0.1:{server.port}/v1/responses",
                  additional_headers={"Authorization": "Bearer sk-b"}) as ws:  # WebSocket mode chains the same way
         ws.send(json.dumps({"type": "response.create", "model": "gpt-4o", "input": "more",
                             "previous_response_id": response.id}))
         event = json.loads(ws.recv(timeout=10))
-        assert (event["type"], event["status"], event["error"]["code"]) == ("error", 404, "previous_response_not_found")
+        assert (event["type"], event["status"], event["error"]["code"]) == ("error", 400, "previous_response_not_found")
 
     # nothing of the other key's changed, and the owner still sees and chains from everything
     assert a.responses.retrieve(response.id).output_text == response.output_text

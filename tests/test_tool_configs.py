@@ -47,7 +47,8 @@ BAD = [
 def test_invalid_tool_configs_are_400s(server: ServerProcess, extra: dict[str, Any], param: str, code: str,
                                        stream: bool) -> None:
     body = {"model": "gpt-4o", "input": "Use the tool.", "tool_choice": "required", **extra, "stream": stream}
-    answer = httpx.post(f"{server.base_url}/responses", json=body, timeout=30)
+    answer = httpx.post(f"{server.base_url}/responses", json=body, timeout=30,
+                        headers={"X-LLMSim-Strict-Params": "true"})  # unknown names and values: refused
     assert answer.status_code == 400, answer.text
     assert answer.json()["error"]["param"] == param and answer.json()["error"]["code"] == code
 

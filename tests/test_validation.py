@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import httpx
 import openai
 import pytest
 
+from llmsim.responses import compat
 from llmsim.testing import ServerProcess
 
 
@@ -69,23 +71,155 @@ BAD_BODIES = [
 ]
 
 
+STRICT = {"X-LLMSim-Strict-Params": "true"}  # the live API's 400 for unknown names and values too
+
+
 @pytest.mark.parametrize(("body", "code", "param"), BAD_BODIES, ids=[str(i) for i in range(len(BAD_BODIES))])
 def test_bad_request_bodies(server: ServerProcess, body: dict, code: str | None, param: str | None) -> None:
     status = 404 if param == "input" and code is None else 400
-    assert_envelope(httpx.post(f"{server.base_url}/responses", json=body), status, code, param)
+    assert_envelope(httpx.post(f"{server.base_url}/responses", json=body, headers=STRICT), status, code, param)
 
 
 def test_the_sdk_surfaces_validation_errors(client: openai.OpenAI) -> None:
     with pytest.raises(openai.BadRequestError) as error:
-        client.responses.create(model="gpt-4o", input="hi", extra_body={"bogus": True})
+        client.responses.create(model="gpt-4o", input="hi", extra_body={"bogus": True}, extra_headers=STRICT)
     assert error.value.body == {"message": "Unknown parameter: 'bogus'.", "type": "invalid_request_error",
                                 "param": "bogus", "code": "unknown_parameter"}
 
 
+# --- forward compatibility (llmsim/responses/compat.py) ------------------------------------------------
+
+FORWARD = {
+    "model": "gpt-4o", "service_tier": "hyperspeed", "brand_new_param": {"x": 1},
+    "input": [{"role": "user", "content": [{"type": "input_text", "text": "hi", "fresh_field": 1}], "badge": "x"}],
+    "text": {"verbosity": "loud"}, "include": ["message.output_text.logprobs", "everything"],
+}
+
+
+def test_unknown_names_and_values_are_accepted_and_reported(server: ServerProcess) -> None:
+    response = httpx.post(f"{server.base_url}/responses", json=FORWARD)
+    assert response.status_code == 200, response.text
+    warnings = response.headers["x-llmsim-warnings"].split("; ")
+    assert sorted(warnings) == sorted([
+        "unknown value 'hyperspeed' of 'service_tier'", "unknown parameter 'brand_new_param'",
+        "unknown parameter 'input[0].content[0].fresh_field'", "unknown parameter 'input[0].badge'",
+        "unknown value 'loud' of 'text.verbosity'", "unknown value 'everything' of 'include[1]'"])
+    body = response.json()
+    assert body["service_tier"] == "default" and body["text"]["verbosity"] == "medium"  # the defaults apply
+    logged = httpx.get(f"{server.url}/llmsim/admin/requests").json()["data"]
+    assert any(sorted(entry.get("warnings", [])) == sorted(warnings) for entry in logged)
+    chat = httpx.post(f"{server.base_url}/chat/completions", json={
+        "model": "gpt-4o", "messages": [{"role": "user", "content": "hi", "mood": "x"}], "service_tier": "warp"})
+    assert chat.status_code == 200 and chat.headers["x-llmsim-warnings"] == (
+        "unknown parameter 'messages[0].mood'; unknown value 'warp' of 'service_tier'")
+    plain = httpx.post(f"{server.base_url}/responses", json={"model": "gpt-4o", "input": "hi"})
+    assert "x-llmsim-warnings" not in plain.headers
+
+
+def test_strict_params_give_the_live_400(server: ServerProcess) -> None:
+    response = httpx.post(f"{server.base_url}/responses", json=FORWARD, headers=STRICT)
+    assert assert_envelope(response, 400)["code"] in ("invalid_value", "unknown_parameter")
+    unknown = httpx.post(f"{server.base_url}/responses", json={"model": "gpt-4o", "input": "hi", "nope": 1},
+                         headers=STRICT)
+    assert_envelope(unknown, 400, "unknown_parameter", "nope")
+
+
+@pytest.mark.parametrize(("path", "body", "param"), [
+    ("/responses", {"model": "gpt-4o", "input": "hi", "max_tokens": 5}, "max_tokens"),
+    ("/responses", {"model": "gpt-4o", "input": "hi", "messages": []}, "messages"),
+    ("/responses", {"model": "gpt-4o", "input": "hi", "response_format": {"type": "json_object"}}, "response_format"),
+    ("/chat/completions", {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}], "input": "hi"},
+     "input"),
+    ("/chat/completions", {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}],
+                           "max_output_tokens": 9}, "max_output_tokens"),
+])
+def test_names_wrong_on_an_endpoint_are_refused_always(server: ServerProcess, path: str, body: dict,
+                                                        param: str) -> None:
+    assert_envelope(httpx.post(f"{server.base_url}{path}", json=body), 400, "unknown_parameter", param)
+
+
+def test_a_required_fields_unknown_value_is_its_own_error(server: ServerProcess) -> None:
+    response = httpx.post(f"{server.base_url}/responses", json={"model": "gpt-4o", "input": [
+        {"role": "wizard", "content": "x"}]})
+    assert_envelope(response, 400, "invalid_value", "input[0].role")
+
+
+def test_strict_params_flag_and_its_header(start_server: Callable[..., ServerProcess]) -> None:
+    strict = start_server("--strict-params", "--strict-models")
+    body = {"model": "gpt-4o", "input": "hi", "client_future": True}
+    assert_envelope(httpx.post(f"{strict.base_url}/responses", json=body), 400, "unknown_parameter")
+    lenient = httpx.post(f"{strict.base_url}/responses", json=body, headers={"X-LLMSim-Strict-Params": "false"})
+    assert lenient.status_code == 200 and lenient.headers["x-llmsim-warnings"] == "unknown parameter 'client_future'"
+    assert_envelope(httpx.post(f"{strict.base_url}/responses", json=body, headers={"X-LLMSim-Strict-Params": "maybe"}),
+                    400, "invalid_value")
+    # --strict-models: the live API's model_not_found; Chat Completions answers it with a 404 (finding 6)
+    chat = httpx.post(f"{strict.base_url}/chat/completions", json={
+        "model": "gpt-nope", "messages": [{"role": "user", "content": "hi"}]})
+    assert_envelope(chat, 404, "model_not_found")
+    assert_envelope(httpx.post(f"{strict.base_url}/responses", json={"model": "gpt-nope", "input": "hi"}), 400,
+                    "model_not_found", "model")
+    for known in ("gpt-6.2-sol", "gpt-5.5-pro", "o3-deep-research"):  # the live API's names, placed by family
+        assert httpx.post(f"{strict.base_url}/responses", json={"model": known, "input": "hi"}).status_code == 200
+
+
+# --- the live API's conformance (issue 32, finding 6) ---------------------------------------------------
+
 def test_unknown_previous_response(client: openai.OpenAI) -> None:
-    with pytest.raises(openai.NotFoundError) as error:
+    with pytest.raises(openai.BadRequestError) as error:  # 400 on the live API, not 404
         client.responses.create(model="gpt-4o", input="hi", previous_response_id="resp_doesnotexist")
     assert error.value.body["message"] == "Previous response with id 'resp_doesnotexist' not found."
+    assert error.value.body["code"] == "previous_response_not_found"
+
+
+@pytest.mark.parametrize("item_id", [[1], {"a": 1}])
+def test_a_built_in_items_id_of_the_wrong_type_is_a_400(server: ServerProcess, item_id: object) -> None:
+    body = {"model": "gpt-4o", "input": [{"type": "web_search_call", "id": item_id}]}
+    assert_envelope(httpx.post(f"{server.base_url}/responses", json=body), 400, "invalid_type", "input[0].id")
+
+
+CHAT = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
+ACCEPTED = [  # false 400s before: each is a shape of the SDK's own types (3.57)
+    ("/chat/completions", {**CHAT, "messages": [{"role": "user", "content": [
+        {"type": "text", "text": "hi", "prompt_cache_breakpoint": {"mode": "explicit"}}]}]}),
+    ("/chat/completions", {**CHAT, "tools": [{"type": "custom", "custom": {"name": "sql", "format": {
+        "type": "grammar", "grammar": {"definition": "start: /SELECT .*/", "syntax": "lark"}}}}]}),
+    ("/chat/completions", {**CHAT, "messages": [{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": "https://example.com/a.png", "detail": "original"}}]}]}),
+    ("/responses", {"model": "gpt-4o", "input": "hi", "text": {"verbosity": None}}),
+    ("/responses", {"model": "gpt-4o", "input": [
+        {"type": "function_call", "call_id": "c1", "name": "shot", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": [
+            {"type": "input_image", "image_url": "https://example.com/a.png", "detail": None}]}]}),
+    ("/responses", {"model": "gpt-5.5", "input": "hi", "reasoning": {"effort": "max"}}),
+    ("/responses", {"model": "gpt-4o", "input": "hi", "service_tier": "fast"}),
+    ("/responses", {"model": "gpt-4o", "input": "hi", "service_tier": "ultrafast"}),
+    ("/responses", {"model": "gpt-5", "input": "hi", "client_metadata": {"session_id": "s", "turn_id": "t"}}),
+]
+
+
+@pytest.mark.parametrize(("path", "body"), ACCEPTED, ids=[str(i) for i in range(len(ACCEPTED))])
+def test_the_sdks_shapes_are_accepted_strictly(server: ServerProcess, path: str, body: dict) -> None:
+    response = httpx.post(f"{server.base_url}{path}", json=body, headers=STRICT)
+    assert response.status_code == 200, response.text
+    assert "x-llmsim-warnings" not in response.headers
+
+
+def test_chat_empty_tool_calls_is_a_400(server: ServerProcess) -> None:
+    body = {**CHAT, "messages": [{"role": "user", "content": "hi"},
+                                 {"role": "assistant", "content": "ok", "tool_calls": []},
+                                 {"role": "user", "content": "again"}]}
+    assert_envelope(httpx.post(f"{server.base_url}/chat/completions", json=body), 400, "empty_array",
+                    "messages[1].tool_calls")
+
+
+def test_an_incomplete_response_joins_its_conversation(client: openai.OpenAI) -> None:
+    conversation = client.conversations.create()
+    response = client.responses.create(model="gpt-4o", input="Tell me a long story.", max_output_tokens=16,
+                                       conversation=conversation.id)
+    assert response.status == "incomplete"
+    items = client.conversations.items.list(conversation.id, order="asc").data
+    assert [item.type for item in items] == ["message", "message"]
+    assert items[1].id == response.output[0].id
 
 
 def test_item_reference_resolves_from_history(client: openai.OpenAI) -> None:
@@ -165,3 +299,27 @@ def test_bad_requests_never_lose_stored_data(client: openai.OpenAI, server: Serv
     again = client.responses.retrieve(kept.id)
     assert again.output_text == kept.output_text
     assert [i.content[0].text for i in client.responses.input_items.list(kept.id)] == ["keep me"]
+
+
+def test_the_refused_names_are_documented() -> None:
+    """docs/compatibility.md lists every name of the one list (llmsim/responses/compat.py's REFUSED)."""
+    page = (Path(__file__).resolve().parent.parent / "docs" / "compatibility.md").read_text()
+    missing = [f"{endpoint}: {name}" for endpoint, names in compat.REFUSED.items() for name in names
+               if f"`{name}`" not in page]
+    assert missing == []
+
+
+@pytest.mark.parametrize("path", ["/responses/input_tokens", "/responses/compact"])
+def test_the_other_responses_endpoints_are_forward_compatible_too(server: ServerProcess, path: str) -> None:
+    body = {"model": "gpt-5", "input": "hi", "client_metadata": {"session_id": "s"}, "future_param": 1}
+    answer = httpx.post(f"{server.base_url}{path}", json=body)
+    assert answer.status_code == 200, answer.text
+    assert answer.headers["x-llmsim-warnings"] == "unknown parameter 'future_param'"
+    assert_envelope(httpx.post(f"{server.base_url}{path}", json=body, headers=STRICT), 400, "unknown_parameter",
+                    "future_param")
+
+
+def test_forgiving_is_bounded(server: ServerProcess) -> None:
+    """More unknown values than are ever dropped from one body: the live 400, never a 500."""
+    body = {"model": "gpt-4o", "input": "hi", "include": ["zz"] * 100, **{f"k{i}": i for i in range(100)}}
+    assert_envelope(httpx.post(f"{server.base_url}/responses", json=body), 400, "invalid_value", "include[0]")

@@ -130,7 +130,7 @@ def test_errors_are_error_events_and_the_connection_survives(client: openai.Open
         unknown_type = connection.recv()
         connection.response.create(model="gpt-4o", input="Hi.", background=True)
         background = connection.recv()
-        connection.send({"type": "response.create", "model": "gpt-4o", "input": "Hi.", "colour": "blue"})  # type: ignore[typeddict-unknown-key]
+        connection.send({"type": "response.create", "model": "gpt-4o", "input": "Hi.", "max_tokens": 5})  # type: ignore[typeddict-unknown-key]
         unknown_param = connection.recv()
         connection.response.create(model="gpt-4o", input="Hi.", stream_id="lane-a")
         events = until_terminal(connection)
@@ -138,7 +138,7 @@ def test_errors_are_error_events_and_the_connection_survives(client: openai.Open
     assert invalid_json.error.type == "invalid_request_error"
     assert unknown_type.error.param == "type" and "response.create" in unknown_type.error.message
     assert background.error.param == "background" and background.status == 400
-    assert unknown_param.error.message == "Unknown parameter: 'colour'."
+    assert unknown_param.error.message == "Unknown parameter: 'max_tokens'."  # refused always
     assert unknown_param.error.code == "unknown_parameter"
     assert events[-1].type == "response.completed"
     assert {event.stream_id for event in events} == {"lane-a"}  # the lane is echoed on every event

@@ -17,6 +17,7 @@ from llmsim.chaos.admission import FAULT_HEADER
 from llmsim.config import SPEED_EXPECTED, TEXT_MODES, valid_speed
 from llmsim.errors import APIError
 from llmsim.request import ApiRequest
+from llmsim.responses import compat
 from llmsim.services import Services
 
 
@@ -111,6 +112,7 @@ def require_admin_key() -> None:
 
 
 T = TypeVar("T")
+STRICT_HEADER = compat.STRICT_HEADER
 SEED_HEADER = "X-LLMSim-Seed"
 SPEED_HEADER = "X-LLMSim-Speed"
 TEXT_MODE_HEADER = "X-LLMSim-Text-Mode"
@@ -150,7 +152,16 @@ def asked(body: Any) -> ApiRequest:
     """This request, typed: its body and the headers that matter below the transport (an LLMSim header that is
     not valid is the client's 400 here, the fault header's when admission reads it)."""
     return ApiRequest(body, owner=owner(), api_key=_bearer() or None, speed=speed_header(), seed=seed_header(),
-                      text_mode=text_mode_header(), fault=request.headers.get(FAULT_HEADER))
+                      text_mode=text_mode_header(), fault=request.headers.get(FAULT_HEADER),
+                      strict_params=strict_params())
+
+
+def strict_params() -> bool:
+    """--strict-params, or X-LLMSim-Strict-Params: true for this request (false: lenient on a strict server)."""
+    raw = request.headers.get(STRICT_HEADER)
+    if raw is None:
+        return services().settings.strict_params
+    return _header(STRICT_HEADER, str.lower, "true or false", valid=lambda v: v in ("true", "false")) == "true"
 
 
 @overload

@@ -9,7 +9,7 @@ from llmsim.api.answers import respond
 from llmsim.api.http import asked, bool_arg, int_arg, json_body, owner, services
 from llmsim.api.sse import sse_response
 from llmsim.errors import APIError, not_found
-from llmsim.responses import compaction
+from llmsim.responses import compaction, compat
 from llmsim.responses import create as responses
 from llmsim.responses.create import cost_headers
 from llmsim.store import StoredResponse, background
@@ -85,10 +85,13 @@ def input_items(response_id: str) -> ResponseReturnValue:
 
 @bp.post("/responses/input_tokens")
 def input_tokens() -> ResponseReturnValue:
-    count = services().pipeline.count_input_tokens(json_body(), owner())
-    return jsonify({"object": "response.input_tokens", "input_tokens": count})
+    request = asked(json_body())
+    count = services().pipeline.count_input_tokens(request.body, request.owner, request.lenient)
+    return jsonify({"object": "response.input_tokens", "input_tokens": count}), compat.headers(request.warnings)
 
 
 @bp.post("/responses/compact")
 def compact() -> ResponseReturnValue:
-    return jsonify(compaction.compact(services().pipeline, json_body(), owner()))
+    request = asked(json_body())
+    return jsonify(compaction.compact(services().pipeline, request.body, request.owner, request.lenient)), \
+        compat.headers(request.warnings)

@@ -134,7 +134,8 @@ def _limits_and_faults(state: ChaosState, endpoint: str, prompt: Prompt, request
     models = (model, model_id) if model_id and model_id != model else (model,)
     entry = {"time": time.time(), "endpoint": endpoint, "model": model, "api_key": _masked(request.api_key),
              "stream": stream, "fault": None, "rule": None, "rate_limited": False, "status": None,
-             "owner": request.owner}  # the key's scope: an API key as admin credential sees only its own
+             "owner": request.owner,  # the key's scope: an API key as admin credential sees only its own
+             **({"warnings": list(request.warnings)} if request.warnings else {})}  # see llmsim/responses/compat.py
     key = (request.api_key or "", model_id or model)
     estimate = prompt.input_tokens + (prompt.max_output_tokens or 0)
     decision = state.decide(RequestInfo(endpoint, models, request.api_key, dict(prompt.metadata or {})), entry, key,

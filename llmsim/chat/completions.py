@@ -58,11 +58,12 @@ CHAT_WORDS = (("'text.format'", "'response_format'"), ("Response input messages"
 # --- request → Prompt --------------------------------------------------------------------------
 
 
-def parse(body: Any) -> ChatRequest:
+def parse(body: Any, lenient: list[str] | None = None) -> ChatRequest:
+    """The request, or the live API's 400; `lenient`: see llmsim/responses/schema.py's parse."""
     if isinstance(body, dict) and body.get("messages") == []:
         raise APIError("Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty "
                        "array instead.", param="messages", code="empty_array")
-    request = schema.parse(ChatRequest, body)
+    request = schema.parse(ChatRequest, body, lenient, endpoint="chat.completions")
     schema.check_metadata(request.metadata)
     if request.top_logprobs is not None and not request.logprobs:
         raise APIError("Invalid value for 'top_logprobs': you must set 'logprobs' to true to use 'top_logprobs'.",
@@ -103,6 +104,10 @@ def input_items(request: ChatRequest) -> list[dict[str, Any]]:
                 _user_part(p) for p in message.content]
             items.append({"type": "message", "role": "user", "content": content})
         elif isinstance(message, AssistantMessage):
+            if message.tool_calls == []:  # the live API's 400: omit the field when there are no calls
+                raise APIError(f"Invalid 'messages[{i}].tool_calls': empty array. Expected an array with minimum "
+                               "length 1, but got an empty array instead.", param=f"messages[{i}].tool_calls",
+                               code="empty_array")
             text = _text(message.content) or message.refusal or ""
             if message.content is None and not (message.refusal or message.tool_calls or message.function_call):
                 raise APIError("Invalid value for 'content': expected a string, got null.",
@@ -135,6 +140,9 @@ def _tools(request: ChatRequest) -> list[dict[str, Any]]:
             tools.append({"type": "function", **definition, "strict": bool(tool.function.strict)})
         else:
             tools.append({"type": "custom", **tool.custom.model_dump(exclude_none=True)})
+            fmt = tools[-1].get("format") or {}
+            if fmt.get("type") == "grammar" and isinstance(fmt.get("grammar"), dict):  # chat nests what Responses
+                tools[-1]["format"] = {"type": "grammar", **fmt["grammar"]}  # has flat: {definition, syntax}
     for function in request.functions or []:  # the deprecated form
         tools.append({"type": "function", **function.model_dump(exclude_none=True), "strict": False})
     return tools

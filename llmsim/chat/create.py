@@ -16,6 +16,7 @@ from llmsim.chat.schema import ChatRequest
 from llmsim.errors import APIError
 from llmsim.generation import Delta, Prompt
 from llmsim.request import Answer, ApiRequest, attach
+from llmsim.responses import compat
 from llmsim.responses.events import SerializedEvent, dumps
 from llmsim.runtime.fairness import fair
 from llmsim.runtime.shutdown import ShuttingDown
@@ -44,8 +45,8 @@ def create(pipeline: Pipeline, asked: ApiRequest) -> Answer:
     relayed, admitted = pipeline.relay("chat/completions", asked, raw=True)
     if relayed is not None:
         return Answer(relayed=relayed, ticket=admitted.ticket if admitted else None)
-    request = chat.parse(asked.body)
-    profile = pipeline.catalog.resolve(request.model)
+    request = chat.parse(asked.body, asked.lenient)
+    profile = pipeline.catalog.resolve(request.model, missing_status=404)
     prompt = chat.build_prompt(request, profile, pipeline.seed if asked.seed is None else asked.seed)
     prompt = replace(prompt, text_mode=asked.text_mode or prompt.text_mode)
     paced = pipeline.pacer.paces(prompt, asked.speed)
@@ -59,7 +60,7 @@ def create(pipeline: Pipeline, asked: ApiRequest) -> Answer:
     made = make()
     if request.stream:  # nothing paces, slows or cuts it: its frames go out in as few writes as fit
         return Answer(frames=_frames(fair(made.events)), together=not paced and made.admission.stream_fault is None,
-                      ticket=made.admission.ticket)
+                      ticket=made.admission.ticket, headers=compat.headers(asked.warnings))
     try:
         made, failed = pipeline.finish(made, make, _drained)
     except BaseException as unavailable:  # Redis away, say: the first ticket, where the drain attached none
@@ -69,7 +70,7 @@ def create(pipeline: Pipeline, asked: ApiRequest) -> Answer:
         error = APIError(ErrorChunk.message(failed), status=500, type="server_error")
         attach(error, made.admission.ticket)
         raise error
-    return Answer(body=made.completion.body(), ticket=made.admission.ticket)
+    return Answer(body=made.completion.body(), ticket=made.admission.ticket, headers=compat.headers(asked.warnings))
 
 
 def _drained(made: Made) -> str | None:

@@ -18,16 +18,18 @@ from llmsim.responses.schema import Effort, Strict
 class TextPart(Strict):
     type: Literal["text"]
     text: str
+    prompt_cache_breakpoint: dict[str, Any] | None = None
 
 
 class ImageURL(Strict):
     url: str
-    detail: Literal["auto", "low", "high"] = "auto"
+    detail: Literal["auto", "low", "high", "original"] = "auto"
 
 
 class ImagePart(Strict):
     type: Literal["image_url"]
     image_url: ImageURL
+    prompt_cache_breakpoint: dict[str, Any] | None = None
 
 
 class InputAudio(Strict):
@@ -38,6 +40,7 @@ class InputAudio(Strict):
 class AudioPart(Strict):
     type: Literal["input_audio"]
     input_audio: InputAudio
+    prompt_cache_breakpoint: dict[str, Any] | None = None
 
 
 class FileData(Strict):
@@ -247,7 +250,7 @@ class ChatRequest(Strict):
     response_format: ResponseFormat | None = None
     safety_identifier: str | None = None
     seed: int | None = None
-    service_tier: Literal["auto", "default", "flex", "scale", "priority", "fast"] | None = None
+    service_tier: Literal["auto", "default", "flex", "scale", "priority", "fast", "ultrafast"] | None = None
     stop: str | list[str] | None = None
     store: bool | None = None
     stream: bool | None = None

@@ -32,8 +32,9 @@ class CompactRequest(schema.Strict):
     prompt_cache_key: str | None = None
     prompt_cache_retention: Literal["in_memory", "24h"] | None = None
     prompt_cache_options: dict[str, Any] | None = None
-    service_tier: Literal["auto", "default", "fast", "flex", "priority"] | None = None
+    service_tier: Literal["auto", "default", "fast", "flex", "priority", "scale", "ultrafast"] | None = None
     image: dict[str, Any] | None = None
+    client_metadata: dict[str, str] | None = None  # Codex's, as on every request it makes
 
     _string_input = field_validator("input", mode="before")(lambda value: schema.as_items(value))
 
@@ -47,8 +48,9 @@ def opaque(tokens_wanted: int) -> str:
     return "gAAAAA" + secrets.token_urlsafe(tokens_wanted)
 
 
-def compact(pipeline: Pipeline, body: Any, owner: str = "") -> dict[str, Any]:
-    request = schema.parse(CompactRequest, body)
+def compact(pipeline: Pipeline, body: Any, owner: str = "", lenient: list[str] | None = None) -> dict[str, Any]:
+    """`lenient`: see llmsim/responses/schema.py's parse."""
+    request = schema.parse(CompactRequest, body, lenient)
     profile = pipeline.catalog.resolve(request.model or "default")
     history = pipeline.history(request.previous_response_id, None, owner=owner)
     items = history + translate.normalize_items(request.input or [], history, pipeline.item_finder(owner))

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from llmsim.errors import APIError
 from llmsim.request import Answer, ApiRequest, Ticket, attach
+from llmsim.responses import compat
 from llmsim.timing.pricing import COST_HEADER, Pricing, response_cost
 from llmsim.timing.profiles import Catalog
 
@@ -31,7 +32,7 @@ def create(pipeline: Pipeline, asked: ApiRequest) -> Answer:
     if run.stream:  # the cost is known only at the end: an SSE comment after the last event
         pricing = _pricing(pipeline.catalog, run.response["model"])
         return Answer(events=run.events, trailer=lambda: _cost_comment(pricing, run.response),
-                      together=not run.waits, ticket=_ticket(run.admission))
+                      together=not run.waits, ticket=_ticket(run.admission), headers=compat.headers(asked.warnings))
     try:
         run, response = pipeline.finish(run, make, _drained)
     except BaseException as unavailable:  # Redis away, say: the first ticket, where the drain attached none
@@ -44,7 +45,8 @@ def create(pipeline: Pipeline, asked: ApiRequest) -> Answer:
         attach(failed, _ticket(run.admission))
         raise failed
     # As jsonify writes it; encoded once with the stored response (llmsim/store/base.py `response_json`)
-    return Answer(json=run.record.response_json() + "\n", headers=cost_headers(pipeline.catalog, response),
+    return Answer(json=run.record.response_json() + "\n",
+                  headers={**cost_headers(pipeline.catalog, response), **compat.headers(asked.warnings)},
                   ticket=_ticket(run.admission))
 
 

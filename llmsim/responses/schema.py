@@ -7,14 +7,16 @@ api.openai.com fails it: `Unknown parameter: 'input[0].contnet'.`
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, Union
+import copy
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NoReturn, TypeVar, Union
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
 
 from llmsim.errors import APIError
+from llmsim.responses import compat
 
-Effort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
+Effort = Literal["none", "minimal", "low", "medium", "high", "xhigh", "max", "ultra"]  # ultra: Codex CLI's newest
 Includable = Literal[
     "file_search_call.results",
     "web_search_call.results",
@@ -55,7 +57,7 @@ class InputImage(Strict):
     type: Literal["input_image"]
     image_url: str | None = None
     file_id: str | None = None
-    detail: Literal["low", "high", "auto", "original"] = "auto"
+    detail: Literal["low", "high", "auto", "original"] | None = "auto"  # null: the default, as the SDK allows
     prompt_cache_breakpoint: CacheBreakpoint | None = None
 
 
@@ -168,9 +170,11 @@ OTHER_ITEM_TYPES = frozenset(
 
 
 class OtherItem(Open):
-    """Built-in tool items coming back as history: kept as sent."""
+    """Built-in tool items coming back as history: kept as sent (an id, when given, is a string: items are
+    found by it)."""
 
     type: str
+    id: str | None = None
 
 
 ITEM_TAGS = {"message", "function_call", "function_call_output", "reasoning", "item_reference", "other"}
@@ -403,6 +407,11 @@ class TextConfig(Strict):
     format: TextFormat = Field(default_factory=lambda: TextFormatText(type="text"))
     verbosity: Literal["low", "medium", "high"] = "medium"
 
+    @field_validator("verbosity", mode="before")
+    @classmethod
+    def _null_is_default(cls, value: Any) -> Any:
+        return "medium" if value is None else value  # the SDK's type is nullable: null means the default
+
 
 class ReasoningConfig(Strict):
     effort: Effort | None = None
@@ -505,7 +514,7 @@ class CreateRequest(_Request):
     prompt_cache_key: str | None = None
     prompt_cache_retention: Literal["in_memory", "24h"] | None = None
     prompt_cache_options: dict[str, Any] | None = None
-    service_tier: Literal["auto", "default", "flex", "scale", "priority"] | None = None
+    service_tier: Literal["auto", "default", "flex", "scale", "priority", "fast", "ultrafast"] | None = None
     background: bool = False
     background_options: dict[str, Any] | None = None
     prompt: dict[str, Any] | None = None
@@ -513,6 +522,7 @@ class CreateRequest(_Request):
     image: dict[str, Any] | None = None
     moderation: dict[str, Any] | None = None
     access_programs: dict[str, Any] | None = None
+    client_metadata: dict[str, str] | None = None  # Codex's session/thread/turn ids, on every request
 
     _string_input = field_validator("input", mode="before")(lambda value: as_items(value))
 
@@ -537,6 +547,7 @@ class InputTokensRequest(_Request):
     text: TextConfig = Field(default_factory=TextConfig)
     truncation: Literal["auto", "disabled"] | None = None
     personality: str | None = None
+    client_metadata: dict[str, str] | None = None  # Codex's, as on a create request
 
     _string_input = field_validator("input", mode="before")(lambda value: as_items(value))
 
@@ -650,26 +661,61 @@ def _error(err: ErrorDetails) -> APIError:
 
 
 M = TypeVar("M", bound=BaseModel)
+_LOST = frozenset({"missing", "invalid_item", "union_tag_invalid", "union_tag_not_found"})  # a field gone missing
 
 
-def parse(model: type[M], body: Any) -> M:
+def parse(model: type[M], body: Any, lenient: list[str] | None = None, endpoint: str = "responses") -> M:
+    """`body` as `model`, or the live API's 400. `lenient`: where to report what is forgiven (see
+    llmsim/responses/compat.py: unknown names and enum values are dropped, except the names refused on
+    `endpoint`); None: strict."""
     if not isinstance(body, dict):
         raise APIError(
             f"Invalid type for request body: expected an object, but got {_describe(body)} instead.",
             code="invalid_type",
         )
-    try:
+    refused = compat.REFUSED.get(endpoint, {})
+    forgiven: dict[tuple[Any, ...], ErrorDetails] = {}  # an enum value dropped, by where it was
+    copied = False
+    for _ in range(compat.MAX_FORGIVEN):
+        try:
+            return model.model_validate(body)
+        except ValidationError as exc:
+            errors = exc.errors()
+            lost = next((was for e in errors if e["type"] in _LOST for at, was in forgiven.items()
+                         if at[:len(e["loc"])] == e["loc"]), None)
+            if lost is not None:  # a required field's unknown value (a role): its own error, not its absence's
+                raise _error(lost) from None
+            if lenient is None:
+                _raise(errors)
+            if not copied:
+                body, copied = copy.deepcopy(body), True  # the request as sent stays as sent (the transcript)
+            # Every unknown name at once (dropping a key moves no other), else the first unknown value (dropping a
+            # list's entry moves the next ones); whatever else is wrong is found again on the next round.
+            found = [w for e in errors if e["type"] == "extra_forbidden" and (w := compat.forgive(body, e, refused))]
+            for error in [] if found else errors:
+                warning = compat.forgive(body, error, refused)
+                if warning is not None:
+                    found, forgiven[error["loc"]] = [warning], error
+                    break
+            if not found:
+                _raise(errors)
+            lenient.extend(w for w in dict.fromkeys(found) if w not in lenient)
+            del lenient[compat.MAX_WARNINGS:]
+    try:  # past MAX_FORGIVEN rounds the body is refused as it now stands
         return model.model_validate(body)
     except ValidationError as exc:
-        errors = exc.errors()
-        # A union reports one error per branch: skip branches of another type, then the deepest error
-        # names what the client got wrong.
-        same_field = [e for e in errors if e["loc"][:1] == errors[0]["loc"][:1]]
-        # An object sent where a string enum is one branch: the object's own errors say more.
-        same_field = [e for e in same_field if e["type"] != "literal_error" or isinstance(e.get("input"), str)] \
-            or same_field
-        relevant = [e for e in same_field if e["type"] not in _TYPE_NAMES] or same_field
-        raise _error(max(relevant, key=lambda e: len(e["loc"]))) from None
+        _raise(exc.errors())
+
+
+def _raise(errors: list[ErrorDetails]) -> NoReturn:
+    # A union reports one error per branch: skip branches of another type, then the deepest error
+    # names what the client got wrong.
+    same_field = [e for e in errors if e["loc"][:1] == errors[0]["loc"][:1]]
+    # An object sent where a string enum is one branch: the object's own errors say more.
+    same_field = [e for e in same_field if e["type"] != "literal_error" or isinstance(e.get("input"), str)] \
+        or same_field
+    relevant = [e for e in same_field if e["type"] not in _TYPE_NAMES] or same_field
+    raise _error(max(relevant, key=lambda e: len(e["loc"]))) from None
 
 
 METADATA_MAX_KEYS, METADATA_MAX_KEY, METADATA_MAX_VALUE = 16, 64, 512

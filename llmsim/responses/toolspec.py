@@ -1,6 +1,10 @@
-"""The 400s the real API gives for tools, tool_choice and text.format before it generates anything."""
+"""The tools a request offers the model, and the 400s the real API gives for tools, tool_choice and text.format
+before it generates anything."""
 
 from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
 
 from llmsim.errors import APIError
 from llmsim.responses.schema import (
@@ -34,15 +38,30 @@ def check(request: CreateRequest) -> None:
             if error:
                 raise APIError(f"Invalid schema for function '{tool.name}': {error}", param=f"tools[{i}].parameters",
                                code="invalid_function_parameters")
-    _check_choice(request)
 
 
-def _check_choice(request: CreateRequest) -> None:
-    choice = request.tool_choice_data
+def offered(tools: list[dict[str, Any]], items: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every tool the model may call: the request's `tools`, then those of `additional_tools` input items (how
+    Codex declares its tools), each `namespace` opened into its members (which keep the namespace's name)."""
+    found = [tool for item in items if item.get("type") == "additional_tools" and isinstance(item.get("tools"), list)
+             for tool in item["tools"] if isinstance(tool, dict)]
+    return list(_opened([*tools, *found], None)) if found or any(t.get("type") == "namespace" for t in tools) \
+        else tools
+
+
+def _opened(tools: list[dict[str, Any]], namespace: str | None) -> Iterable[dict[str, Any]]:
+    for tool in tools:
+        if tool.get("type") == "namespace" and isinstance(tool.get("tools"), list):
+            yield from _opened([t for t in tool["tools"] if isinstance(t, dict)], str(tool.get("name") or ""))
+        elif isinstance(tool.get("type"), str):
+            yield {**tool, "namespace": namespace} if namespace and "namespace" not in tool else tool
+
+
+def check_choice(choice: str | dict[str, Any], tools: list[dict[str, Any]]) -> None:
+    """A tool_choice naming a tool must name one the request offers (see `offered`)."""
     if not isinstance(choice, dict) or choice["type"] == "allowed_tools":
         return
     kind = choice["type"]
-    tools = [tool.model_dump(by_alias=True) for tool in request.tools]
     if kind in ("function", "custom"):
         found = any(t["type"] == kind and t.get("name") == choice.get("name") for t in tools)
     elif kind == "mcp":

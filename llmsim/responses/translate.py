@@ -10,6 +10,7 @@ from typing import Any
 from llmsim import ids, tokens
 from llmsim.errors import APIError
 from llmsim.generation import Prompt, Role, Turn
+from llmsim.responses import toolspec
 from llmsim.responses.schema import CreateRequest, FunctionTool, InputTokensRequest
 from llmsim.timing.profiles import Profile
 
@@ -101,7 +102,7 @@ def to_turns(items: list[dict[str, Any]]) -> list[Turn]:
             output = item["output"]
             text = output if isinstance(output, str) else "".join(_part_text(p) for p in output)
             turns.append(Turn("tool", text, kind, call_id=item.get("call_id")))
-        elif kind != "reasoning":
+        elif kind not in ("reasoning", "additional_tools"):  # tools given as an item are tools, not a turn
             turns.append(Turn("assistant", json.dumps(item, sort_keys=True), kind))
     return turns
 
@@ -135,6 +136,8 @@ def item_tokens(item: dict[str, Any], encoding: str, limit: int | None = None) -
     total = 0
     for turn in to_turns([item]):
         total += TOKENS_PER_MESSAGE + _count(turn.text, encoding, limit) + _count(turn.name or "", encoding)
+    if item["type"] == "additional_tools":
+        total += _count(json.dumps(item.get("tools"), sort_keys=True), encoding, limit)
     for part in item.get("content") or [] if item["type"] == "message" else []:
         if part.get("type") == "input_image":
             total += IMAGE_TOKENS[part.get("detail") or "auto"]
@@ -199,9 +202,11 @@ def resolve_reasoning(request: CreateRequest, profile: Profile) -> tuple[str | N
             f"Supported values are: {listed}.", param="reasoning.effort", code="unsupported_value",
         )
     for param in ("temperature", "top_p"):
-        if getattr(request, param) is not None and not profile.sampling_always and not (
+        value = getattr(request, param)
+        if value is not None and value != 1 and not profile.sampling_always and not (
                 profile.sampling_with_reasoning and effort == "none"):
-            raise _unsupported(param)
+            raise APIError(f"Unsupported value: '{param}' does not support {value:g} with this model. Only the "
+                           "default (1) value is supported.", param=param, code="unsupported_value")
     return effort, summary or None
 
 
@@ -217,6 +222,8 @@ def build_prompt(request: CreateRequest, profile: Profile, items: list[dict[str,
     """The Prompt for `items` (history and input), with `effort`/`summary` from resolve_reasoning."""
     instructions = request.instructions if isinstance(request.instructions, str) else None
     tools = echo_tools(request)
+    offered = toolspec.offered(tools, items)
+    toolspec.check_choice(request.tool_choice_data, offered)
     if request.max_output_tokens is not None and request.max_output_tokens > profile.max_output_tokens:
         raise APIError(
             f"Invalid 'max_output_tokens': integer above maximum value. Expected a value <= "
@@ -233,7 +240,7 @@ def build_prompt(request: CreateRequest, profile: Profile, items: list[dict[str,
         profile=profile,
         turns=turns,
         input_tokens=input_tokens,
-        tools=tools,
+        tools=offered,
         tool_choice=request.tool_choice_data,
         parallel_tool_calls=request.parallel_tool_calls,
         max_tool_calls=request.max_tool_calls,

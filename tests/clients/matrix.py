@@ -12,12 +12,13 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).parent
-NODE_DIR = HERE / "node"
+NODE_DIR = Path(os.environ.get("LLMSIM_CLIENTS_NODE_DIR") or HERE / "node")  # newest.py runs a copy
 RESULTS = HERE / "results.json"
 README = HERE.parent.parent / "README.md"
 
 # (client, language, the packages whose versions the table names)
 CLIENTS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "Codex CLI": ("node", ("@openai/codex",)),
     "openai (Node)": ("node", ("openai",)),
     "Vercel AI SDK": ("node", ("ai", "@ai-sdk/openai")),
     "LangChain JS": ("node", ("langchain", "@langchain/openai")),
@@ -53,6 +54,8 @@ def versions() -> dict[str, str]:
         for package in packages:
             if language == "python":
                 found[package] = metadata.version(package)
+            elif not (NODE_DIR / "node_modules" / package / "package.json").exists():
+                found[package] = "not installed"
             else:
                 manifest = NODE_DIR / "node_modules" / package / "package.json"
                 found[package] = json.loads(manifest.read_text())["version"]

@@ -17,7 +17,7 @@ def test_readme_table_is_rendered_from_the_results() -> None:
 
 def test_every_cell_has_a_test() -> None:
     python = {"langchain-openai": "test_langchain_openai", "pydantic-ai": "test_pydantic_ai",
-              "openai-agents": "test_openai_agents", "litellm": "test_litellm"}
+              "openai-agents": "test_openai_agents", "litellm": "test_litellm", "Codex CLI": "test_codex"}
     assert set(python) | set(test_node.SCRIPTS) == set(matrix.CLIENTS)
     for client, module in python.items():
         names = [name for name in vars(__import__(module)) if name.startswith("test_")]

@@ -393,6 +393,12 @@ function renderRequests(recent) {
       } else if (i === 4) {
         const [status, kind] = statusOf(r);
         td.append(pill(status, kind));
+        if (r.warnings && r.warnings.length) {  // accepted without being known (llmsim/responses/compat.py)
+          const warned = pill(`${r.warnings.length} warning${r.warnings.length > 1 ? "s" : ""}`, "warn");
+          warned.title = r.warnings.join("\n");
+          warned.className += " warnings";
+          td.append(" ", warned);
+        }
       } else if (i === 5) {
         td.append(r.fault ? pill(r.fault, "warn") : r.rate_limited ? pill("rate limited", "bad") : pill("–", "none"));
       } else {

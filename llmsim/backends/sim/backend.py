@@ -37,7 +37,8 @@ from llmsim.rng import for_request as rng_for
 from llmsim.rng import shared
 
 # Reasoning tokens per visible output token, by effort (spec R4.3.1).
-REASONING_MULTIPLIER = {"minimal": 0.5, "low": 1.5, "medium": 3.0, "high": 6.0, "xhigh": 10.0}
+REASONING_MULTIPLIER = {"minimal": 0.5, "low": 1.5, "medium": 3.0, "high": 6.0, "xhigh": 10.0, "max": 14.0,
+                        "ultra": 20.0}
 # Summary length as a share of reasoning tokens, in words (spec R3.2.2).
 SUMMARY_SHARE = {"concise": 0.05, "auto": 0.10, "detailed": 0.15}
 # Visible answer length in tokens, by text.verbosity.
