@@ -59,6 +59,14 @@ def test_a_shell_tool_gets_a_read_only_command_that_fits(client: openai.OpenAI, 
             assert arguments["command"][:2] == ["bash", "-lc"]
 
 
+def test_among_many_tools_a_request_about_the_workspace_goes_to_the_shell_alone(client: openai.OpenAI) -> None:
+    image = {"type": "function", "name": "view_image", "description": "View a local image file from the filesystem.",
+             "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}
+    [call] = function_calls(client.responses.create(  # under auto, as Codex CLI asks
+        model="gpt-5", input="List the files in this project and summarise it", tools=[image, WEATHER, EXEC_COMMAND]))
+    assert call.name == "exec_command" and json.loads(call.arguments) == {"cmd": "ls -la"}
+
+
 def test_the_command_table_only_reads() -> None:
     assert {command for _, command in shell.COMMANDS} | {shell.DEFAULT_COMMAND} <= READ_ONLY
     assert shell.is_shell(CODEX_SHELL) and shell.is_shell(EXEC_COMMAND) and not shell.is_shell(WEATHER)

@@ -30,6 +30,11 @@ def is_shell(tool: dict[str, Any]) -> bool:
         bool(_SHELL_WORDS.search(description[:500]) and _command_key(tool.get("parameters") or {}))
 
 
+def fits(request: str) -> bool:
+    """Whether a request is about the workspace a shell can look at (its files, project, git state)."""
+    return any(words.search(request[:2000]) for words, _ in COMMANDS)
+
+
 def command(request: str) -> str:
     """The read-only command that fits the request best."""
     for words, chosen in COMMANDS:

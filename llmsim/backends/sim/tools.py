@@ -202,6 +202,9 @@ class Planner:
             final = [t for t in pool if FINAL_TOOL.match(str(t.get("name") or ""))]
             if final:  # an agent that ends its loop with a final-answer tool (smolagents' ToolCallingAgent)
                 return final[:1]
+        shells = [t for t in pool if t.get("type") in ("function", "custom") and shell.is_shell(t)]
+        if shells and shell.fits(self.question):  # a coding agent's request about its workspace: look first
+            return shells[:1]
         query = _words(self.question)
         ranked = sorted(((s, -i, t) for i, t in enumerate(pool) if (s := _score(query, t)) >= THRESHOLD),
                         key=lambda x: (x[0], x[1]), reverse=True)
