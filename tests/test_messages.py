@@ -172,3 +172,20 @@ def test_tpm_alone_reports_under_every_token_header(shared_server: Callable[...,
     for name in ("tokens", "input-tokens", "output-tokens"):
         assert answer.headers[f"anthropic-ratelimit-{name}-limit"] == "5000"
         assert answer.headers[f"anthropic-ratelimit-{name}-remaining"] == str(5000 - reserved)
+
+
+def test_cache_reads_do_not_count_toward_itpm(shared_server: Callable[..., ServerProcess]) -> None:
+    system = [{"type": "text", "text": "You answer questions about this manual. " + "The manual says. " * 600,
+               "cache_control": {"type": "ephemeral"}}]
+    body = {**BODY, "system": system}
+    size = httpx.post(f"{shared_server().url}/v1/messages/count_tokens", json=body, headers=HEADERS).json()
+    server = shared_server("--itpm", str(size["input_tokens"] + 100))  # one whole prompt fits, not two
+    url, headers = f"{server.url}/v1/messages", {**HEADERS, "x-api-key": "cache-key"}
+    first = httpx.post(url, json=body, headers=headers)
+    assert first.status_code == 200 and first.json()["usage"]["cache_creation_input_tokens"] > 1024  # counted
+    assert first.headers["anthropic-ratelimit-input-tokens-remaining"] == "100"
+    second = httpx.post(url, json=body, headers=headers)  # the prefix read from the cache: only the rest counts
+    assert second.status_code == 200, second.text
+    assert second.json()["usage"]["cache_read_input_tokens"] > 1024
+    other = httpx.post(url, json={**body, "system": "Something else entirely. " * 300}, headers=headers)
+    assert other.status_code == 429 and "input tokens per minute" in other.json()["error"]["message"]
