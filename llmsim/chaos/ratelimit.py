@@ -38,9 +38,10 @@ KINDS = {"requests": ("rpm", "requests", "requests per min (RPM)"),
          "input_tokens": ("itpm", "input-tokens", "input tokens per min (ITPM)"),
          "output_tokens": ("otpm", "output-tokens", "output tokens per min (OTPM)")}
 TOKEN_KINDS = ("tokens", "input_tokens", "output_tokens")
+FIELDS = tuple((kind, field) for kind, (field, _, _) in KINDS.items())
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Charge:
     """What a request takes from the token buckets (or, settling, the difference from what it took): TPM takes
     input plus output, ITPM the input less what a cache reads, OTPM the output."""
@@ -115,7 +116,7 @@ class Bucket:
         return max(0.0, (self.capacity - self.level) / self.rate)
 
 
-@dataclass
+@dataclass(slots=True)
 class Verdict:
     """One admission decision and what the headers should say about it. `directional`: the answer reports input
     and output tokens apart (x-ratelimit-*-input-tokens / -output-tokens, for the Messages surface to rename)."""
@@ -138,8 +139,13 @@ class Verdict:
     @property
     def tokens(self) -> Bucket | None:
         """The token bucket the OpenAI-shaped headers report: the one with the fewest tokens left."""
-        held = [self.buckets[kind] for kind in TOKEN_KINDS if kind in self.buckets]
-        return min(held, key=lambda bucket: (bucket.level, bucket.capacity), default=None)
+        shown: Bucket | None = None
+        for kind in TOKEN_KINDS:
+            bucket = self.buckets.get(kind)
+            if bucket is not None and (shown is None or (bucket.level, bucket.capacity) < (shown.level,
+                                                                                          shown.capacity)):
+                shown = bucket
+        return shown
 
     def headers(self) -> dict[str, str]:
         headers: dict[str, str] = {}
@@ -233,8 +239,11 @@ class RateLimiter:
         charge = charge_of(tokens)
         with self._lock:
             now = self.clock()
-            buckets = {kind: bucket for kind, (field, _, _) in KINDS.items()
-                       if (bucket := self._bucket(key, kind, getattr(limits, field), now)) is not None}
+            buckets: dict[str, Bucket] = {}
+            for kind, field in FIELDS:
+                capacity = getattr(limits, field)
+                if capacity is not None:
+                    buckets[kind] = self._bucket(key, kind, capacity, now)  # type: ignore[assignment]
             verdict = Verdict(limits, buckets, charge)
             verdict.refuse()
             if verdict.exceeded is not None:
