@@ -173,6 +173,12 @@ def build_parser() -> argparse.ArgumentParser:
                        help="requests per minute per API key and model; unset = unlimited (LLMSIM_RPM)")
     serve.add_argument("--tpm", type=_number(int, 1), default=_env("tpm", None),
                        help="tokens per minute per API key and model; unset = unlimited (LLMSIM_TPM)")
+    serve.add_argument("--itpm", type=_number(int, 1), default=_env("itpm", None),
+                       help="input tokens per minute per API key and model, as Anthropic counts them; unset = "
+                            "unlimited (LLMSIM_ITPM)")
+    serve.add_argument("--otpm", type=_number(int, 1), default=_env("otpm", None),
+                       help="output tokens per minute per API key and model (max_tokens reserved, settled to the "
+                            "output), as Anthropic counts them; unset = unlimited (LLMSIM_OTPM)")
     serve.add_argument("--scenario", type=Path, default=_env("scenario", None),
                        help="YAML/JSON scripted scenario to play (LLMSIM_SCENARIO); admin API: /llmsim/admin/scenarios")
     serve.add_argument("--tool-call-rate", type=_number(float, 0, 1), default=_env("tool_call_rate", d.tool_call_rate),
@@ -236,7 +242,8 @@ TOPICS: dict[str, tuple[str, ...]] = {
     "access": ("--api-key", "--admin-key"),
     "generation": ("--backend", "--speed", "--seed", "--profiles-dir", "--strict-models", "--strict-params",
                    "--text-mode", "--tool-call-rate"),
-    "chaos: faults, rate limits, scenarios": ("--faults", "--fault", "--rpm", "--tpm", "--scenario"),
+    "chaos: faults, rate limits, scenarios": ("--faults", "--fault", "--rpm", "--tpm", "--itpm", "--otpm",
+                                               "--scenario"),
     "store": ("--store", "--store-max-entries", "--store-ttl"),
     "mlx backend": ("--model", "--allow-download", "--trust-remote-code", "--decode-concurrency",
                     "--prompt-concurrency"),
@@ -291,6 +298,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         fault_rules=(args.fault or []) + str(_env("fault", "")).split(),
         rpm=None if args.rpm is None else int(args.rpm),
         tpm=None if args.tpm is None else int(args.tpm),
+        itpm=None if args.itpm is None else int(args.itpm),
+        otpm=None if args.otpm is None else int(args.otpm),
         max_body_bytes=int(args.max_body_bytes),
         workers=int(args.workers),
         worker_connections=int(args.worker_connections),

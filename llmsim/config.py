@@ -43,6 +43,8 @@ class Settings:
     fault_rules: list[str] = field(default_factory=list)  # `KIND;key=value;...` specs, after the file's rules
     rpm: int | None = None  # default requests-per-minute limit per API key and model
     tpm: int | None = None  # default tokens-per-minute limit per API key and model
+    itpm: int | None = None  # default input-tokens-per-minute limit per API key and model (Anthropic's ITPM)
+    otpm: int | None = None  # default output-tokens-per-minute limit per API key and model (Anthropic's OTPM)
     scenario_file: Path | None = None  # YAML/JSON scripted scenario (llmsim/chaos/scenarios.py)
     tool_call_rate: float = 0.0  # sim: chance of an unprompted tool call under tool_choice auto
     text_mode: str = "prose"  # sim: prose | echo | lorem | faker (llmsim/backends/sim/text.py)

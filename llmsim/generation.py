@@ -44,6 +44,7 @@ class Prompt:
     presence_penalty: float = 0.0  # Chat Completions only; the Responses API has no such field
     frequency_penalty: float = 0.0
     max_output_tokens: int | None = None
+    cached_input_tokens: int = 0  # of input_tokens, those a prompt cache reads (Anthropic's ITPM does not count them)
     reasoning_effort: str | None = None
     reasoning_summary: str | None = None
     seed: int | None = None

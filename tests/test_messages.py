@@ -134,3 +134,58 @@ def test_every_block_type_is_accepted(shared_server: Callable[..., ServerProcess
     answer = httpx.post(f"{server.url}/v1/messages", json=body, headers=HEADERS)
     assert answer.status_code == 200, answer.text
     assert answer.json()["stop_reason"] in ("end_turn", "tool_use")
+
+
+def test_itpm_and_otpm_as_anthropic_counts_them(shared_server: Callable[..., ServerProcess]) -> None:
+    """Input counted at admission, output reserved from max_tokens and settled to the output; each reported under
+    its own headers, a refusal a rate_limit_error with retry-after; the OpenAI surfaces see the tighter bucket."""
+    server = shared_server("--itpm", "50000", env={"LLMSIM_OTPM": "600"})  # a flag and the environment
+    url, headers = f"{server.url}/v1/messages", {**HEADERS, "x-api-key": "itpm-otpm-key"}
+    first = httpx.post(url, json={**BODY, "max_tokens": 400}, headers=headers)
+    assert first.status_code == 200, first.text
+    usage = first.json()["usage"]
+    assert first.headers["anthropic-ratelimit-input-tokens-limit"] == "50000"
+    assert first.headers["anthropic-ratelimit-input-tokens-remaining"] == str(50000 - usage["input_tokens"])
+    assert first.headers["anthropic-ratelimit-output-tokens-limit"] == "600"
+    assert first.headers["anthropic-ratelimit-output-tokens-remaining"] == "200"  # max_tokens reserved
+    assert first.headers["anthropic-ratelimit-tokens-remaining"] == "200"  # the most restrictive: output's
+    assert first.headers["anthropic-ratelimit-output-tokens-reset"].endswith("Z")
+    assert "anthropic-ratelimit-requests-limit" not in first.headers  # no RPM set
+    assert not any(name.startswith("x-ratelimit-limit-input") for name in first.headers)
+    refused = httpx.post(url, json={**BODY, "max_tokens": 600}, headers=headers)
+    assert refused.status_code == 429 and refused.json()["error"]["type"] == "rate_limit_error"
+    assert "output tokens per minute" in refused.json()["error"]["message"]
+    assert int(refused.headers["retry-after"]) >= 1
+    left = int(refused.headers["anthropic-ratelimit-output-tokens-remaining"])
+    assert 600 - usage["output_tokens"] - 1 <= left < 600  # settled to the output made, not the 400 reserved
+    chat = httpx.post(f"{server.url}/v1/chat/completions", headers={"Authorization": "Bearer sk-openai"},
+                      json={"model": "gpt-4o", "max_tokens": 100, "messages": [{"role": "user", "content": "Hi"}]})
+    assert chat.status_code == 200
+    assert (chat.headers["x-ratelimit-limit-tokens"], chat.headers["x-ratelimit-remaining-tokens"]) == ("600", "500")
+    assert not any("input-tokens" in name or "output-tokens" in name for name in chat.headers)
+
+
+def test_tpm_alone_reports_under_every_token_header(shared_server: Callable[..., ServerProcess]) -> None:
+    server = shared_server("--tpm", "5000")
+    answer = httpx.post(f"{server.url}/v1/messages", json=BODY, headers={**HEADERS, "x-api-key": "tpm-key"})
+    reserved = answer.json()["usage"]["input_tokens"] + BODY["max_tokens"]  # type: ignore[operator]
+    for name in ("tokens", "input-tokens", "output-tokens"):
+        assert answer.headers[f"anthropic-ratelimit-{name}-limit"] == "5000"
+        assert answer.headers[f"anthropic-ratelimit-{name}-remaining"] == str(5000 - reserved)
+
+
+def test_cache_reads_do_not_count_toward_itpm(shared_server: Callable[..., ServerProcess]) -> None:
+    system = [{"type": "text", "text": "You answer questions about this manual. " + "The manual says. " * 600,
+               "cache_control": {"type": "ephemeral"}}]
+    body = {**BODY, "system": system}
+    size = httpx.post(f"{shared_server().url}/v1/messages/count_tokens", json=body, headers=HEADERS).json()
+    server = shared_server("--itpm", str(size["input_tokens"] + 100))  # one whole prompt fits, not two
+    url, headers = f"{server.url}/v1/messages", {**HEADERS, "x-api-key": "cache-key"}
+    first = httpx.post(url, json=body, headers=headers)
+    assert first.status_code == 200 and first.json()["usage"]["cache_creation_input_tokens"] > 1024  # counted
+    assert first.headers["anthropic-ratelimit-input-tokens-remaining"] == "100"
+    second = httpx.post(url, json=body, headers=headers)  # the prefix read from the cache: only the rest counts
+    assert second.status_code == 200, second.text
+    assert second.json()["usage"]["cache_read_input_tokens"] > 1024
+    other = httpx.post(url, json={**body, "system": "Something else entirely. " * 300}, headers=headers)
+    assert other.status_code == 429 and "input tokens per minute" in other.json()["error"]["message"]

@@ -1,4 +1,4 @@
-"""RPM/TPM token buckets: enforced over the window (an injected clock, no waiting) and over the wire."""
+"""RPM/TPM/ITPM/OTPM token buckets: enforced over the window (an injected clock, no waiting) and over the wire."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ from pathlib import Path
 import openai
 import pytest
 
-from llmsim.chaos.ratelimit import Limits, RateLimitConfig, RateLimiter, duration
+from llmsim.chaos.faults import fault_config
+from llmsim.chaos.ratelimit import Charge, Limits, RateLimitConfig, RateLimiter, duration
+from llmsim.config import Settings
 from llmsim.testing import ServerProcess
 from stateful import Clock
 
@@ -80,6 +82,52 @@ def test_limits_resolve_config_model_then_profile_then_defaults() -> None:
     assert config.resolve(("gpt-5",), Limits(rpm=7)) == Limits(rpm=7, tpm=1000)
     assert config.resolve(("gpt-5",)) == Limits(rpm=10, tpm=1000)
     assert not RateLimitConfig().resolve(("gpt-5",))
+
+
+def test_itpm_and_otpm_count_as_anthropic_counts() -> None:
+    """Input at admission (a cache read not counted), output reserved from max_tokens and settled to the output."""
+    clock = Clock()
+    limiter = RateLimiter(clock)
+    limits = Limits(itpm=1000, otpm=600)
+    first = limiter.acquire(KEY, limits, Charge(input=300, output=500, cached=100))
+    assert first.allowed
+    assert (first.buckets["input_tokens"].level, first.buckets["output_tokens"].level) == (800, 100)
+    refused = limiter.acquire(KEY, limits, Charge(input=10, output=200))  # 100 output tokens left: 10 s to 200
+    assert refused.exceeded == "output_tokens" and refused.retry_after == pytest.approx(10.0)
+    error = refused.error("claude-sonnet-4-6")
+    assert error.status == 429 and error.type == "tokens" and error.headers["retry-after"] == "10"
+    assert "on output tokens per min (OTPM): Limit 600, Used 500, Requested 200" in error.message
+    assert refused.buckets["input_tokens"].level == 800  # a refused request takes from no bucket
+    limiter.settle(KEY, limits, Charge(input=0, output=40 - 500))  # it made 40 of its 500
+    second = limiter.acquire(KEY, limits, Charge(input=900, output=200))
+    assert second.exceeded == "input_tokens" and second.retry_after == pytest.approx(6.0)  # 100 more at 16.7/s
+    assert limiter.acquire(KEY, limits, Charge(input=800, output=200)).allowed
+    assert limiter.acquire(KEY, limits, Charge(input=0, output=2000)).retry_after is None  # over the whole limit
+
+
+def test_headers_fold_on_openai_and_split_on_messages() -> None:
+    limiter = RateLimiter(Clock())
+    verdict = limiter.acquire(KEY, Limits(tpm=10_000, itpm=2000, otpm=1000), Charge(input=100, output=900))
+    assert verdict.headers() == {  # the bucket with the fewest tokens left: OTPM's
+        "x-ratelimit-limit-tokens": "1000", "x-ratelimit-remaining-tokens": "100", "x-ratelimit-reset-tokens": "54s"}
+    verdict.directional = True
+    headers = verdict.headers()
+    assert (headers["x-ratelimit-limit-input-tokens"], headers["x-ratelimit-remaining-input-tokens"]) == (
+        "2000", "1900")
+    assert (headers["x-ratelimit-limit-output-tokens"], headers["x-ratelimit-remaining-output-tokens"]) == (
+        "1000", "100")
+    tpm_only = limiter.acquire(("sk-other", "gpt-4o"), Limits(tpm=500), Charge(input=100, output=50))
+    tpm_only.directional = True  # TPM counts both directions: each reports it
+    assert tpm_only.headers()["x-ratelimit-remaining-input-tokens"] == "350"
+    assert tpm_only.headers()["x-ratelimit-remaining-output-tokens"] == "350"
+
+
+def test_itpm_and_otpm_come_from_flags_files_and_profiles() -> None:
+    config = RateLimitConfig(itpm=1000, models={"claude-sonnet-4-6": Limits(otpm=50)})
+    assert config.resolve(("claude-sonnet-4-6",), Limits(itpm=70, tpm=9)) == Limits(tpm=9, itpm=70, otpm=50)
+    assert config.resolve(("gpt-5",)) == Limits(itpm=1000)
+    settings = Settings(rpm=5, itpm=4000, otpm=800)
+    assert fault_config(settings).rate_limits.resolve(("any",)) == Limits(rpm=5, itpm=4000, otpm=800)
 
 
 @pytest.mark.parametrize("seconds, text", [(0, "0s"), (0.0004, "1ms"), (0.12, "120ms"), (1.5, "1.5s"), (20, "20s"),

@@ -132,6 +132,35 @@ def test_rpm_admits_exactly_its_limit_fleet_wide(fleet: Fleet, connect: Callable
     assert 0 < int(headers["retry-after-ms"]) <= 7500 and headers["x-ratelimit-limit-tokens"] == "1000000"
 
 
+def test_itpm_and_otpm_are_counted_fleet_wide(fleet: Fleet) -> None:
+    """Messages requests alternating between the servers share one ITPM and one OTPM bucket: input counted at
+    admission, output reserved from max_tokens and settled, on either server, to the output made."""
+    a, b = fleet
+    body = {"model": "claude-sonnet-4-6", "max_tokens": 50, "messages": [{"role": "user", "content": "Hello"}]}
+    headers = {"anthropic-version": "2023-06-01", "x-api-key": "fleet-itpm"}
+    size = httpx.post(f"{a.url}/v1/messages/count_tokens", json=body, headers=headers).json()["input_tokens"]
+    limits = {"rate_limits": {"itpm": 4 * size + size // 2, "otpm": 600}}  # 4 fit; a 5th waits seconds
+    assert httpx.put(f"{b.url}/llmsim/admin/faults", json=limits).status_code == 200
+    answers = [httpx.post(f"{server.url}/v1/messages", json=body, headers=headers) for server in (a, b, a, b, a)]
+    assert [answer.status_code for answer in answers] == [200, 200, 200, 200, 429]
+    assert [int(answer.headers["anthropic-ratelimit-input-tokens-remaining"]) for answer in answers[:2]] == [
+        limits["rate_limits"]["itpm"] - size, limits["rate_limits"]["itpm"] - 2 * size]
+    assert "input tokens per minute" in answers[4].json()["error"]["message"]
+    assert answers[4].json()["error"]["type"] == "rate_limit_error" and "retry-after" in answers[4].headers
+
+    headers["x-api-key"] = "fleet-otpm"
+    first = httpx.post(f"{a.url}/v1/messages", json={**body, "max_tokens": 400}, headers=headers)
+    assert first.headers["anthropic-ratelimit-output-tokens-remaining"] == "200"  # 400 reserved
+    made = first.json()["usage"]["output_tokens"]
+    second = httpx.post(f"{b.url}/v1/messages", json={**body, "max_tokens": 500}, headers=headers)
+    assert second.status_code == 200, second.text  # the first was settled to its output: 600 - made are left
+    assert int(second.headers["anthropic-ratelimit-output-tokens-remaining"]) >= 600 - made - 500
+    third = httpx.post(f"{a.url}/v1/messages", json={**body, "max_tokens": 600}, headers=headers)
+    assert third.status_code == 429 and "output tokens per minute" in third.json()["error"]["message"]
+    counters = httpx.get(f"{a.url}/llmsim/admin/faults/counters").json()
+    assert counters["rate_limited"] == 2
+
+
 def test_first_n_fault_set_on_one_server_fires_n_times_fleet_wide(
         fleet: Fleet, connect: Callable[..., openai.OpenAI]) -> None:
     a, b = fleet

@@ -107,6 +107,7 @@ BAD_FLAGS = [  # (flags, the flag named, what the line says is allowed)
     (["--worker-connections", "0"], "--worker-connections", "an integer of at least 1"),
     (["--rpm", "0"], "--rpm", "an integer of at least 1"),
     (["--tpm", "-5"], "--tpm", "an integer of at least 1"),
+    (["--otpm", "0"], "--otpm", "an integer of at least 1"),
     (["--speed", "abc"], "--speed", "must be 0 or a number from 0.01 to 10000"),
     (["--speed", "-1"], "--speed", "must be 0 or a number from 0.01 to 10000"),
     (["--speed", "nan"], "--speed", "must be 0 or a number from 0.01 to 10000"),

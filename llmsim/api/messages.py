@@ -46,6 +46,8 @@ def _headers(response: Response) -> Response:
     response.headers["request-id"] = _request_id()
     for name, value in envelope.ratelimit_headers(dict(response.headers)).items():
         response.headers.setdefault(name, value)
+    for name in envelope.internal_headers():
+        response.headers.pop(name, None)
     return response
 
 

@@ -28,7 +28,7 @@ from llmsim.chaos.faults import (
     http_error,
     parse_forced,
 )
-from llmsim.chaos.ratelimit import Limits, duration
+from llmsim.chaos.ratelimit import Charge, Limits, duration
 from llmsim.chaos.scenarios import Player, ScenarioMoved
 from llmsim.chaos.state import ChaosState, Decision
 from llmsim.errors import APIError
@@ -41,6 +41,7 @@ from llmsim.wire import canonical
 log = logging.getLogger("llmsim")
 FAULT_HEADER = "X-LLMSim-Fault"
 FALLBACK_LIMITS = Limits(rpm=500, tpm=30_000)  # what an injected 429 reports when no real limit is set
+DIRECTIONAL = frozenset({"messages"})  # endpoints whose rate-limit headers report input and output tokens apart
 CHARS_PER_TOKEN = 4  # a relayed request's input estimate for its rate limit; the answer's usage settles the count
 
 
@@ -137,10 +138,12 @@ def _limits_and_faults(state: ChaosState, endpoint: str, prompt: Prompt, request
              "owner": request.owner,  # the key's scope: an API key as admin credential sees only its own
              **({"warnings": list(request.warnings)} if request.warnings else {})}  # see llmsim/responses/compat.py
     key = (request.api_key or "", model_id or model)
-    estimate = prompt.input_tokens + (prompt.max_output_tokens or 0)
+    estimate = Charge(prompt.input_tokens, prompt.max_output_tokens or 0, prompt.cached_input_tokens)
     decision = state.decide(RequestInfo(endpoint, models, request.api_key, dict(prompt.metadata or {})), entry, key,
                            lambda config: config.rate_limits.resolve(models, prompt.profile.rate_limits), estimate,
                            choose=forced is None, whole=whole)
+    if decision.verdict is not None:
+        decision.verdict.directional = endpoint in DIRECTIONAL
     ticket = Ticket(state, decision.entry)
     try:
         return _decided(state, decision, ticket, forced, key, estimate, model, stream)
@@ -150,7 +153,7 @@ def _limits_and_faults(state: ChaosState, endpoint: str, prompt: Prompt, request
 
 
 def _decided(state: ChaosState, decision: Decision, ticket: Ticket, forced: Fault | None, key: tuple[str, str],
-             estimate: int, model: str, stream: bool) -> Admission:
+             estimate: Charge, model: str, stream: bool) -> Admission:
     """What the decision means for the request: refused, hung, failed, or admitted with its stream fault."""
     entry, limits, verdict = decision.entry, decision.limits, decision.verdict
     on_finish: Callable[[Finish], None] | None = None
@@ -161,7 +164,9 @@ def _decided(state: ChaosState, decision: Decision, ticket: Ticket, forced: Faul
             raise verdict.error(model)
 
         def on_finish(finish: Finish) -> None:
-            state.settle(key, limits, finish.usage.input_tokens + finish.usage.output_tokens - estimate)
+            # the reservation settled to the usage (what a cache read stays uncounted, as at admission)
+            state.settle(key, limits, Charge(finish.usage.input_tokens - estimate.input,
+                                             finish.usage.output_tokens - estimate.output))
 
     rule = decision.rule
     fault: Fault | None = forced or rule
@@ -178,7 +183,7 @@ def _decided(state: ChaosState, decision: Decision, ticket: Ticket, forced: Faul
     if fault.kind == "rate_limit":
         headers = _exhausted(headers, limits, fault)
     if on_finish is not None:  # nothing will be generated: give the reserved tokens back
-        state.settle(key, limits, -estimate)
+        state.settle(key, limits, Charge(-estimate.input, -estimate.output, -estimate.cached))
     raise http_error(fault, model, headers)
 
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from llmsim.chaos.ratelimit import RateLimitConfig, duration, retry_after_headers
+from llmsim.chaos.ratelimit import LIMIT_FIELDS, RateLimitConfig, duration, retry_after_headers
 from llmsim.config import Settings
 from llmsim.errors import APIError
 from llmsim.generation import Delta, Finish, expand
@@ -226,10 +226,11 @@ def parse_rule(spec: str) -> Rule:
 
 
 def fault_config(settings: Settings) -> FaultConfig:
-    """The file's config, then the `--fault` rules after its own, then `--rpm` / `--tpm` where it sets none."""
+    """The file's config, then the `--fault` rules after its own, then `--rpm` / `--tpm` / `--itpm` / `--otpm`
+    where it sets none."""
     config = load_config(settings.faults_file) if settings.faults_file else FaultConfig()
-    limits = config.rate_limits.model_copy(update={"rpm": config.rate_limits.rpm or settings.rpm,
-                                                   "tpm": config.rate_limits.tpm or settings.tpm})
+    limits = config.rate_limits.model_copy(update={
+        name: getattr(config.rate_limits, name) or getattr(settings, name) for name in LIMIT_FIELDS})
     rules = config.faults + [parse_rule(spec) for spec in settings.fault_rules]
     return config.model_copy(update={"faults": rules, "rate_limits": limits})
 

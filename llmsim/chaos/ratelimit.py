@@ -1,9 +1,15 @@
-"""Real RPM/TPM limits: one pair of token buckets per (API key, model), reported the way the OpenAI API does.
+"""Real RPM/TPM/ITPM/OTPM limits: token buckets per (API key, model), reported the way the OpenAI API does (and,
+for the Messages surface, per direction as Anthropic does: llmsim/messages/envelope.py renames them).
 
-Buckets refill continuously (a per-minute limit refills limit/60 per second), which is how the real API
-enforces its per-minute limits over shorter windows. A rejected request takes nothing from its buckets,
-so after `Retry-After` the same request goes through. Tokens are reserved up front (input tokens plus
-`max_output_tokens`) and settled to the real usage when the response finishes.
+Buckets refill continuously (a per-minute limit refills limit/60 per second), which is how both APIs enforce
+their per-minute limits over shorter windows. A rejected request takes nothing from its buckets, so after
+`Retry-After` the same request goes through. Tokens are reserved up front and settled to the real usage when the
+response finishes: TPM reserves input tokens plus `max_output_tokens` (OpenAI); ITPM counts the input tokens at
+admission, less those a prompt cache reads, and OTPM reserves `max_tokens`, settled to the output actually made
+(Anthropic, https://docs.claude.com/en/api/rate-limits).
+
+The OpenAI surfaces have one `x-ratelimit-*-tokens` triple: with ITPM or OTPM set it reports the token bucket
+with the fewest tokens left (the one that refuses first), like Anthropic's `anthropic-ratelimit-tokens-*`.
 """
 
 from __future__ import annotations
@@ -25,6 +31,33 @@ EPSILON = 1e-9  # refills are sums of floats: a whole request refilled may read 
 DOCS = "Visit https://platform.openai.com/account/rate-limits to learn more."
 MAX_BUCKET_BYTES = 8 * 1024 * 1024  # buckets kept (their keys' size plus BUCKET_BYTES each); least recent go first
 BUCKET_BYTES = 200  # what one bucket and its dict entry take besides its key's strings
+LIMIT_FIELDS = ("rpm", "tpm", "itpm", "otpm")
+# bucket kind → (the Limits field, the x-ratelimit-* name, the 429's words); "requests" counts 1 a request
+KINDS = {"requests": ("rpm", "requests", "requests per min (RPM)"),
+         "tokens": ("tpm", "tokens", "tokens per min (TPM)"),
+         "input_tokens": ("itpm", "input-tokens", "input tokens per min (ITPM)"),
+         "output_tokens": ("otpm", "output-tokens", "output tokens per min (OTPM)")}
+TOKEN_KINDS = ("tokens", "input_tokens", "output_tokens")
+FIELDS = tuple((kind, field) for kind, (field, _, _) in KINDS.items())
+
+
+@dataclass(slots=True)
+class Charge:
+    """What a request takes from the token buckets (or, settling, the difference from what it took): TPM takes
+    input plus output, ITPM the input less what a cache reads, OTPM the output."""
+
+    input: int
+    output: int = 0
+    cached: int = 0
+
+    def amount(self, kind: str) -> int:
+        if kind == "tokens":
+            return self.input + self.output
+        if kind == "input_tokens":
+            return self.input - self.cached
+        if kind == "output_tokens":
+            return self.output
+        return 1
 
 
 class RateLimitConfig(Limits):
@@ -36,7 +69,8 @@ class RateLimitConfig(Limits):
         """The config's entry for the model, then the model's profile, then the config's defaults."""
         specific = next((self.models[name] for name in names if name in self.models), Limits())
         fallback = profile or Limits()
-        return Limits(rpm=specific.rpm or fallback.rpm or self.rpm, tpm=specific.tpm or fallback.tpm or self.tpm)
+        return Limits(**{name: getattr(specific, name) or getattr(fallback, name) or getattr(self, name)
+                         for name in LIMIT_FIELDS})
 
 
 def duration(seconds: float) -> str:
@@ -82,24 +116,44 @@ class Bucket:
         return max(0.0, (self.capacity - self.level) / self.rate)
 
 
-@dataclass
+@dataclass(slots=True)
 class Verdict:
-    """One admission decision and what the headers should say about it."""
+    """One admission decision and what the headers should say about it. `directional`: the answer reports input
+    and output tokens apart (x-ratelimit-*-input-tokens / -output-tokens, for the Messages surface to rename)."""
 
     limits: Limits
-    requests: Bucket | None
-    tokens: Bucket | None
-    requested_tokens: int
-    exceeded: str | None = None  # "requests" or "tokens" when rejected
+    buckets: dict[str, Bucket]  # by kind (KINDS), those whose limit is set
+    charge: Charge
+    exceeded: str | None = None  # the kind refused, when rejected
     retry_after: float | None = None
+    directional: bool = False
 
     @property
     def allowed(self) -> bool:
         return self.exceeded is None
 
+    @property
+    def requests(self) -> Bucket | None:
+        return self.buckets.get("requests")
+
+    @property
+    def tokens(self) -> Bucket | None:
+        """The token bucket the OpenAI-shaped headers report: the one with the fewest tokens left."""
+        shown: Bucket | None = None
+        for kind in TOKEN_KINDS:
+            bucket = self.buckets.get(kind)
+            if bucket is not None and (shown is None or (bucket.level, bucket.capacity) < (shown.level,
+                                                                                          shown.capacity)):
+                shown = bucket
+        return shown
+
     def headers(self) -> dict[str, str]:
         headers: dict[str, str] = {}
-        for name, bucket in (("requests", self.requests), ("tokens", self.tokens)):
+        shown = [("requests", self.requests), ("tokens", self.tokens)]
+        if self.directional:  # each direction's own bucket, else the TPM one, which counts both
+            shown += [(KINDS[kind][1], self.buckets.get(kind, self.buckets.get("tokens")))
+                      for kind in ("input_tokens", "output_tokens")]
+        for name, bucket in shown:
             if bucket is not None:
                 headers[f"x-ratelimit-limit-{name}"] = str(bucket.capacity)
                 headers[f"x-ratelimit-remaining-{name}"] = str(max(0, math.floor(bucket.level)))
@@ -109,10 +163,9 @@ class Verdict:
     def error(self, model: str) -> APIError:
         """The 429 the API sends for this rejection, with Retry-After / retry-after-ms when retrying helps."""
         kind = self.exceeded or "requests"
-        bucket = self.requests if kind == "requests" else self.tokens
-        assert bucket is not None
-        unit = "requests per min (RPM)" if kind == "requests" else "tokens per min (TPM)"
-        requested = 1 if kind == "requests" else self.requested_tokens
+        bucket = self.buckets[kind]
+        unit = KINDS[kind][2]
+        requested = self.charge.amount(kind)
         headers = self.headers()
         if self.retry_after is None:  # larger than the whole limit: waiting cannot help
             message = (f"Request too large for {model} in organization {ORGANIZATION} on {unit}: Limit "
@@ -124,7 +177,23 @@ class Verdict:
                        f"{bucket.capacity}, Used {used}, Requested {requested}. Please try again in "
                        f"{duration(self.retry_after)}. {DOCS}")
             headers.update(retry_after_headers(self.retry_after))
-        return APIError(message, status=429, type=kind, code="rate_limit_exceeded", headers=headers)
+        # OpenAI's error type says requests or tokens; the words name the bucket (the Messages surface reads them)
+        return APIError(message, status=429, type="requests" if kind == "requests" else "tokens",
+                        code="rate_limit_exceeded", headers=headers)
+
+    def refuse(self) -> None:
+        """Set `exceeded` / `retry_after` from the buckets' levels: the first limit the charge does not fit."""
+        for kind, bucket in self.buckets.items():
+            amount = self.charge.amount(kind)
+            if bucket.level + EPSILON < amount:
+                self.exceeded = kind
+                self.retry_after = bucket.wait(amount) if amount <= bucket.capacity else None
+                return
+
+
+def charge_of(tokens: int | Charge) -> Charge:
+    """A bare count is all input (the TPM-only callers' way)."""
+    return tokens if isinstance(tokens, Charge) else Charge(tokens)
 
 
 def retry_after_headers(seconds: float) -> dict[str, str]:
@@ -165,33 +234,35 @@ class RateLimiter:
         bucket.refill(now)
         return bucket
 
-    def acquire(self, key: tuple[str, str], limits: Limits, tokens: int) -> Verdict:
-        """Take one request and `tokens` tokens, or take nothing and say which limit was hit."""
+    def acquire(self, key: tuple[str, str], limits: Limits, tokens: int | Charge) -> Verdict:
+        """Take one request and the charge's tokens, or take nothing and say which limit was hit."""
+        charge = charge_of(tokens)
         with self._lock:
             now = self.clock()
-            requests = self._bucket(key, "requests", limits.rpm, now)
-            token_bucket = self._bucket(key, "tokens", limits.tpm, now)
-            verdict = Verdict(limits, requests, token_bucket, tokens)
-            for kind, bucket, amount in (("requests", requests, 1), ("tokens", token_bucket, tokens)):
-                if bucket is not None and bucket.level + EPSILON < amount:
-                    verdict.exceeded = kind
-                    verdict.retry_after = bucket.wait(amount) if amount <= bucket.capacity else None
-                    self.rejected += 1
-                    return verdict
-            if requests is not None:
-                requests.level -= 1
-            if token_bucket is not None:
-                token_bucket.level -= tokens
+            buckets: dict[str, Bucket] = {}
+            for kind, field in FIELDS:
+                capacity = getattr(limits, field)
+                if capacity is not None:
+                    buckets[kind] = self._bucket(key, kind, capacity, now)  # type: ignore[assignment]
+            verdict = Verdict(limits, buckets, charge)
+            verdict.refuse()
+            if verdict.exceeded is not None:
+                self.rejected += 1
+                return verdict
+            for kind, bucket in buckets.items():
+                bucket.level -= charge.amount(kind)
             return verdict
 
-    def settle(self, key: tuple[str, str], limits: Limits, extra_tokens: int) -> None:
+    def settle(self, key: tuple[str, str], limits: Limits, extra_tokens: int | Charge) -> None:
         """Charge (or refund, when negative) the difference between reserved and used tokens."""
-        if limits.tpm is None or not extra_tokens:
-            return
+        extra = charge_of(extra_tokens)
         with self._lock:
-            bucket = self._bucket(key, "tokens", limits.tpm, self.clock())
-            assert bucket is not None
-            bucket.level = min(float(bucket.capacity), bucket.level - extra_tokens)
+            now = self.clock()
+            for kind in TOKEN_KINDS:
+                amount = extra.amount(kind)
+                bucket = self._bucket(key, kind, getattr(limits, KINDS[kind][0]), now) if amount else None
+                if bucket is not None:
+                    bucket.level = min(float(bucket.capacity), bucket.level - amount)
 
     def reset(self) -> None:
         with self._lock:

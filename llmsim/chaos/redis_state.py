@@ -29,7 +29,7 @@ from collections import OrderedDict
 from typing import Any
 
 from llmsim.chaos.faults import FaultConfig, RequestInfo, Rule
-from llmsim.chaos.ratelimit import Bucket, Limits, Verdict
+from llmsim.chaos.ratelimit import KINDS, TOKEN_KINDS, Bucket, Charge, Limits, Verdict
 from llmsim.chaos.scenarios import (
     TRANSCRIPT,
     Player,
@@ -114,45 +114,54 @@ local function save(key, cap, level, now)
 end
 """
 
-# KEYS: chaos, log, requests bucket, tokens bucket, seen[, scenario, transcript]. ARGV: gen, the log entry after its
-# '{' when admitted and when rate-limited, rpm or '', tpm or '', tokens, RECENT, then (with the scenario's keys) the
-# request's turn when no scenario is loaded: the scenario's gen, time, model JSON, request JSON, TRANSCRIPT (else
-# five ''; the gen alone: checked, the turn left to the player), then the indexes of the rules in scope.
+# KEYS: chaos, log, requests bucket, seen, then the tokens, input-tokens and output-tokens buckets[, scenario,
+# transcript]. ARGV: gen, the log entry after its '{' when admitted and when rate-limited, rpm or '', the token
+# buckets' limits ('tpm,itpm,otpm', each '' when unset), their amounts ('t,i,o'), RECENT, then (with the scenario's
+# keys) the request's turn when no scenario is loaded: the scenario's gen, time, model JSON, request JSON, TRANSCRIPT
+# (else five ''; the gen alone: checked, the turn left to the player), then the indexes of the rules in scope.
 # → {'stale'}, {'scenario'} (one was loaded: nothing done) or
-#   {'ok', index, exceeded or '', requests level, tokens level, count per rule in scope...}
+#   {'ok', index, exceeded or '', requests level, the three token levels, count per rule in scope...}
 _ADMIT = _RECORD + _BUCKET + """
 if redis.call('HGET', KEYS[1], 'gen') ~= ARGV[1] then return {'stale'} end
-if #KEYS > 5 then
-  if redis.call('HGET', KEYS[6], 'gen') ~= ARGV[8] then return {'scenario'} end
+if #KEYS > 7 then
+  if redis.call('HGET', KEYS[8], 'gen') ~= ARGV[8] then return {'scenario'} end
   if ARGV[9] ~= '' then
-    record(KEYS[7], redis.call('HINCRBY', KEYS[6], 'requests', 1) - 1, ARGV[9], ARGV[10], 'null', ARGV[11], ARGV[12])
+    record(KEYS[9], redis.call('HINCRBY', KEYS[8], 'requests', 1) - 1, ARGV[9], ARGV[10], 'null', ARGV[11], ARGV[12])
   end
 end
 local n = redis.call('HINCRBY', KEYS[1], 'served', 1)
 local now = now_s()
-local tokens = tonumber(ARGV[6])
-local rpm, tpm = tonumber(ARGV[4]), tonumber(ARGV[5])
-local rq, tk = 0, 0
+local rpm = tonumber(ARGV[4])
+local caps, amounts, i = {}, {}, 0
+for v in string.gmatch(ARGV[5] .. ',', '([^,]*),') do i = i + 1; caps[i] = tonumber(v) end
+i = 0
+for v in string.gmatch(ARGV[6] .. ',', '([^,]*),') do i = i + 1; amounts[i] = tonumber(v) end
+local kinds = {'tokens', 'input_tokens', 'output_tokens'}
+local rq, levels = 0, {0, 0, 0}
 if rpm then rq = refill(KEYS[3], rpm, now) end
-if tpm then tk = refill(KEYS[4], tpm, now) end
+for j = 1, 3 do if caps[j] then levels[j] = refill(KEYS[4 + j], caps[j], now) end end
 local exceeded = ''
-if rpm and rq + 1e-9 < 1 then exceeded = 'requests' elseif tpm and tk + 1e-9 < tokens then exceeded = 'tokens' end
+if rpm and rq + 1e-9 < 1 then exceeded = 'requests' else
+  for j = 1, 3 do
+    if caps[j] and levels[j] + 1e-9 < amounts[j] then exceeded = kinds[j]; break end
+  end
+end
 if exceeded == '' then
   if rpm then rq = rq - 1 end
-  if tpm then tk = tk - tokens end
+  for j = 1, 3 do if caps[j] then levels[j] = levels[j] - amounts[j] end end
 end
 if rpm then save(KEYS[3], rpm, rq, now) end
-if tpm then save(KEYS[4], tpm, tk, now) end
+for j = 1, 3 do if caps[j] then save(KEYS[4 + j], caps[j], levels[j], now) end end
 local entry = ARGV[2]
 if exceeded ~= '' then entry = ARGV[3] end
 redis.call('HSET', KEYS[2], n, '{"index":' .. n .. ',' .. entry)
 redis.call('HDEL', KEYS[2], n - tonumber(ARGV[7]))
-local result = {'ok', n, exceeded, tostring(rq), tostring(tk)}
+local result = {'ok', n, exceeded, tostring(rq), tostring(levels[1]), tostring(levels[2]), tostring(levels[3])}
 if exceeded ~= '' then
   redis.call('HINCRBY', KEYS[1], 'rejected', 1)
   return result
 end
-for i = 13, #ARGV do table.insert(result, redis.call('HINCRBY', KEYS[5], ARGV[i], 1)) end
+for i = 13, #ARGV do table.insert(result, redis.call('HINCRBY', KEYS[4], ARGV[i], 1)) end
 return result
 """
 
@@ -170,10 +179,13 @@ redis.call('HDEL', KEYS[2], n - tonumber(ARGV[4]))
 return {'ok', n}
 """
 
-# KEYS: bucket. ARGV: capacity, tokens to charge (negative: refund).
+# KEYS: buckets. ARGV: per bucket, its capacity and the tokens to charge (negative: refund).
 _SETTLE = _BUCKET + """
-local cap, now = tonumber(ARGV[1]), now_s()
-save(KEYS[1], cap, math.min(cap, refill(KEYS[1], cap, now) - tonumber(ARGV[2])), now)
+local now = now_s()
+for i = 1, #KEYS do
+  local cap = tonumber(ARGV[2 * i - 1])
+  save(KEYS[i], cap, math.min(cap, refill(KEYS[i], cap, now) - tonumber(ARGV[2 * i])), now)
+end
 return 1
 """
 
@@ -226,7 +238,7 @@ class RedisChaosState(ChaosState):
         self._replace(keys=[CHAOS, SEEN], args=["config", config.model_dump_json(exclude_none=True)])
 
     def decide(self, request: RequestInfo, entry: dict[str, Any], key: tuple[str, str], resolve: ResolveLimits,
-              tokens: int, choose: bool, whole: bool = False) -> Decision:
+              tokens: Charge, choose: bool, whole: bool = False) -> Decision:
         turn, _turns.pending = _turns.pending, None  # the request's turn, when RedisPlayer left it to us
         sent = None
         for _ in range(MAX_STALE):
@@ -239,7 +251,7 @@ class RedisChaosState(ChaosState):
             # when it was refused (a refused request takes no turn).
             sent = turn if choose and not scope and not limits else None
             bucket = _bucket(key)
-            keys = [CHAOS, LOG, f"{bucket}:requests", f"{bucket}:tokens", SEEN]
+            keys = [CHAOS, LOG, f"{bucket}:requests", SEEN, *(f"{bucket}:{kind}" for kind in TOKEN_KINDS)]
             if turn is not None:  # the scenario's gen checked; the turn recorded when sent
                 keys += [SCENARIO, TRANSCRIPT_KEY]
             # The entry as it will end when nothing fires (no rule in scope, no forced fault) or when rate-limited:
@@ -247,8 +259,10 @@ class RedisChaosState(ChaosState):
             admitted = {**entry, "status": 200} if choose and not scope else entry
             limited = {**entry, "rate_limited": True, "status": 429}
             result = self._admit(keys=keys, args=[
-                self._gen, dumps(admitted)[1:], dumps(limited)[1:], limits.rpm or "", limits.tpm or "", tokens,
-                RECENT, *(sent or [turn[0], "", "", "", ""] if turn else ["", "", "", "", ""]), *scope])
+                self._gen, dumps(admitted)[1:], dumps(limited)[1:], limits.rpm or "",
+                ",".join(str(getattr(limits, KINDS[kind][0]) or "") for kind in TOKEN_KINDS),
+                ",".join(str(tokens.amount(kind)) for kind in TOKEN_KINDS), RECENT,
+                *(sent or [turn[0], "", "", "", ""] if turn else ["", "", "", "", ""]), *scope])
             if result[0] == b"ok":
                 break
             if result[0] == b"scenario":
@@ -263,9 +277,10 @@ class RedisChaosState(ChaosState):
         self._remember({"index": index, **(limited if result[2] else admitted)})
         decision = Decision({"index": index, **entry}, limits)
         if limits:
-            decision.verdict = self._verdict(limits, tokens, result[2].decode(), float(result[3]), float(result[4]))
+            levels = [float(level) for level in result[3:7]]
+            decision.verdict = self._verdict(limits, tokens, result[2].decode(), levels)
         if choose and (decision.verdict is None or decision.verdict.allowed):
-            decision.rule = self._choose(config, scope, [int(count) for count in result[5:]])
+            decision.rule = self._choose(config, scope, [int(count) for count in result[7:]])
         return decision
 
     def _defer(self, entry: dict[str, Any], limits: Limits, turn: list[Any]) -> Decision:
@@ -296,20 +311,18 @@ class RedisChaosState(ChaosState):
             self._written.popitem(last=False)
 
     @staticmethod
-    def _verdict(limits: Limits, tokens: int, exceeded: str, requests: float, token_level: float) -> Verdict:
-        """The script's levels as the Verdict the headers and the 429 are made from."""
-        def bucket(capacity: int | None, level: float) -> Bucket | None:
-            if capacity is None:
-                return None
-            made = Bucket(capacity, 0.0)
-            made.level = level
-            return made
-
-        verdict = Verdict(limits, bucket(limits.rpm, requests), bucket(limits.tpm, token_level), tokens)
+    def _verdict(limits: Limits, charge: Charge, exceeded: str, levels: list[float]) -> Verdict:
+        """The script's levels (requests, then the token buckets) as the Verdict the headers and the 429 are made
+        from."""
+        buckets: dict[str, Bucket] = {}
+        for kind, level in zip(KINDS, levels, strict=True):
+            capacity = getattr(limits, KINDS[kind][0])
+            if capacity is not None:
+                buckets[kind] = made = Bucket(capacity, 0.0)
+                made.level = level
+        verdict = Verdict(limits, buckets, charge)
         if exceeded:
-            hit = verdict.requests if exceeded == "requests" else verdict.tokens
-            amount = 1 if exceeded == "requests" else tokens
-            assert hit is not None
+            hit, amount = buckets[exceeded], charge.amount(exceeded)
             verdict.exceeded = exceeded
             verdict.retry_after = hit.wait(amount) if amount <= hit.capacity else None
         return verdict
@@ -330,11 +343,17 @@ class RedisChaosState(ChaosState):
                 chosen = rule
         return chosen
 
-    def settle(self, key: tuple[str, str], limits: Limits, extra_tokens: int) -> None:
-        if limits.tpm is None or not extra_tokens:
-            return
+    def settle(self, key: tuple[str, str], limits: Limits, extra_tokens: Charge) -> None:
         bucket = _bucket(key)
-        self.batch.write(self._settle, [f"{bucket}:tokens"], [limits.tpm, extra_tokens])  # JSON: as it leaves
+        keys: list[str] = []
+        args: list[int] = []
+        for kind in TOKEN_KINDS:
+            capacity, amount = getattr(limits, KINDS[kind][0]), extra_tokens.amount(kind)
+            if capacity is not None and amount:
+                keys.append(f"{bucket}:{kind}")
+                args += [capacity, amount]
+        if keys:
+            self.batch.write(self._settle, keys, args)  # JSON: as it leaves
 
     def count(self, kind: str) -> None:
         self.client.hincrby(FAULTS, kind, 1)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmsim.chaos.faults import FaultConfig, Injector, RequestInfo, Rule
-from llmsim.chaos.ratelimit import Limits, RateLimiter, Verdict
+from llmsim.chaos.ratelimit import Charge, Limits, RateLimiter, Verdict
 
 RECENT = 500  # requests remembered for the admin API
 ResolveLimits = Callable[[FaultConfig], Limits]
@@ -51,7 +51,7 @@ class ChaosState:
         self.injector.configure(config)
 
     def decide(self, request: RequestInfo, entry: dict[str, Any], key: tuple[str, str], resolve: ResolveLimits,
-              tokens: int, choose: bool, whole: bool = False) -> Decision:
+              tokens: Charge, choose: bool, whole: bool = False) -> Decision:
         """Log the request, take from its buckets, and (when `choose` and it was admitted) pick the rule. `whole`:
         nothing of the answer leaves or waits before it is made (a shared state may record the request then)."""
         with self._lock:
@@ -67,7 +67,7 @@ class ChaosState:
         decision.rule = self.injector.choose(request) if choose else None
         return decision
 
-    def settle(self, key: tuple[str, str], limits: Limits, extra_tokens: int) -> None:
+    def settle(self, key: tuple[str, str], limits: Limits, extra_tokens: Charge) -> None:
         self.limiter.settle(key, limits, extra_tokens)
 
     def count(self, kind: str) -> None:

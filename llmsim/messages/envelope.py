@@ -21,9 +21,14 @@ DEFAULT_WORDS = {"The server had an error while processing your request. Sorry a
                  "The server is overloaded or not ready yet.": "Overloaded"}
 STATUS = {503: 529}  # Anthropic says "overloaded" with its own status
 DURATION = re.compile(r"(?:(\d+)h)?(?:(\d+)m(?!s))?(?:([\d.]+)s)?(?:(\d+)ms)?$")
-# x-ratelimit-* (requests, tokens) → Anthropic's names; its token limits are per direction (input, output) and
-# overall: LLMSim counts one token bucket per key and model, reported under each.
-NAMES = {"requests": ("requests",), "tokens": ("tokens", "input-tokens", "output-tokens")}
+# Anthropic's names ← the x-ratelimit-* ones they are read from, the first present: admission reports each
+# direction's bucket (ITPM, OTPM, else TPM, which counts both) under x-ratelimit-*-{input,output}-tokens, and the
+# bucket with the fewest tokens left under x-ratelimit-*-tokens, as Anthropic's `tokens` reports the most
+# restrictive limit; an injected 429 (or a relayed answer) may carry only the latter.
+NAMES = {"requests": ("requests",), "tokens": ("tokens",), "input-tokens": ("input-tokens", "tokens"),
+         "output-tokens": ("output-tokens", "tokens")}
+DIRECTIONS = ("input-tokens", "output-tokens")  # x-ratelimit-*-{these} are admission's words to this module only
+UNITS = {"(ITPM)": "input tokens", "(OTPM)": "output tokens"}  # in LLMSim's 429 message → Anthropic's words
 
 
 def status(error: APIError) -> int:
@@ -41,7 +46,8 @@ def message(error: APIError) -> str:
     if error.type == "insufficient_quota":
         return "Your credit balance is too low to access the Anthropic API."
     if error.status == 429 and OPENAI_DOCS in error.message:
-        unit = "input tokens" if error.type == "tokens" else "requests"
+        unit = "requests" if error.type == "requests" else \
+            next((words for mark, words in UNITS.items() if mark in error.message), "input tokens")
         return (f"This request would exceed the rate limit for your organization on {unit} per minute. "
                 f"For details, refer to: {RATE_LIMIT_DOCS}.")
     return DEFAULT_WORDS.get(error.message, error.message)
@@ -64,13 +70,18 @@ def ratelimit_headers(headers: Mapping[str, str], now: datetime.datetime | None 
     RFC 3339 time, as Anthropic sends it."""
     now = now or datetime.datetime.now(datetime.UTC)
     out: dict[str, str] = {}
-    for ours, theirs in NAMES.items():
-        limit = headers.get(f"x-ratelimit-limit-{ours}")
-        if limit is None:
+    for name, sources in NAMES.items():
+        ours = next((source for source in sources if f"x-ratelimit-limit-{source}" in headers), None)
+        if ours is None:
             continue
+        limit = headers[f"x-ratelimit-limit-{ours}"]
         reset = now + datetime.timedelta(seconds=_seconds(headers.get(f"x-ratelimit-reset-{ours}", "0s")))
-        for name in theirs:
-            out[f"anthropic-ratelimit-{name}-limit"] = limit
-            out[f"anthropic-ratelimit-{name}-remaining"] = headers.get(f"x-ratelimit-remaining-{ours}", limit)
-            out[f"anthropic-ratelimit-{name}-reset"] = reset.strftime("%Y-%m-%dT%H:%M:%SZ")
+        out[f"anthropic-ratelimit-{name}-limit"] = limit
+        out[f"anthropic-ratelimit-{name}-remaining"] = headers.get(f"x-ratelimit-remaining-{ours}", limit)
+        out[f"anthropic-ratelimit-{name}-reset"] = reset.strftime("%Y-%m-%dT%H:%M:%SZ")
     return out
+
+
+def internal_headers() -> tuple[str, ...]:
+    """The x-ratelimit-* headers that are admission's words to this module, not sent as they are."""
+    return tuple(f"x-ratelimit-{part}-{name}" for name in DIRECTIONS for part in ("limit", "remaining", "reset"))

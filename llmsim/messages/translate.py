@@ -193,6 +193,7 @@ def build_prompt(request: CreateRequest, profile: Profile, seed: int | None, own
     thinking = request.thinking
     budget = thinking.budget_tokens if isinstance(thinking, ThinkingEnabled) else None
     use = cache.lookup(cache.breakpoints(request, profile.encoding), owner, request.model, prompt.input_tokens)
+    prompt = replace(prompt, cached_input_tokens=min(use.read, prompt.input_tokens))
     return Translated(prompt, effort is not None, not (thinking and thinking.display == "omitted"), budget,
                       tuple(request.stop_sequences or ()), use)
 

@@ -27,14 +27,17 @@ Effort = Literal["none", "minimal", "low", "medium", "high", "xhigh", "max", "ul
 
 
 class Limits(BaseModel):
-    """Requests and tokens per minute; unset means unlimited."""
+    """Requests and tokens per minute; unset means unlimited. `tpm` counts input and output together (OpenAI's
+    way); `itpm` / `otpm` count them apart (Anthropic's way); any may be set beside the others."""
 
     model_config = ConfigDict(extra="forbid")
     rpm: int | None = Field(None, gt=0)
     tpm: int | None = Field(None, gt=0)
+    itpm: int | None = Field(None, gt=0)
+    otpm: int | None = Field(None, gt=0)
 
     def __bool__(self) -> bool:
-        return self.rpm is not None or self.tpm is not None
+        return any(value is not None for value in (self.rpm, self.tpm, self.itpm, self.otpm))
 
 
 class ProfileError(Exception):
@@ -70,7 +73,7 @@ class Profile(BaseModel):
     sampling_always: bool = False  # a local model: temperature/top_p allowed with any effort
     timing: Timing | None = None  # unset: responses come as fast as they are made
     pricing: Pricing | None = None  # unset: no cost reported
-    rate_limits: Limits | None = None  # rpm / tpm per API key; unset: the fault config's (llmsim/chaos/ratelimit.py)
+    rate_limits: Limits | None = None  # rpm/tpm/itpm/otpm per key; unset: the faults file's (llmsim/chaos/ratelimit.py)
 
     @property
     def echo_name(self) -> str:

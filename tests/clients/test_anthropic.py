@@ -200,6 +200,30 @@ def test_429_as_anthropic_sends_it(llmsim: LLMSim) -> None:
     assert headers["anthropic-ratelimit-requests-reset"].endswith("Z")
 
 
+def test_otpm_limit_refused_and_retried_by_the_sdk(llmsim: LLMSim) -> None:
+    """OTPM reserves max_tokens at admission and settles to the output made; a refusal's retry-after-ms is what
+    the SDK waits before its retry goes through."""
+    import anthropic
+
+    llmsim.set_faults(rate_limits={"otpm": 6000, "itpm": 100_000})
+    raw = client(llmsim).messages.with_raw_response.create(model=MODEL, max_tokens=1000, messages=ask("Hi"))
+    made = raw.parse().usage.output_tokens
+    assert raw.headers["anthropic-ratelimit-output-tokens-limit"] == "6000"
+    assert raw.headers["anthropic-ratelimit-output-tokens-remaining"] == "5000"
+    assert raw.headers["anthropic-ratelimit-input-tokens-limit"] == "100000"
+    with pytest.raises(anthropic.RateLimitError) as caught:
+        client(llmsim).messages.create(model=MODEL, max_tokens=6000, messages=ask("Hi"))
+    assert caught.value.body["error"]["type"] == "rate_limit_error"
+    assert "output tokens per minute" in caught.value.body["error"]["message"]
+    headers = caught.value.response.headers
+    assert 0 < int(headers["retry-after-ms"]) <= made * 10 + 10  # what the first used, at 100 tokens a second
+    assert int(headers["anthropic-ratelimit-output-tokens-remaining"]) >= 6000 - made - 1  # settled
+    message = client(llmsim, max_retries=2).messages.create(model=MODEL, max_tokens=6000, messages=ask("Hi"))
+    assert message.content
+    statuses = [entry["status"] for entry in llmsim.fault_log]
+    assert statuses[:2] == [200, 429] and statuses[-1] == 200 and set(statuses[2:-1]) <= {429}, statuses
+
+
 def test_529_overloaded_retried(llmsim: LLMSim) -> None:
     import anthropic
 
