@@ -24,7 +24,7 @@ from llmsim.store import (
     StoredResponse,
 )
 from llmsim.store.sqlite import Database
-from llmsim.testing import ServerProcess
+from llmsim.testing import ServerProcess, free_port
 from stateful import PACED, Clock, client_for, kill_hard, record, slow_profiles, until, wait_final
 
 Start = Callable[..., ServerProcess]
@@ -262,7 +262,7 @@ def test_a_read_only_store_fails_at_start_with_one_line(tmp_path: Path, what: st
     if what == "file":
         Database(path).close()  # an existing store, made read-only
     with _immutable(path if what == "file" else tmp_path):
-        started = subprocess.run([sys.executable, "-m", "llmsim", "serve", "--port", "0", "--store",
+        started = subprocess.run([sys.executable, "-m", "llmsim", "serve", "--port", str(free_port()), "--store",
                                   f"sqlite:///{path}"], capture_output=True, text=True, timeout=60)
     assert started.returncode == 2
     lines = started.stderr.strip().splitlines()
