@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -23,6 +24,7 @@ from llmsim.store import (
     StoredConversation,
     StoredResponse,
 )
+from llmsim.store.base import StorageUnavailable
 from llmsim.store.sqlite import Database
 from llmsim.testing import ServerProcess, free_port
 from stateful import PACED, Clock, client_for, kill_hard, record, slow_profiles, until, wait_final
@@ -302,3 +304,21 @@ def test_a_full_disk_is_a_503_with_its_cause_and_health_says_so(tiny_disk: Path)
         filler.unlink()
         assert httpx.get(f"{server.url}/llmsim/health").status_code == 200  # room again: healthy again
         assert client.responses.create(model="gpt-4o", input="Hi").status == "completed"
+
+
+def test_a_store_locked_past_its_timeout_is_unavailable_with_that_cause(tmp_path: Path) -> None:
+    """Another process holding the file's write lock longer than the busy timeout: the same 503 cause
+    (`locked`) the server gives for a full disk, and health's check fails with it, until the lock goes."""
+    path = tmp_path / "llmsim.db"
+    store = Database(path, busy_timeout_s=0.2)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(StorageUnavailable) as refused:
+            store.check()
+        assert refused.value.cause == "locked" and "locked" in refused.value.message
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    store.check()  # the lock gone, the store writes again
+    store.close()
