@@ -18,7 +18,7 @@ import pytest
 import websockets.sync.client
 from websockets.exceptions import ConnectionClosed
 
-from llmsim.testing import ServerProcess
+from llmsim.testing import RedisServer, ServerProcess
 
 LONG = "Tell me about tides. " * 300  # echoed: an answer of ~1,500 tokens, ~20 s at --speed 1
 
@@ -152,3 +152,27 @@ def test_past_the_graceful_timeout_streams_end_failed_and_stay_stored(tmp_path: 
         background = client.responses.retrieve(queued.id)
         assert background.status == "failed"
         assert background.error is not None and background.error.code == "server_shutting_down"
+
+
+def test_on_redis_a_cut_stream_and_a_background_response_are_stored_failed() -> None:
+    """The same cut with a fleet's store: what the shutdown ended is failed in Redis, not lost or left running."""
+    with RedisServer() as redis, \
+            ServerProcess("--speed", "1", "--graceful-timeout", "0.5", "--store", redis.url) as server:
+        client = _client(server, echo=True)
+        queued = client.responses.create(model="gpt-4o", input=LONG, max_output_tokens=2000, background=True)
+        ends: list[Any] = []
+        started = threading.Semaphore(0)
+        threads = _run([(_stream, (client, 2000, ends, started))])
+        assert started.acquire(timeout=30)
+        assert server.process is not None
+        server.process.send_signal(signal.SIGTERM)
+        threads[0].join(timeout=30)
+        assert server.process.wait(timeout=15) == 0
+        [end] = ends
+        assert getattr(end, "type", None) == "response.failed" and end.response.error.code == "server_shutting_down"
+        with ServerProcess("--store", redis.url) as again:
+            client = _client(again)
+            for response_id in (end.response.id, queued.id):
+                stored = client.responses.retrieve(response_id)
+                assert stored.status == "failed" and stored.error is not None, stored
+                assert stored.error.code == "server_shutting_down"
