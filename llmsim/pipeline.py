@@ -33,6 +33,7 @@ from llmsim.store import (
     ConversationStore,
     MemoryConversations,
     ResponseStore,
+    StorageUnavailable,
     StoredConversation,
     StoredResponse,
     background,
@@ -318,7 +319,13 @@ class Pipeline:
                 self._add_turn(record.input_items, builder.response)
                 if store:
                     record.replay = Replay(log, builder)
-                    self.store.put(record)
+                    try:
+                        self.store.put(record)
+                    except StorageUnavailable as failure:  # too late for a 503: the stream's own error ends it
+                        if not stream:
+                            raise
+                        yield "error", dumps_event(builder.error("storage_unavailable", failure.message))
+                        return
             yield kind, dumps_event(event) if stream else ""
 
     def _background(self, builder: EventBuilder, deltas: Iterator[Delta], record: StoredResponse, stream: bool,

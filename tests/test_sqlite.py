@@ -299,6 +299,9 @@ def test_a_full_disk_is_a_503_with_its_cause_and_health_says_so(tiny_disk: Path)
         error = failed.value.body
         assert isinstance(error, dict) and error["code"] == "storage_unavailable"
         assert "disk full" in error["message"]
+        with client.responses.stream(model="gpt-4o", input="Hi " * 2000) as stream:  # begun before the write
+            last = list(stream)[-1]
+        assert last.type == "error" and last.code == "storage_unavailable" and "disk full" in last.message, last
         health = httpx.get(f"{server.url}/llmsim/health")
         assert health.status_code == 503 and health.json()["error"]["code"] == "storage_unavailable"
         filler.unlink()
