@@ -18,6 +18,7 @@ from llmsim.testing import ServerProcess, stop_all
 # modules' tests failed in one of two runs; the fit, run beside test_mlx's decoding, fitted a TTFT of 0.01 ms).
 ALONE = frozenset({"test_ticks.py", "test_sockets.py", "test_paced_writer.py",
                    "test_proxy_replay.py::test_profile_fit_recovers_the_upstream_profile"})
+UNUSED_PLUGINS = "-p no:langsmith_plugin -p no:faker"  # as in pyproject.toml's addopts
 LOCKS = "LLMSIM_TEST_LOCKS"  # the directory of the processes' lock files, made by the xdist controller
 _alone: list[IO[str]] = []  # the lock files this process holds while its module runs alone
 
@@ -43,6 +44,9 @@ def pytest_configure(config: pytest.Config) -> None:
         # checkout instead, kept between runs, so the tree still gets none.
         cache = os.path.join(tempfile.gettempdir(), f"llmsim-pycache-{os.getuid()}")
         os.environ.setdefault("PYTHONPYCACHEPREFIX", cache)
+    if "no:langsmith_plugin" not in os.environ.get("PYTEST_ADDOPTS", ""):
+        # The pytest runs the tests start (the plugin's, the docs' examples) skip them too (see pyproject.toml).
+        os.environ["PYTEST_ADDOPTS"] = f"{os.environ.get('PYTEST_ADDOPTS', '')} {UNUSED_PLUGINS}".strip()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -54,7 +54,8 @@ def until(check: Callable[[], T | None], timeout: float = 30.0, every: float = 0
 
 
 def wait_final(client: openai.OpenAI, response_id: str) -> Response:
-    return until(lambda: (r := client.responses.retrieve(response_id)).status in FINAL and r)
+    # polled every 0.1 s: a response that runs for seconds, polled every 0.02 s, cost the server a core's second
+    return until(lambda: (r := client.responses.retrieve(response_id)).status in FINAL and r, every=0.1)
 
 
 def kill_hard(server: ServerProcess) -> None:

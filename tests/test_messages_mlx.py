@@ -4,13 +4,15 @@ thinking as a thinking block; the tool result goes back through the template for
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Iterator
 
 import pytest
 
 from llmsim.testing import ServerProcess
 
-pytest.importorskip("mlx_lm")
+# Looked up, not imported: every xdist process collects this module, and importing mlx_lm costs a core ~3 s.
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("mlx_lm") is None, reason="needs the [mlx] extra")
 
 SCRIPTS = {
     "<|s_tool|>": '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>',

@@ -8,7 +8,6 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import anthropic
 import httpx
 
 from llmsim.testing import ServerProcess
@@ -28,6 +27,8 @@ def test_forwarded_recorded_and_replayed(tmp_path: Path) -> None:
     with ThreadPoolExecutor(2) as pool:  # two starts at once: each costs seconds on a busy machine
         list(pool.map(ServerProcess.start, (upstream, relay)))
     try:
+        import anthropic  # here, not at the top: every xdist process collects this module; the SDK costs ~3 s
+
         client = anthropic.Anthropic(base_url=relay.url, api_key="client-key", max_retries=0)
         made, again = (client.messages.create(model=MODEL, max_tokens=200, messages=ASK) for _ in range(2))
         streams = []

@@ -17,7 +17,7 @@ import pytest
 from llmsim import cli, server, tokens
 from llmsim.app import create_app
 from llmsim.config import Settings
-from llmsim.testing import ServerProcess, free_port
+from llmsim.testing import free_port
 
 
 def _serve(port: int) -> subprocess.Popen[str]:
@@ -41,24 +41,21 @@ def test_serving_is_printed_once_the_server_answers() -> None:
         process.wait(timeout=10)
 
 
-def test_a_server_of_two_workers_opens_no_control_socket(tmp_path: Path) -> None:
-    """gunicorn (25.1 on) would open one in $XDG_RUNTIME_DIR or ~/.gunicorn, the same path for every server of
-    the user's: a second server would take the first's, and anyone with the path could change its workers."""
-    env = {**os.environ, "HOME": str(tmp_path), "XDG_RUNTIME_DIR": str(tmp_path)}
-    with ServerProcess("--workers", "2", env=env) as served:
-        assert urllib.request.urlopen(f"{served.url}/llmsim/health", timeout=5).status == 200
-        assert list(tmp_path.iterdir()) == []
-
-
-def test_a_stopped_server_says_nothing_more() -> None:
-    """SIGTERM (a Ctrl-C, a container stopped) ends every worker quietly: no traceback at the interpreter's exit."""
+def test_a_server_of_two_workers_opens_no_control_socket_and_a_stopped_one_says_nothing_more(tmp_path: Path
+                                                                                             ) -> None:
+    """No control socket: gunicorn (25.1 on) would open one in $XDG_RUNTIME_DIR or ~/.gunicorn, the same path for
+    every server of the user's: a second server would take the first's, and anyone with the path could change its
+    workers. SIGTERM (a Ctrl-C, a container stopped) ends every worker quietly: no traceback at the interpreter's
+    exit. One server of two workers shows both (a start costs a core seconds)."""
     port = free_port()
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_RUNTIME_DIR": str(tmp_path)}
     process = subprocess.Popen([sys.executable, "-m", "llmsim", "serve", "--port", str(port), "--workers", "2"],
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     assert process.stdout is not None
     assert any("serving" in line for line in process.stdout)  # after a warning or two, by the environment
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/llmsim/health", timeout=5) as answer:
         assert answer.status == 200
+    assert list(tmp_path.iterdir()) == []
     process.terminate()
     output, _ = process.communicate(timeout=30)
     assert process.returncode == 0

@@ -45,8 +45,10 @@ def test_queued_background_responses_outlive_the_entry_limit(
     server = start_server("--store-max-entries", "4", "--profiles-dir", str(slow_profiles(tmp_path / "profiles")),
                           *store_flags)
     client = sdk_client(server)
+    # At twice the slow pacing: 90 to 400 tokens of 20 ms, still seconds past the quick requests
     background = [client.responses.create(model="slow-model", input=f"Tell me story {i}.", background=True,
-                                          text={"verbosity": "high"}, extra_headers=PACED) for i in range(3)]
+                                          text={"verbosity": "high"}, extra_headers={"X-LLMSim-Speed": "2"})
+                  for i in range(3)]
     quick = [client.responses.create(model="gpt-4o", input=f"hi {i}") for i in range(4)]
     assert all(client.responses.retrieve(r.id).status in ("queued", "in_progress") for r in background)
     assert all(wait_final(client, r.id).status == "completed" for r in background)

@@ -7,7 +7,6 @@ import asyncio
 import json
 from collections.abc import Callable
 
-import agents
 import jsonschema
 import openai
 import pytest
@@ -186,6 +185,8 @@ def test_a_structured_answer_after_tool_outputs_reuses_their_strings(client: ope
 
 
 def test_the_agents_sdk_streams_a_tool_loop_into_a_structured_output(server: ServerProcess) -> None:
+    import agents  # here, not at the top: every xdist process collects this module; the SDK costs a core ~1.5 s
+
     agents.set_tracing_disabled(True)
     seen: list[str] = []
 

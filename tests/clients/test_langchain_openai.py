@@ -2,18 +2,37 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from langchain_core.tools import tool
-from langchain_openai import ChatOpenAI
 from pydantic import BaseModel
 
 from clientkit import RATE_LIMIT_ONCE, last, retried, texts
 from llmsim.pytest_plugin import LLMSim
 
+if TYPE_CHECKING:
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+    from langchain_core.tools import BaseTool
+    from langchain_openai import ChatOpenAI
+
 CLIENT = "langchain-openai"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _langchain() -> None:
+    """Imported when the module's tests run, not at collection: every xdist process collects every module, and
+    langchain-openai costs a core ~1 s to import."""
+    global AIMessage, HumanMessage, ToolMessage, ChatOpenAI, get_weather
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+    from langchain_core.tools import tool
+    from langchain_openai import ChatOpenAI
+
+    @tool
+    def get_weather(city: str) -> str:
+        """Get the current weather in a city."""
+        return f"It is sunny and 22 C in {city}."
+
+
 APIS = pytest.mark.parametrize("responses", [True, False], ids=["responses", "chat"])
 
 
@@ -32,10 +51,7 @@ class City(BaseModel):
     population: int
 
 
-@tool
-def get_weather(city: str) -> str:
-    """Get the current weather in a city."""
-    return f"It is sunny and 22 C in {city}."
+get_weather: BaseTool  # made by _langchain
 
 
 @APIS

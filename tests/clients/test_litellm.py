@@ -4,16 +4,27 @@ from __future__ import annotations
 
 import json
 import os
+from typing import TYPE_CHECKING
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # its bundled price list: no download at import
-
-import litellm  # noqa: E402
-from pydantic import BaseModel  # noqa: E402
+import pytest
+from pydantic import BaseModel
 
 from clientkit import RATE_LIMIT_ONCE, last, retried, texts
 from llmsim.pytest_plugin import LLMSim
 
+if TYPE_CHECKING:
+    import litellm
+
 CLIENT = "litellm"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _litellm() -> None:
+    """Imported when the module's tests run, not at collection: every xdist process collects every module, and
+    litellm costs a core ~3 s to import."""
+    global litellm
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # its bundled price list: no download at import
+    import litellm
 
 
 class City(BaseModel):

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
 import openai
 import pytest
-from agents import Agent, ModelSettings, OpenAIResponsesModel, Runner, function_tool, set_tracing_disabled
-from agents.items import ReasoningItem, ToolCallOutputItem
 from openai.types.responses import ResponseTextDeltaEvent
 from openai.types.shared import Reasoning
 from pydantic import BaseModel
@@ -15,11 +14,30 @@ from pydantic import BaseModel
 from clientkit import RATE_LIMIT_ONCE, last, retried, texts
 from llmsim.pytest_plugin import LLMSim
 
+if TYPE_CHECKING:
+    from agents import Agent, FunctionTool, ModelSettings, OpenAIResponsesModel, Runner
+    from agents.items import ReasoningItem, ToolCallOutputItem
+
 CLIENT = "openai-agents"
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _agents() -> None:
+    """Imported when the module's tests run, not at collection: every xdist process collects every module, and
+    openai-agents costs a core ~1 s to import."""
+    global Agent, ModelSettings, OpenAIResponsesModel, Runner, ReasoningItem, ToolCallOutputItem, get_weather
+    from agents import Agent, ModelSettings, OpenAIResponsesModel, Runner, function_tool
+    from agents.items import ReasoningItem, ToolCallOutputItem
+
+    @function_tool
+    def get_weather(city: str) -> str:
+        """Get the current weather in a city."""
+        return f"It is sunny and 22 C in {city}."
+
+
 @pytest.fixture(autouse=True)
-def no_tracing() -> None:
+def no_tracing(_agents: None) -> None:
+    from agents import set_tracing_disabled
     set_tracing_disabled(True)  # traces would be uploaded to OpenAI
 
 
@@ -29,10 +47,7 @@ class City(BaseModel):
     population: int
 
 
-@function_tool
-def get_weather(city: str) -> str:
-    """Get the current weather in a city."""
-    return f"It is sunny and 22 C in {city}."
+get_weather: FunctionTool  # made by _agents
 
 
 def model(llmsim: LLMSim, name: str = "gpt-4o") -> OpenAIResponsesModel:

@@ -3,17 +3,33 @@
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
+import pytest
 from pydantic import BaseModel
-from pydantic_ai import Agent, NativeOutput, PromptedOutput
-from pydantic_ai.messages import ModelResponse, ThinkingPart, ToolCallPart, ToolReturnPart
-from pydantic_ai.models.openai import OpenAIResponsesModel, OpenAIResponsesModelSettings
-from pydantic_ai.providers.openai import OpenAIProvider
 
 from clientkit import RATE_LIMIT_ONCE, last, retried, texts
 from llmsim.pytest_plugin import LLMSim
 
+if TYPE_CHECKING:
+    from pydantic_ai import Agent, NativeOutput, PromptedOutput
+    from pydantic_ai.messages import ModelResponse, ThinkingPart, ToolCallPart, ToolReturnPart
+    from pydantic_ai.models.openai import OpenAIResponsesModel, OpenAIResponsesModelSettings
+    from pydantic_ai.providers.openai import OpenAIProvider
+
 CLIENT = "pydantic-ai"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _pydantic_ai() -> None:
+    """Imported when the module's tests run, not at collection: every xdist process collects every module, and
+    pydantic-ai costs a core ~0.5 s to import."""
+    global Agent, NativeOutput, PromptedOutput, ModelResponse, ThinkingPart, ToolCallPart, ToolReturnPart
+    global OpenAIResponsesModel, OpenAIResponsesModelSettings, OpenAIProvider
+    from pydantic_ai import Agent, NativeOutput, PromptedOutput
+    from pydantic_ai.messages import ModelResponse, ThinkingPart, ToolCallPart, ToolReturnPart
+    from pydantic_ai.models.openai import OpenAIResponsesModel, OpenAIResponsesModelSettings
+    from pydantic_ai.providers.openai import OpenAIProvider
 
 
 class City(BaseModel):
