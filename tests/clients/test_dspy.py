@@ -11,6 +11,8 @@ import pytest
 
 from llmsim.pytest_plugin import LLMSim
 
+CLIENT = "dspy"
+
 ADAPTERS = pytest.mark.parametrize("adapter", ["chat", "json"])
 APIS = pytest.mark.parametrize("api", ["chat", "responses"])
 
@@ -29,7 +31,7 @@ def get_weather(city: str) -> str:
 
 @ADAPTERS
 @APIS
-def test_predict_fills_every_typed_output(llmsim: LLMSim, adapter: str, api: str) -> None:
+def test_structured__predict_fills_every_typed_output(llmsim: LLMSim, adapter: str, api: str) -> None:
     import dspy
 
     class Review(dspy.Signature):
@@ -51,7 +53,7 @@ def test_predict_fills_every_typed_output(llmsim: LLMSim, adapter: str, api: str
 
 @ADAPTERS
 @APIS
-def test_chain_of_thought_reasons_then_answers_about_the_question(llmsim: LLMSim, adapter: str, api: str) -> None:
+def test_text__chain_of_thought_reasons_then_answers(llmsim: LLMSim, adapter: str, api: str) -> None:
     import dspy
     with dspy.context(**settings(llmsim, adapter, api)):
         result = dspy.ChainOfThought("question -> answer")(
@@ -62,7 +64,7 @@ def test_chain_of_thought_reasons_then_answers_about_the_question(llmsim: LLMSim
 
 @ADAPTERS
 @APIS
-def test_react_calls_the_tool_then_finishes_with_its_result(llmsim: LLMSim, adapter: str, api: str) -> None:
+def test_tools__react_calls_the_tool_then_finishes(llmsim: LLMSim, adapter: str, api: str) -> None:
     import dspy
     with dspy.context(**settings(llmsim, adapter, api)):
         result = dspy.ReAct("question -> answer", tools=[get_weather], max_iters=5)(
@@ -75,7 +77,7 @@ def test_react_calls_the_tool_then_finishes_with_its_result(llmsim: LLMSim, adap
 
 @ADAPTERS
 @APIS
-def test_streamify_ends_in_a_parsed_prediction(llmsim: LLMSim, adapter: str, api: str) -> None:
+def test_streaming__streamify_ends_in_a_parsed_prediction(llmsim: LLMSim, adapter: str, api: str) -> None:
     import dspy
 
     async def run() -> Any:
@@ -91,7 +93,7 @@ def test_streamify_ends_in_a_parsed_prediction(llmsim: LLMSim, adapter: str, api
     assert final is not None and "Redis streams" in final.answer and isinstance(final.confidence, float)
 
 
-def test_a_scenario_still_wins_over_the_recognised_format(llmsim: LLMSim) -> None:
+def test_text__a_scenario_wins_over_the_recognised_format(llmsim: LLMSim) -> None:
     import dspy
     scripted = "[[ ## answer ## ]]\nscripted answer\n\n[[ ## completed ## ]]"
     llmsim.load_scenario({"rules": [{"match": {"input_contains": "volcanoes"}, "text": scripted}],

@@ -12,6 +12,8 @@ import pytest
 
 from llmsim.pytest_plugin import LLMSim
 
+CLIENT = "llama-index"
+
 # Not in the clients extra: its pins conflict with openai 3 (pyproject.toml says why); install it with --no-deps.
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("llama_index.llms.openai") is None,
                                 reason="install llama-index-llms-openai with pip install --no-deps")
@@ -26,7 +28,7 @@ def get_weather(city: str) -> str:
 
 
 @pytest.mark.parametrize("kind", ["FunctionAgent", "ReActAgent"])
-def test_agent_calls_the_tool_and_answers_from_it(llmsim: LLMSim, kind: str) -> None:
+def test_tools__agent_calls_the_tool_and_answers(llmsim: LLMSim, kind: str) -> None:
     from llama_index.core import agent
     from llama_index.llms.openai import OpenAI
 

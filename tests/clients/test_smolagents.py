@@ -7,6 +7,8 @@ from typing import Any
 
 from llmsim.pytest_plugin import LLMSim
 
+CLIENT = "smolagents"
+
 
 def weather_tool() -> Any:
     from smolagents import Tool
@@ -30,7 +32,7 @@ def model(llmsim: LLMSim) -> Any:
     return OpenAIServerModel(model_id="gpt-4o", api_base=llmsim.base_url, api_key="sk-test")
 
 
-def test_tool_calling_agent_calls_the_tool_and_answers_from_it(llmsim: LLMSim) -> None:
+def test_tools__tool_calling_agent(llmsim: LLMSim) -> None:
     from smolagents import ToolCallingAgent
     tool = weather_tool()
     agent = ToolCallingAgent(tools=[tool], model=model(llmsim), max_steps=4, verbosity_level=0)
@@ -39,7 +41,7 @@ def test_tool_calling_agent_calls_the_tool_and_answers_from_it(llmsim: LLMSim) -
     assert "sunny and 21 C in Paris" in str(answer)
 
 
-def test_code_agent_writes_code_that_calls_the_tool_then_final_answer(llmsim: LLMSim) -> None:
+def test_tools__code_agent(llmsim: LLMSim) -> None:
     from smolagents import CodeAgent
     tool = weather_tool()
     agent = CodeAgent(tools=[tool], model=model(llmsim), max_steps=4, verbosity_level=0)
@@ -49,7 +51,7 @@ def test_code_agent_writes_code_that_calls_the_tool_then_final_answer(llmsim: LL
     assert len(agent.memory.steps) <= 4  # the task, the tool step and the answer step: no retries
 
 
-def test_code_agent_computes_arithmetic_without_tools(llmsim: LLMSim) -> None:
+def test_text__code_agent_computes_without_tools(llmsim: LLMSim) -> None:
     from smolagents import CodeAgent
     agent = CodeAgent(tools=[], model=model(llmsim), max_steps=3, verbosity_level=0)
     assert agent.run("What is 6 * 7?") == 42
