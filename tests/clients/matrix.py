@@ -40,6 +40,7 @@ CLIENTS: dict[str, tuple[str, tuple[str, ...]]] = {
 APART = ("instructor", "llama-index-llms-openai")
 # Features a client has no API for ("n/a" in the table; "–" is a feature it has that no test covers yet).
 NOT_APPLICABLE: dict[str, set[str]] = {
+    "inspect-ai": {"server_state"},  # its ModelOutput carries no response id to continue from
     "dspy": {"server_state"},  # a program's LM call is stateless: no previous_response_id
     "smolagents": {"server_state"},  # its agents replay their memory; no previous_response_id
 }
