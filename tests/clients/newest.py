@@ -53,7 +53,8 @@ def python_env(folder: Path) -> Path:
     packages = sorted({package for language, names in matrix.CLIENTS.values() if language == "python"
                        for package in names} - set(matrix.APART))
     _run([str(python), "-m", "pip", "install", "--quiet", "--upgrade", *packages])
-    _run([str(python), "-m", "pip", "install", "--quiet", "--upgrade", "--no-deps", *matrix.APART])  # pyproject says why
+    # pins below openai 3 (pyproject.toml's `clients` extra says why): installed apart, without their pins
+    _run([str(python), "-m", "pip", "install", "--quiet", "--upgrade", "--no-deps", *matrix.APART])
     return python
 
 

@@ -32,4 +32,4 @@ def test_every_cell_has_a_test() -> None:
     for client, features in covered.items():
         applicable = set(matrix.FEATURES) - matrix.NOT_APPLICABLE.get(client, set())
         assert features == partial.get(client, applicable), client
-    assert all(__import__(module).CLIENT == client for client, module in python.items())
+    assert all(client == __import__(module).CLIENT for client, module in python.items())
