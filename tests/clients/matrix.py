@@ -65,20 +65,20 @@ def feature_of(test_name: str) -> str:
     return name
 
 
-def versions() -> dict[str, str]:
-    found: dict[str, str] = {}
+def versions() -> dict[str, dict[str, str]]:
+    """language → package → version (`openai` is both an npm and a PyPI package)."""
+    found: dict[str, dict[str, str]] = {"node": {}, "python": {}}
     for language, packages in CLIENTS.values():
         for package in packages:
-            if language == "python":
-                try:
-                    found[package] = metadata.version(package)
-                except metadata.PackageNotFoundError:
-                    found[package] = "not installed"
-            elif not (NODE_DIR / "node_modules" / package / "package.json").exists():
-                found[package] = "not installed"
-            else:
-                manifest = NODE_DIR / "node_modules" / package / "package.json"
-                found[package] = json.loads(manifest.read_text())["version"]
+            manifest = NODE_DIR / "node_modules" / package / "package.json"
+            if language == "node":
+                found[language][package] = (json.loads(manifest.read_text())["version"] if manifest.exists()
+                                            else "not installed")
+                continue
+            try:
+                found[language][package] = metadata.version(package)
+            except metadata.PackageNotFoundError:
+                found[language][package] = "not installed"
     return found
 
 
@@ -90,8 +90,8 @@ def write(outcomes: dict[str, dict[str, dict[str, str]]], path: Path) -> None:
 def table(data: dict[str, Any]) -> str:
     head = "| client (tested version) | " + " | ".join(FEATURES.values()) + " |"
     rows = [head, "|" + "---|" * (len(FEATURES) + 1)]
-    for client, (_language, packages) in CLIENTS.items():
-        tested = ", ".join(f"`{p}` {data['versions'].get(p, 'not installed')}" for p in packages)
+    for client, (language, packages) in CLIENTS.items():
+        tested = ", ".join(f"`{p}` {data['versions'][language].get(p, 'not installed')}" for p in packages)
         cells = []
         for feature in FEATURES:
             tests = data["results"].get(client, {}).get(feature, {})
