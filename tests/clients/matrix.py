@@ -41,6 +41,7 @@ APART = ("instructor", "llama-index-llms-openai")
 # Features a client has no API for ("n/a" in the table; "–" is a feature it has that no test covers yet).
 NOT_APPLICABLE: dict[str, set[str]] = {
     "inspect-ai": {"server_state"},  # its ModelOutput carries no response id to continue from
+    "instructor": {"server_state", "tools"},  # it extracts through tools; a tool round trip is not its job
     "dspy": {"server_state"},  # a program's LM call is stateless: no previous_response_id
     "smolagents": {"server_state"},  # its agents replay their memory; no previous_response_id
 }

@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 import pytest
 
+from clientkit import RATE_LIMIT_ONCE, last, retried, texts
 from llmsim.pytest_plugin import LLMSim
 
 CLIENT = "dspy"
@@ -101,3 +102,35 @@ def test_text__a_scenario_wins_over_the_recognised_format(llmsim: LLMSim) -> Non
     with dspy.context(**settings(llmsim, "chat", "chat")):
         result = dspy.Predict("question -> answer")(question="Why do volcanoes erupt?")
     assert result.answer == "scripted answer"
+
+
+def test_client_history__history_field(llmsim: LLMSim) -> None:
+    import dspy
+
+    class Chat(dspy.Signature):
+        question: str = dspy.InputField()
+        history: dspy.History = dspy.InputField()
+        answer: str = dspy.OutputField()
+
+    history = dspy.History(messages=[{"question": "My name is Ada. Remember it.", "answer": "Noted, Ada."}])
+    with dspy.context(**settings(llmsim, "chat", "chat")):
+        assert dspy.Predict(Chat)(question="What is my name?", history=history).answer
+    assert "My name is Ada" in texts(last(llmsim)["messages"])
+
+
+def test_reasoning(llmsim: LLMSim) -> None:
+    import dspy
+    lm = dspy.LM("openai/gpt-5", api_base=llmsim.base_url, api_key="sk-test", cache=False, num_retries=0,
+                 model_type="responses", temperature=1.0, max_tokens=16000, reasoning_effort="low")  # its gpt-5 docs
+    with dspy.context(lm=lm):
+        assert dspy.Predict("question -> answer")(question="What is 17 * 23?").answer
+    assert last(llmsim)["reasoning"]["effort"] == "low"
+
+
+def test_retry(llmsim: LLMSim) -> None:
+    import dspy
+    llmsim.set_faults(RATE_LIMIT_ONCE)
+    lm = dspy.LM("openai/gpt-4o-mini", api_base=llmsim.base_url, api_key="sk-test", cache=False, num_retries=2)
+    with dspy.context(lm=lm):
+        assert dspy.Predict("question -> answer")(question="What is 2 + 2?").answer
+    retried(llmsim)

@@ -56,3 +56,12 @@ def test_structured__create_iterable(llmsim: LLMSim, mode_name: str) -> None:
         model="gpt-4o", response_model=Person, max_retries=0,
         messages=[{"role": "user", "content": "Extract everyone: Ada is 36 and calm; Bob is 40 and happy."}]))
     assert people and all(isinstance(p, Person) for p in people)
+
+
+def test_streaming__create_partial(llmsim: LLMSim) -> None:
+    client = patched(llmsim, "TOOLS")
+    partials = list(client.chat.completions.create_partial(
+        model="gpt-4o", response_model=Person, max_retries=0,
+        messages=[{"role": "user", "content": "Extract: Ada is 36, calm, and likes chess and rowing."}]))
+    assert len(partials) > 1 and Person.model_validate(partials[-1].model_dump())
+    assert llmsim.requests[-1]["stream"] is True
