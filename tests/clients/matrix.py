@@ -22,10 +22,28 @@ CLIENTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "openai (Node)": ("node", ("openai",)),
     "Vercel AI SDK": ("node", ("ai", "@ai-sdk/openai")),
     "LangChain JS": ("node", ("langchain", "@langchain/openai")),
+    "OpenAI Agents JS": ("node", ("@openai/agents",)),
+    "Mastra": ("node", ("@mastra/core",)),
+    "openai (Python)": ("python", ("openai",)),
     "langchain-openai": ("python", ("langchain-openai",)),
     "pydantic-ai": ("python", ("pydantic-ai-slim",)),
     "openai-agents": ("python", ("openai-agents",)),
     "litellm": ("python", ("litellm",)),
+    "instructor": ("python", ("instructor",)),
+    "llama-index": ("python", ("llama-index-core", "llama-index-llms-openai")),
+    "inspect-ai": ("python", ("inspect-ai",)),
+    "dspy": ("python", ("dspy",)),
+    "smolagents": ("python", ("smolagents",)),
+    "haystack": ("python", ("haystack-ai",)),
+}
+# Python packages whose pins sit below openai 3: installed apart, with --no-deps (.ci/run, newest.py).
+APART = ("instructor", "llama-index-llms-openai")
+# Features a client has no API for ("n/a" in the table; "–" is a feature it has that no test covers yet).
+NOT_APPLICABLE: dict[str, set[str]] = {
+    "inspect-ai": {"server_state"},  # its ModelOutput carries no response id to continue from
+    "instructor": {"server_state", "tools"},  # it extracts through tools; a tool round trip is not its job
+    "dspy": {"server_state"},  # a program's LM call is stateless: no previous_response_id
+    "smolagents": {"server_state"},  # its agents replay their memory; no previous_response_id
 }
 FEATURES = {
     "text": "text",
@@ -48,17 +66,20 @@ def feature_of(test_name: str) -> str:
     return name
 
 
-def versions() -> dict[str, str]:
-    found: dict[str, str] = {}
+def versions() -> dict[str, dict[str, str]]:
+    """language → package → version (`openai` is both an npm and a PyPI package)."""
+    found: dict[str, dict[str, str]] = {"node": {}, "python": {}}
     for language, packages in CLIENTS.values():
         for package in packages:
-            if language == "python":
-                found[package] = metadata.version(package)
-            elif not (NODE_DIR / "node_modules" / package / "package.json").exists():
-                found[package] = "not installed"
-            else:
-                manifest = NODE_DIR / "node_modules" / package / "package.json"
-                found[package] = json.loads(manifest.read_text())["version"]
+            manifest = NODE_DIR / "node_modules" / package / "package.json"
+            if language == "node":
+                found[language][package] = (json.loads(manifest.read_text())["version"] if manifest.exists()
+                                            else "not installed")
+                continue
+            try:
+                found[language][package] = metadata.version(package)
+            except metadata.PackageNotFoundError:
+                found[language][package] = "not installed"
     return found
 
 
@@ -70,12 +91,15 @@ def write(outcomes: dict[str, dict[str, dict[str, str]]], path: Path) -> None:
 def table(data: dict[str, Any]) -> str:
     head = "| client (tested version) | " + " | ".join(FEATURES.values()) + " |"
     rows = [head, "|" + "---|" * (len(FEATURES) + 1)]
-    for client, (_language, packages) in CLIENTS.items():
-        tested = ", ".join(f"`{p}` {data['versions'][p]}" for p in packages)
+    for client, (language, packages) in CLIENTS.items():
+        tested = ", ".join(f"`{p}` {data['versions'][language].get(p, 'not installed')}" for p in packages)
         cells = []
         for feature in FEATURES:
             tests = data["results"].get(client, {}).get(feature, {})
             passed = sum(outcome == "passed" for outcome in tests.values())
+            if feature in NOT_APPLICABLE.get(client, ()):
+                cells.append("n/a")
+                continue
             cells.append("–" if not tests else "yes" if passed == len(tests) else f"**no** ({passed}/{len(tests)})")
         rows.append(f"| {client} ({tested}) | " + " | ".join(cells) + " |")
     failing = [f"{client}: `{name}`" for client, features in sorted(data["results"].items())

@@ -9,7 +9,10 @@ from typing import Any, Literal
 
 import pytest
 
+from clientkit import RATE_LIMIT_ONCE, last, retried, texts
 from llmsim.pytest_plugin import LLMSim
+
+CLIENT = "dspy"
 
 ADAPTERS = pytest.mark.parametrize("adapter", ["chat", "json"])
 APIS = pytest.mark.parametrize("api", ["chat", "responses"])
@@ -29,7 +32,7 @@ def get_weather(city: str) -> str:
 
 @ADAPTERS
 @APIS
-def test_predict_fills_every_typed_output(llmsim: LLMSim, adapter: str, api: str) -> None:
+def test_structured__predict_fills_every_typed_output(llmsim: LLMSim, adapter: str, api: str) -> None:
     import dspy
 
     class Review(dspy.Signature):
@@ -51,7 +54,7 @@ def test_predict_fills_every_typed_output(llmsim: LLMSim, adapter: str, api: str
 
 @ADAPTERS
 @APIS
-def test_chain_of_thought_reasons_then_answers_about_the_question(llmsim: LLMSim, adapter: str, api: str) -> None:
+def test_text__chain_of_thought_reasons_then_answers(llmsim: LLMSim, adapter: str, api: str) -> None:
     import dspy
     with dspy.context(**settings(llmsim, adapter, api)):
         result = dspy.ChainOfThought("question -> answer")(
@@ -62,7 +65,7 @@ def test_chain_of_thought_reasons_then_answers_about_the_question(llmsim: LLMSim
 
 @ADAPTERS
 @APIS
-def test_react_calls_the_tool_then_finishes_with_its_result(llmsim: LLMSim, adapter: str, api: str) -> None:
+def test_tools__react_calls_the_tool_then_finishes(llmsim: LLMSim, adapter: str, api: str) -> None:
     import dspy
     with dspy.context(**settings(llmsim, adapter, api)):
         result = dspy.ReAct("question -> answer", tools=[get_weather], max_iters=5)(
@@ -75,7 +78,7 @@ def test_react_calls_the_tool_then_finishes_with_its_result(llmsim: LLMSim, adap
 
 @ADAPTERS
 @APIS
-def test_streamify_ends_in_a_parsed_prediction(llmsim: LLMSim, adapter: str, api: str) -> None:
+def test_streaming__streamify_ends_in_a_parsed_prediction(llmsim: LLMSim, adapter: str, api: str) -> None:
     import dspy
 
     async def run() -> Any:
@@ -91,7 +94,7 @@ def test_streamify_ends_in_a_parsed_prediction(llmsim: LLMSim, adapter: str, api
     assert final is not None and "Redis streams" in final.answer and isinstance(final.confidence, float)
 
 
-def test_a_scenario_still_wins_over_the_recognised_format(llmsim: LLMSim) -> None:
+def test_text__a_scenario_wins_over_the_recognised_format(llmsim: LLMSim) -> None:
     import dspy
     scripted = "[[ ## answer ## ]]\nscripted answer\n\n[[ ## completed ## ]]"
     llmsim.load_scenario({"rules": [{"match": {"input_contains": "volcanoes"}, "text": scripted}],
@@ -99,3 +102,35 @@ def test_a_scenario_still_wins_over_the_recognised_format(llmsim: LLMSim) -> Non
     with dspy.context(**settings(llmsim, "chat", "chat")):
         result = dspy.Predict("question -> answer")(question="Why do volcanoes erupt?")
     assert result.answer == "scripted answer"
+
+
+def test_client_history__history_field(llmsim: LLMSim) -> None:
+    import dspy
+
+    class Chat(dspy.Signature):
+        question: str = dspy.InputField()
+        history: dspy.History = dspy.InputField()
+        answer: str = dspy.OutputField()
+
+    history = dspy.History(messages=[{"question": "My name is Ada. Remember it.", "answer": "Noted, Ada."}])
+    with dspy.context(**settings(llmsim, "chat", "chat")):
+        assert dspy.Predict(Chat)(question="What is my name?", history=history).answer
+    assert "My name is Ada" in texts(last(llmsim)["messages"])
+
+
+def test_reasoning(llmsim: LLMSim) -> None:
+    import dspy
+    lm = dspy.LM("openai/gpt-5", api_base=llmsim.base_url, api_key="sk-test", cache=False, num_retries=0,
+                 model_type="responses", temperature=1.0, max_tokens=16000, reasoning_effort="low")  # its gpt-5 docs
+    with dspy.context(lm=lm):
+        assert dspy.Predict("question -> answer")(question="What is 17 * 23?").answer
+    assert last(llmsim)["reasoning"]["effort"] == "low"
+
+
+def test_retry(llmsim: LLMSim) -> None:
+    import dspy
+    llmsim.set_faults(RATE_LIMIT_ONCE)
+    lm = dspy.LM("openai/gpt-4o-mini", api_base=llmsim.base_url, api_key="sk-test", cache=False, num_retries=2)
+    with dspy.context(lm=lm):
+        assert dspy.Predict("question -> answer")(question="What is 2 + 2?").answer
+    retried(llmsim)

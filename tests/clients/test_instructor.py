@@ -11,6 +11,8 @@ from pydantic import BaseModel, Field
 
 from llmsim.pytest_plugin import LLMSim
 
+CLIENT = "instructor"
+
 # Not in the clients extra: its pins conflict with openai 3 (pyproject.toml says why); install it with --no-deps.
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("instructor") is None,
                                 reason="install instructor with pip install --no-deps")
@@ -31,7 +33,7 @@ def patched(llmsim: LLMSim, mode_name: str) -> Any:
 
 
 @pytest.mark.parametrize("mode_name", ["TOOLS", "JSON", "MD_JSON", "JSON_SCHEMA"])
-def test_a_model_validates_on_the_first_try(llmsim: LLMSim, mode_name: str) -> None:
+def test_structured__validates_on_the_first_try(llmsim: LLMSim, mode_name: str) -> None:
     client = patched(llmsim, mode_name)
     person = client.chat.completions.create(
         model="gpt-4o", response_model=Person, max_retries=0,
@@ -40,7 +42,7 @@ def test_a_model_validates_on_the_first_try(llmsim: LLMSim, mode_name: str) -> N
     assert len([r for r in llmsim.requests if "messages" in r]) == 1  # no retry was needed
 
 
-def test_responses_tools_mode_validates(llmsim: LLMSim) -> None:
+def test_structured__responses_tools_mode(llmsim: LLMSim) -> None:
     client = patched(llmsim, "RESPONSES_TOOLS")
     person = client.responses.create(model="gpt-4o", response_model=Person, max_retries=0,
                                       input="Extract: Ada is 36, calm, and likes chess and rowing.")
@@ -48,9 +50,18 @@ def test_responses_tools_mode_validates(llmsim: LLMSim) -> None:
 
 
 @pytest.mark.parametrize("mode_name", ["TOOLS", "JSON"])
-def test_create_iterable_yields_validated_objects(llmsim: LLMSim, mode_name: str) -> None:
+def test_structured__create_iterable(llmsim: LLMSim, mode_name: str) -> None:
     client = patched(llmsim, mode_name)
     people = list(client.chat.completions.create_iterable(
         model="gpt-4o", response_model=Person, max_retries=0,
         messages=[{"role": "user", "content": "Extract everyone: Ada is 36 and calm; Bob is 40 and happy."}]))
     assert people and all(isinstance(p, Person) for p in people)
+
+
+def test_streaming__create_partial(llmsim: LLMSim) -> None:
+    client = patched(llmsim, "TOOLS")
+    partials = list(client.chat.completions.create_partial(
+        model="gpt-4o", response_model=Person, max_retries=0,
+        messages=[{"role": "user", "content": "Extract: Ada is 36, calm, and likes chess and rowing."}]))
+    assert len(partials) > 1 and Person.model_validate(partials[-1].model_dump())
+    assert llmsim.requests[-1]["stream"] is True

@@ -17,7 +17,8 @@ from clientkit import RATE_LIMIT_ONCE, retried, texts
 from llmsim.testing import ServerProcess
 from matrix import NODE_DIR
 
-SCRIPTS = {"openai (Node)": "openai", "Vercel AI SDK": "ai-sdk", "LangChain JS": "langchain"}
+SCRIPTS = {"openai (Node)": "openai", "Vercel AI SDK": "ai-sdk", "LangChain JS": "langchain",
+           "OpenAI Agents JS": "agents", "Mastra": "mastra"}
 
 
 def checks(script: str) -> list[str]:
