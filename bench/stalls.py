@@ -11,8 +11,8 @@
     in one run (goal: about 1; every poll is a request, so on a CPU-bound server frequent polling costs).
 
 Each part starts its own server (a part leaves its server changed: thousands of sockets, held requests). A smoke
-run shares two, one per speed, started together: starting a server was most of its time. On a busy machine the
-figures are the machine's as much as LLMSim's.
+run shares one (part 4's requests carry their speed in X-LLMSim-Speed): starting a server was most of its time.
+On a busy machine the figures are the machine's as much as LLMSim's.
 """
 
 from __future__ import annotations
@@ -36,7 +36,6 @@ if __package__ in (None, ""):  # `python bench/stalls.py`: the repository's root
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
 from bench.common import counts, more_files, parse, smoke  # noqa: E402
-from bench.servers import running  # noqa: E402
 from llmsim.testing import ServerProcess  # noqa: E402
 
 MODEL = "gpt-4o-mini"
@@ -163,14 +162,15 @@ def costs(args: argparse.Namespace) -> list[str]:
     return lines
 
 
-async def _closed_loop(base: str, clients: int, window: float, background: bool, poll: float) -> int:
+async def _closed_loop(base: str, clients: int, window: float, background: bool, poll: float, pace: float) -> int:
     done = 0
+    speed = {"X-LLMSim-Speed": f"{pace:g}"}  # the server's own, or a smoke run's on its shared speed-0 server
 
     async def client(session: aiohttp.ClientSession, stop: float) -> None:
         nonlocal done
         while time.monotonic() < stop:
-            async with session.post(f"{base}/responses", json={"model": MODEL, "input": "hi",
-                                                                "background": background}) as answer:
+            async with session.post(f"{base}/responses", json={"model": MODEL, "input": "hi", "background": background},
+                                    headers=speed) as answer:
                 response = await answer.json()
             while response["status"] in ("queued", "in_progress"):
                 await asyncio.sleep(poll)
@@ -188,10 +188,11 @@ async def _closed_loop(base: str, clients: int, window: float, background: bool,
 def background_ratio(args: argparse.Namespace) -> list[str]:
     lines = [f"(4) {args.clients} closed-loop clients, {args.window:g} s each, at speed {args.speed:g}"]
     with serving(f"{args.speed:g}") as server:
-        sync = asyncio.run(_closed_loop(server.base_url, args.clients, args.window, False, 0))
+        sync = asyncio.run(_closed_loop(server.base_url, args.clients, args.window, False, 0, args.speed))
         lines.append(f"    synchronous:                   {sync / args.window:6.1f} responses/s")
         for poll in args.poll:
-            background = asyncio.run(_closed_loop(server.base_url, args.clients, args.window, True, poll))
+            background = asyncio.run(_closed_loop(server.base_url, args.clients, args.window, True, poll,
+                                                 args.speed))
             lines.append(f"    background, polled every {poll:3g} s: {background / args.window:6.1f} responses/s: "
                          f"background/sync = {background / sync if sync else float('nan'):.2f}")
     return lines
@@ -220,10 +221,10 @@ def main() -> None:
     parts = {"1": health_under_spikes, "2": health_under_slow_clients, "3": costs, "4": background_ratio}
     with contextlib.ExitStack() as stack:
         if args.smoke:
-            SHARED.update({speed: ServerProcess("--speed", speed) for speed in ("0", f"{args.speed:g}")})
-            stack.enter_context(running(*SHARED.values()))
-            for server in SHARED.values():
-                warm(server)
+            shared = ServerProcess("--speed", "0")  # part 4 paces its requests by the speed header
+            SHARED.update({"0": shared, f"{args.speed:g}": shared})
+            stack.enter_context(shared)
+            warm(shared)
         for key, part in parts.items():
             if args.part in (key, "all"):
                 print("\n".join(part(args)), flush=True)

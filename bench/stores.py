@@ -476,8 +476,8 @@ def main() -> None:
                         help="the core (a)'s redis-server runs on (default: the load's; -1: any)")
     parser.add_argument("--fsync", default="everysec", choices=["always", "everysec"],
                         help="Redis' appendfsync: always loses nothing acknowledged, everysec at most a second")
-    smoke(parser, workers=[1], clients=4, repeats=1, aiohttp=True, window=1.0, pacing_window=1.0, streams=40,
-          floor_streams=40, pacing_warmup=0.5, processes=1, pacing_repeats=1, poll=0.2, capacity_streams=[20],
+    smoke(parser, workers=[1], clients=4, repeats=1, aiohttp=True, window=0.5, pacing_window=0.5, streams=40,
+          floor_streams=40, pacing_warmup=0.3, processes=1, pacing_repeats=1, poll=0.2, capacity_streams=[20],
           probe_streams=5, server_cpu=-1, client_cpu=-1)
     args = parse(parser)
     args.server_cpu = core(args.server_cpu)
