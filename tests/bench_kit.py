@@ -13,10 +13,11 @@ ROOT = Path(__file__).resolve().parent.parent
 NUMBER = r"[-+]?(?:\d+\.?\d*|nan|inf)"
 
 
-def smoke(name: str, script: bool = False, timeout: float = 300) -> str:
-    """`python -m bench.NAME --smoke`'s output (`script`: `python bench/NAME.py --smoke`'s); it must exit cleanly."""
+def smoke(name: str, *flags: str, script: bool = False, timeout: float = 300) -> str:
+    """`python -m bench.NAME --smoke FLAGS`'s output (`script`: `python bench/NAME.py --smoke`'s); it must exit
+    cleanly."""
     command = [f"bench/{name}.py"] if script else ["-m", f"bench.{name}"]
-    done = subprocess.run([sys.executable, *command, "--smoke"], cwd=ROOT, capture_output=True, text=True,
+    done = subprocess.run([sys.executable, *command, "--smoke", *flags], cwd=ROOT, capture_output=True, text=True,
                           timeout=timeout)
     assert done.returncode == 0, f"bench.{name} exited with {done.returncode}:\n{done.stdout[-3000:]}" \
                                  f"\n{done.stderr[-3000:]}"
