@@ -115,7 +115,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="windows per surface, alternating")
     parser.add_argument("--paced-clients", type=int, default=8, help="concurrent paced streams per surface")
     parser.add_argument("--paced-speed", type=float, default=0.5, help="pacing speed of the paced part")
-    smoke(parser, seconds=0.5, rounds=1, clients=4, paced_clients=2)
+    # paced at speed 1, a stream's last after the window takes 2 s, not 4 (a delta's gap still far above a tick)
+    smoke(parser, seconds=0.5, rounds=1, clients=4, paced_clients=2, paced_speed=1.0)
     args = parse(parser)
     with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as file:
         yaml.safe_dump({"turns": [{"text": ANSWER}], "on_exhausted": "repeat_last"}, file)

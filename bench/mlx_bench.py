@@ -234,9 +234,12 @@ def over_http(path: Path, args: argparse.Namespace) -> None:
 
     print("\nHTTP streams (SSE; tok/s counts content deltas; cold prompt cache):", flush=True)
     client = httpx.Client(limits=httpx.Limits(max_connections=64, max_keepalive_connections=64))
-    with ServerProcess("--backend", "mlx", "--model", f"bench={path}", "--speed", "0", startup_timeout=300) as ours:
+    # LLMSim's server starts beside mlx_lm's: each start is seconds of imports and a model load
+    ours = ServerProcess("--backend", "mlx", "--model", f"bench={path}", "--speed", "0", startup_timeout=300).launch()
+    try:
         theirs = MLXServer(path)
         try:
+            ours.wait_until_up()
             report("llmsim /v1/responses", repeat(args.runs, lambda: sse(client, f"{ours.url}/v1/responses", {
                 "model": "bench", "input": text(), "max_output_tokens": args.tokens, "temperature": 1.0,
                 "stream": True, "store": False}, responses_tokens)))
@@ -271,6 +274,8 @@ def over_http(path: Path, args: argparse.Namespace) -> None:
                       f"(goal on 0.5b: >= 95 %)")
         finally:
             theirs.stop()
+    finally:
+        ours.stop()
 
 
 def main() -> None:

@@ -10,19 +10,22 @@
     0.5 s) against the same requests made synchronously, closed-loop clients at speed 1, as ratios measured
     in one run (goal: about 1; every poll is a request, so on a CPU-bound server frequent polling costs).
 
-Each part starts its own server. On a busy machine the figures are the machine's as much as LLMSim's.
+Each part starts its own server (a part leaves its server changed: thousands of sockets, held requests). A smoke
+run shares one (part 4's requests carry their speed in X-LLMSim-Speed): starting a server was most of its time.
+On a busy machine the figures are the machine's as much as LLMSim's.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import socket
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -77,13 +80,26 @@ def warm(server: ServerProcess) -> None:
     httpx.post(f"{server.base_url}/responses", json={"model": MODEL, "input": "warm up"}, timeout=60)
 
 
-def health_under_spikes(args: argparse.Namespace) -> list[str]:
-    with ServerProcess("--speed", "0") as server:
+SHARED: dict[str, ServerProcess] = {}  # a smoke run's servers, by speed
+
+
+@contextlib.contextmanager
+def serving(speed: str) -> Iterator[ServerProcess]:
+    """A warmed server at `speed`: the smoke run's shared one, or one of the part's own, stopped after it."""
+    if speed in SHARED:
+        yield SHARED[speed]
+        return
+    with ServerProcess("--speed", speed) as server:
         warm(server)
+        yield server
+
+
+def health_under_spikes(args: argparse.Namespace) -> list[str]:
+    with serving("0") as server:
         idle = probes(server, args.probes)
         spiked = [send(server, post({"model": MODEL, "input": "hi", "stream": True},
                                     {"X-LLMSim-Fault": "latency_spike;seconds=600"})) for _ in range(100)]
-        time.sleep(1.0)
+        time.sleep(args.settle)
         loaded = probes(server, args.probes)
         for sock in spiked:
             sock.close()
@@ -98,12 +114,11 @@ def health_under_slow_clients(args: argparse.Namespace) -> list[str]:
              b"Content-Length: 1000\r\n\r\n{"]
     lines = []
     for count in args.slow_clients:
-        with ServerProcess("--speed", "0") as server:
-            warm(server)
+        with serving("0") as server:
             slow = []
             for i in range(count):
                 slow.append(send(server, parts[i % 3]))
-            time.sleep(1.0)
+            time.sleep(args.settle)
             times = probes(server, args.probes)
             for sock in slow:
                 sock.close()
@@ -134,8 +149,7 @@ def costs(args: argparse.Namespace) -> list[str]:
             "model": "gpt-4o", "input": "lighthouse " * int(n * 1024 * 1024 / 11)}),
     }
     lines = ["(3) cost against input size (ms per request; x = cost per unit of input, against the smallest)"]
-    with ServerProcess("--speed", "0") as server:
-        warm(server)
+    with serving("0") as server:
         for name, (sizes, body) in cases.items():
             cells = []
             first = None
@@ -148,14 +162,15 @@ def costs(args: argparse.Namespace) -> list[str]:
     return lines
 
 
-async def _closed_loop(base: str, clients: int, window: float, background: bool, poll: float) -> int:
+async def _closed_loop(base: str, clients: int, window: float, background: bool, poll: float, pace: float) -> int:
     done = 0
+    speed = {"X-LLMSim-Speed": f"{pace:g}"}  # the server's own, or a smoke run's on its shared speed-0 server
 
     async def client(session: aiohttp.ClientSession, stop: float) -> None:
         nonlocal done
         while time.monotonic() < stop:
-            async with session.post(f"{base}/responses", json={"model": MODEL, "input": "hi",
-                                                                "background": background}) as answer:
+            async with session.post(f"{base}/responses", json={"model": MODEL, "input": "hi", "background": background},
+                                    headers=speed) as answer:
                 response = await answer.json()
             while response["status"] in ("queued", "in_progress"):
                 await asyncio.sleep(poll)
@@ -171,13 +186,13 @@ async def _closed_loop(base: str, clients: int, window: float, background: bool,
 
 
 def background_ratio(args: argparse.Namespace) -> list[str]:
-    lines = [f"(4) {args.clients} closed-loop clients, {args.window:g} s each, at speed 1"]
-    with ServerProcess("--speed", "1") as server:
-        warm(server)
-        sync = asyncio.run(_closed_loop(server.base_url, args.clients, args.window, False, 0))
+    lines = [f"(4) {args.clients} closed-loop clients, {args.window:g} s each, at speed {args.speed:g}"]
+    with serving(f"{args.speed:g}") as server:
+        sync = asyncio.run(_closed_loop(server.base_url, args.clients, args.window, False, 0, args.speed))
         lines.append(f"    synchronous:                   {sync / args.window:6.1f} responses/s")
         for poll in args.poll:
-            background = asyncio.run(_closed_loop(server.base_url, args.clients, args.window, True, poll))
+            background = asyncio.run(_closed_loop(server.base_url, args.clients, args.window, True, poll,
+                                                 args.speed))
             lines.append(f"    background, polled every {poll:3g} s: {background / args.window:6.1f} responses/s: "
                          f"background/sync = {background / sync if sync else float('nan'):.2f}")
     return lines
@@ -195,13 +210,24 @@ def main() -> None:
     parser.add_argument("--slow-clients", type=counts, default=[4000, 4200],
                         help="slow clients of part 2, per server (the default cap: 4,096 connections)")
     parser.add_argument("--scale", type=float, default=1.0, help="part 3's input sizes, scaled")
-    smoke(parser, probes=5, repeat=1, clients=10, window=3.0, poll=[0.2], slow_clients=[50], scale=0.01)
+    parser.add_argument("--speed", type=float, default=1.0, help="part 4's pacing (1: the profile's real time)")
+    parser.add_argument("--settle", type=float, default=1.0,
+                        help="seconds parts 1 and 2 wait for the server to take their held connections in")
+    # At speed 10 a response takes a tenth of its real time: a 1 s window still sees several finish
+    smoke(parser, probes=5, repeat=1, clients=10, window=1.0, poll=[0.2], slow_clients=[50], scale=0.01, speed=10.0,
+          settle=0.3)
     args = parse(parser)
     more_files()  # 4,200 slow clients hold 8,400 sockets here
     parts = {"1": health_under_spikes, "2": health_under_slow_clients, "3": costs, "4": background_ratio}
-    for key, part in parts.items():
-        if args.part in (key, "all"):
-            print("\n".join(part(args)), flush=True)
+    with contextlib.ExitStack() as stack:
+        if args.smoke:
+            shared = ServerProcess("--speed", "0")  # part 4 paces its requests by the speed header
+            SHARED.update({"0": shared, f"{args.speed:g}": shared})
+            stack.enter_context(shared)
+            warm(shared)
+        for key, part in parts.items():
+            if args.part in (key, "all"):
+                print("\n".join(part(args)), flush=True)
 
 
 if __name__ == "__main__":

@@ -187,7 +187,9 @@ def main() -> None:
     parser.add_argument("--tests", type=int, default=50, help="tests whose fixture cost is measured")
     parser.add_argument("--aimock", type=Path, default=os.environ.get("AIMOCK_DIR"),
                         help="a folder with node_modules/@copilotkit/aimock (AIMOCK_DIR); unset: aimock not run")
-    smoke(parser, runs=1, tests=5)
+    parser.add_argument("--imports", type=int, default=None,
+                        help="imports of each kind in (3) (default: 3 x --runs: each is a few ms, the noisiest figure)")
+    smoke(parser, runs=1, tests=5, imports=1)
     args = parse(parser)
     print(f"startup: {machine()}, median of {args.runs} run(s)")
 
@@ -213,7 +215,7 @@ def main() -> None:
     print(goal("session start", session, 1.0, " s", higher=False))
     print(goal("per-test reset", reset_ms, 50, " ms", higher=False))
 
-    plugins = plugin_costs(args.runs * 3)
+    plugins = plugin_costs(args.imports or args.runs * 3)
     print(f"(3) an unused plugin, CPU beyond `import pytest`: llmsim {plugins['llmsim'] * 1000:.0f} ms, "
           f"Faker's {plugins['faker'] * 1000:.0f} ms")
     print(goal("llmsim plugin", plugins["llmsim"] * 1000, 50, " ms", higher=False))

@@ -293,18 +293,32 @@ def sampled_streams(server: ServerProcess | BenchServer, body: dict[str, object]
 
 
 @contextlib.contextmanager
-def paced_servers(worker_counts: tuple[int, ...], redis_server: RedisServer, body: dict[str, object]
-                  ) -> Iterator[dict[int, ServerProcess]]:
+def paced_servers(worker_counts: tuple[int, ...], redis_server: RedisServer, body: dict[str, object],
+                  kept: Kept | None = None) -> Iterator[dict[int, ServerProcess]]:
     """A server pacing at speed 1 on Redis per worker count, started together, warmed, free to use every core
-    (this process, which they fork from, is on the load's)."""
+    (this process, which they fork from, is on the load's). `kept`: a smoke run's, whose servers outlive the
+    block and serve (b)'s capacity too (a start of four workers is seconds of a smoke run's time)."""
+    if kept is not None and all(workers in kept.servers for workers in worker_counts):
+        yield {workers: kept.servers[workers] for workers in worker_counts}
+        return
     servers = {workers: ServerProcess("--speed", "1", "--workers", str(workers), "--store", redis_server.url,
                                       startup_timeout=180) for workers in worker_counts}
-    with running(*servers.values()):
+    with contextlib.ExitStack() as own:
+        (kept.stack if kept is not None else own).enter_context(running(*servers.values()))
         for workers, server in servers.items():
             assert server.process is not None
             warm(server, body, workers)  # by then every worker is forked (gunicorn spawns them a moment apart)
             place(server.process.pid, None)
+        if kept is not None:
+            kept.servers.update(servers)
         yield servers
+
+
+class Kept(NamedTuple):
+    """A smoke run's paced servers, by worker count, and the stack that stops them at its end."""
+
+    servers: dict[int, ServerProcess]
+    stack: contextlib.ExitStack
 
 
 class Window(NamedTuple):
@@ -355,12 +369,12 @@ HEADERS = ["workers", "streams", "deltas/s", "range", "inter-token p50 ms", "p99
            "redis CPU", "deltas/s per server core", "vs 1 worker"]
 
 
-def pacing(args: argparse.Namespace, redis_server: RedisServer, directory: str) -> str:
+def pacing(args: argparse.Namespace, redis_server: RedisServer, directory: str, kept: Kept | None = None) -> str:
     """One server of one and one of four workers side by side on Redis, both warmed, their windows alternating;
     then the same for bench/bare.py (`floor`). A figure is the median of its windows."""
     body = {"model": args.paced_model, "input": PROMPT, "stream": True}
     redis.Redis.from_url(redis_server.url).flushall()
-    with paced_servers((1, 4), redis_server, body) as servers:
+    with paced_servers((1, 4), redis_server, body, kept) as servers:
         recorded = record(servers[1].base_url, args.paced_model)
         runs = alternate(servers, body, args, directory, redis_server)
     rows, ratio = ratios(runs, args.streams)
@@ -391,7 +405,7 @@ def floor(args: argparse.Namespace, recorded: dict[str, object], body: dict[str,
         return ratios(alternate(servers, body, level, directory, redis_server), args.floor_streams)
 
 
-def capacity(args: argparse.Namespace, redis_server: RedisServer, directory: str) -> str:
+def capacity(args: argparse.Namespace, redis_server: RedisServer, directory: str, kept: Kept | None = None) -> str:
     """The most streams one and four workers pace on time: inter-token p50 and p99 within 10 % of the profile's
     (as bench/run.py's knee), trying `--capacity-streams` in turn until a level fails. Deltas/s past saturation
     (`pacing`) favour a late server: a late stream's deltas fall due together and leave in one write."""
@@ -402,7 +416,7 @@ def capacity(args: argparse.Namespace, redis_server: RedisServer, directory: str
     rows, knees = [], {}
     for workers in (1, 4):
         knees[workers] = 0
-        with paced_servers((workers,), redis_server, body) as servers:
+        with paced_servers((workers,), redis_server, body, kept) as servers:
             server = servers[workers]
             for streams in args.capacity_streams:
                 level = argparse.Namespace(**{**vars(args), "streams": streams})
@@ -462,8 +476,8 @@ def main() -> None:
                         help="the core (a)'s redis-server runs on (default: the load's; -1: any)")
     parser.add_argument("--fsync", default="everysec", choices=["always", "everysec"],
                         help="Redis' appendfsync: always loses nothing acknowledged, everysec at most a second")
-    smoke(parser, workers=[1], clients=4, repeats=1, aiohttp=True, window=1.0, pacing_window=1.0, streams=40,
-          floor_streams=40, pacing_warmup=0.5, processes=1, pacing_repeats=1, poll=0.2, capacity_streams=[20],
+    smoke(parser, workers=[1], clients=4, repeats=1, aiohttp=True, window=0.5, pacing_window=0.5, streams=40,
+          floor_streams=40, pacing_warmup=0.3, processes=1, pacing_repeats=1, poll=0.2, capacity_streams=[20],
           probe_streams=5, server_cpu=-1, client_cpu=-1)
     args = parse(parser)
     args.server_cpu = core(args.server_cpu)
@@ -483,10 +497,12 @@ def main() -> None:
             out.append("(a) Redis round trips per request\n" + round_trips(redis_server))
         if args.part in ("b", "all"):
             place(redis_server.process.pid, None)
-            out.append(f"(b) speed 1, {args.streams} streams of {args.paced_model} on Redis "
-                       "(goal: 4 workers >= 1.7x one)\n" + pacing(args, redis_server, directory))
-            out.append(f"(b) speed 1, the most {args.paced_model} streams paced on time on Redis\n"
-                       + capacity(args, redis_server, directory))
+            with contextlib.ExitStack() as stack:
+                kept = Kept({}, stack) if args.smoke else None  # a smoke run's capacity on (b)'s servers
+                out.append(f"(b) speed 1, {args.streams} streams of {args.paced_model} on Redis "
+                           "(goal: 4 workers >= 1.7x one)\n" + pacing(args, redis_server, directory, kept))
+                out.append(f"(b) speed 1, the most {args.paced_model} streams paced on time on Redis\n"
+                           + capacity(args, redis_server, directory, kept))
     out.append(f"{machine()} at the end")
     print("\n\n".join(out))
 
