@@ -14,9 +14,6 @@ import pytest
 
 from test_docs import PAGES, ROOT, Block, blocks
 
-# Pytest examples that fail for a known bug another change fixes: (page, test name) -> the bug.
-KNOWN_BUGS: dict[tuple[str, str], str] = {}
-
 
 def _pytest_files() -> list[Block]:
     return [block for page in PAGES for block in blocks(page) if block.pytest_file and block.what != "skip"]
@@ -71,12 +68,8 @@ def pytest_examples(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 
 def _pytest_params() -> list[Any]:
-    params = []
-    for number, block in enumerate(_pytest_files()):
-        bug = KNOWN_BUGS.get((block.page.name, _test_name(block)))
-        marks = [pytest.mark.xfail(strict=True, reason=bug)] if bug else []
-        params.append(pytest.param(number, block, id=f"{block.where}::{_test_name(block)}", marks=marks))
-    return params
+    return [pytest.param(number, block, id=f"{block.where}::{_test_name(block)}")
+            for number, block in enumerate(_pytest_files())]
 
 
 @pytest.mark.parametrize(("number", "block"), _pytest_params())
