@@ -9,7 +9,7 @@ transport turns into bytes without deciding anything.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -108,3 +108,16 @@ def attach(error: BaseException, ticket: Ticket | None) -> None:
     from an `except` clause, which costs nothing on the way that raises nothing."""
     if ticket is not None and ticket_of(error) is None:
         setattr(error, TICKET, ticket)
+
+
+def error_of(events: Iterable[SerializedEvent], ticket: Ticket | None) -> Any:
+    """Draw a whole answer's events (the builder keeps what they said): the error event's data when the answer
+    ended in one, else None. A failure on the way carries the request's ticket."""
+    try:
+        for kind, data in events:
+            if kind == "error":
+                return data
+    except BaseException as error:
+        attach(error, ticket)
+        raise
+    return None

@@ -15,7 +15,7 @@ from llmsim.chat import completions as chat
 from llmsim.chat.schema import ChatRequest
 from llmsim.errors import APIError
 from llmsim.generation import Delta, Prompt
-from llmsim.request import Answer, ApiRequest, attach
+from llmsim.request import Answer, ApiRequest, attach, error_of
 from llmsim.responses import compat
 from llmsim.responses.events import SerializedEvent, dumps
 from llmsim.runtime.fairness import fair
@@ -62,7 +62,7 @@ def create(pipeline: Pipeline, asked: ApiRequest) -> Answer:
         return Answer(frames=_frames(fair(made.events)), together=not paced and made.admission.stream_fault is None,
                       ticket=made.admission.ticket, headers=compat.headers(asked.warnings))
     try:
-        made, failed = pipeline.finish(made, make, _drained)
+        made, failed = pipeline.finish(made, make, lambda made: error_of(made.events, made.admission.ticket))
     except BaseException as unavailable:  # Redis away, say: the first ticket, where the drain attached none
         attach(unavailable, made.admission.ticket)
         raise
@@ -72,17 +72,6 @@ def create(pipeline: Pipeline, asked: ApiRequest) -> Answer:
         raise error
     return Answer(body=made.completion.body(), ticket=made.admission.ticket, headers=compat.headers(asked.warnings))
 
-
-def _drained(made: Made) -> str | None:
-    """The chunks drawn (the choices keep what they said); the error chunk's data when the answer ended in one."""
-    try:
-        for kind, data in made.events:
-            if kind == "error":
-                return data
-    except BaseException as error:
-        attach(error, made.admission.ticket)
-        raise
-    return None
 
 
 def _made(pipeline: Pipeline, asked: ApiRequest, request: ChatRequest, profile: Profile, prompt: Prompt,

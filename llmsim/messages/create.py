@@ -12,7 +12,7 @@ from llmsim.chaos.faults import Admission
 from llmsim.errors import APIError
 from llmsim.messages import schema, translate
 from llmsim.messages.events import MessageBuilder, dumps
-from llmsim.request import Answer, ApiRequest, SerializedEvent, attach
+from llmsim.request import Answer, ApiRequest, SerializedEvent, attach, error_of
 from llmsim.runtime.fairness import fair
 
 if TYPE_CHECKING:  # the pipeline runs what this module asks of it; nothing below imports this
@@ -54,7 +54,7 @@ def create(pipeline: Pipeline, asked: ApiRequest) -> Answer:
         return Answer(events=fair(made.events), together=not paced and made.admission.stream_fault is None,
                       ticket=made.admission.ticket)
     try:
-        made, failed = pipeline.finish(made, make, _drained)
+        made, failed = pipeline.finish(made, make, lambda made: error_of(made.events, made.admission.ticket))
     except BaseException as unavailable:
         attach(unavailable, made.admission.ticket)
         raise
@@ -64,17 +64,6 @@ def create(pipeline: Pipeline, asked: ApiRequest) -> Answer:
         raise error
     return Answer(body=made.builder.message, ticket=made.admission.ticket)
 
-
-def _drained(made: Made) -> str | None:
-    """The events drawn (the builder keeps the message); the error event's data when the answer ended in one."""
-    try:
-        for kind, data in made.events:
-            if kind == "error":
-                return data
-    except BaseException as error:
-        attach(error, made.admission.ticket)
-        raise
-    return None
 
 
 def _made(pipeline: Pipeline, asked: ApiRequest, request: schema.CreateRequest,
