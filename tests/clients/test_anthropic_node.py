@@ -5,32 +5,14 @@ the server received."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-from typing import Any
-
 import pytest
 
-from clientkit import RATE_LIMIT_ONCE, retried, texts
+from clientkit import retried, texts
 from llmsim.testing import ServerProcess
-from matrix import NODE_DIR
-from test_node import checks
+from test_node import checks, report
 
 SCRIPTS = ("anthropic", "anthropic-ai-sdk")
 CASES = [pytest.param(script, check, id=f"{script}-{check}") for script in SCRIPTS for check in checks(script)]
-_reports: dict[str, dict[str, Any]] = {}
-
-
-def report(server: ServerProcess, script: str) -> dict[str, Any]:
-    if script not in _reports:
-        faults = {f"LLMSIM_FAULTS_FOR_{check}": json.dumps({"faults": [RATE_LIMIT_ONCE]})
-                  for check in checks(script) if check.startswith("retry")}
-        done = subprocess.run(["node", "check.mjs", script], cwd=NODE_DIR, capture_output=True, text=True,
-                              timeout=300, env={**os.environ, "LLMSIM_URL": server.url, **faults})
-        assert done.returncode == 0, f"node check.mjs {script}:\n{done.stderr[-3000:]}"
-        _reports[script] = json.loads(done.stdout.strip().splitlines()[-1])
-    return _reports[script]
 
 
 @pytest.mark.parametrize(("script", "check"), CASES)
