@@ -10,23 +10,19 @@ from pathlib import Path
 import httpx
 import openai
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
+from chromium import launched
 from llmsim.testing import ServerProcess
 
-CHROMIUM = "/usr/bin/chromium"  # .ci/run installs Debian's package; Playwright never downloads a browser
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
 SCENARIO = {"name": "support-bot", "turns": [{"text": "Hello from the script."}, {"text": "Anything else?"}]}
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+    with launched() as browser:
         yield browser
-        browser.close()
 
 
 @pytest.fixture

@@ -17,17 +17,14 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, sync_playwright
+from playwright.sync_api import Browser
 
+from chromium import launched
 from llmsim.api.guard import Policy
 from llmsim.config import Settings
 from llmsim.testing import ServerProcess
 
-CHROMIUM = "/usr/bin/chromium"  # Debian's package, as tests/test_dashboard.py launches it
 EVIL = "evil.test"  # resolved to 127.0.0.1 by Chromium only: a foreign site on this machine
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        f"--host-resolver-rules=MAP {EVIL} 127.0.0.1"]
 SCENARIO_YAML = "name: pwned\nturns:\n  - text: the page's words\n"
 Start = Callable[..., ServerProcess]
 
@@ -67,10 +64,8 @@ fetch("%(target)s/v1/responses", {method: "POST", headers: {"Content-Type": "app
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+    with launched(f"--host-resolver-rules=MAP {EVIL} 127.0.0.1") as browser:
         yield browser
-        browser.close()
 
 
 @pytest.fixture(scope="module")
