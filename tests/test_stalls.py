@@ -224,8 +224,8 @@ def reply(sock: socket.socket, seconds: float) -> bytes:
     return data
 
 
-def test_a_request_slower_than_the_read_timeout_is_cut(start_server: Callable[..., ServerProcess]) -> None:
-    server = start_server("--read-timeout", "1")
+def test_a_request_slower_than_the_read_timeout_is_cut(shared_server: Callable[..., ServerProcess]) -> None:
+    server = shared_server("--read-timeout", "1")
     idle, in_head, in_body = slow_clients(server, 3)
     started = time.monotonic()
     assert reply(idle, 10) == b""
@@ -246,9 +246,9 @@ def test_when_every_connection_is_busy_a_new_one_gets_a_503(start_server: Callab
     assert answer.json()["error"]["type"] == "server_error"
 
 
-def test_a_websocket_may_stay_quiet_past_the_read_timeout(start_server: Callable[..., ServerProcess],
+def test_a_websocket_may_stay_quiet_past_the_read_timeout(shared_server: Callable[..., ServerProcess],
                                                          sdk_client: Callable[..., openai.OpenAI]) -> None:
-    client = sdk_client(start_server("--read-timeout", "1"))
+    client = sdk_client(shared_server("--read-timeout", "1"))
     with client.responses.connect() as connection:
         time.sleep(2.5)
         connection.response.create(model="gpt-4o-mini", input="hi")
