@@ -148,10 +148,19 @@ def test_values_are_exact_across_two_workers(start_server: Callable[..., ServerP
     assert len([n for n in requests_by_worker(metrics_dir).values() if n]) == 2
 
 
-def test_ttft_and_itl_are_what_the_client_saw(start_server: Callable[..., ServerProcess],
-                                              sdk_client: Callable[..., openai.OpenAI], tmp_path: Path) -> None:
-    (tmp_path / "fixed.yaml").write_text(FIXED_PROFILE)
-    server = start_server("--profiles-dir", str(tmp_path), "--speed", "1")
+@pytest.fixture(scope="module")
+def timed_server(shared_server: Callable[..., ServerProcess], tmp_path_factory: pytest.TempPathFactory
+                 ) -> ServerProcess:
+    """Two workers pacing FIXED_PROFILE's models at speed 1, for the module. Its tests share it: each asks its own
+    model's series (fixed-timing's; slow-model's and gpt-4o's), and a worker killed by one is replaced by gunicorn."""
+    profiles = tmp_path_factory.mktemp("fixed")
+    (profiles / "fixed.yaml").write_text(FIXED_PROFILE)
+    return shared_server("--workers", "2", "--profiles-dir", str(profiles), "--speed", "1")
+
+
+def test_ttft_and_itl_are_what_the_client_saw(timed_server: ServerProcess,
+                                              sdk_client: Callable[..., openai.OpenAI]) -> None:
+    server = timed_server
     client = sdk_client(server)
     with client.responses.stream(model="fixed-timing", input="Hi", max_output_tokens=16) as events:
         assert sum(1 for event in events if event.type == "response.output_text.delta") > 1
@@ -198,11 +207,9 @@ def _workers(master: int) -> list[int]:
     return found
 
 
-def test_a_dead_workers_live_gauges_go_and_its_counters_stay(start_server: Callable[..., ServerProcess],
-                                                             sdk_client: Callable[..., openai.OpenAI],
-                                                             tmp_path: Path) -> None:
-    (tmp_path / "fixed.yaml").write_text(FIXED_PROFILE)
-    server = start_server("--workers", "2", "--profiles-dir", str(tmp_path), "--speed", "1")
+def test_a_dead_workers_live_gauges_go_and_its_counters_stay(timed_server: ServerProcess,
+                                                             sdk_client: Callable[..., openai.OpenAI]) -> None:
+    server = timed_server
     client = sdk_client(server)
     client.responses.create(model="gpt-4o", input="x")
 

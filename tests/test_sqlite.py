@@ -51,6 +51,15 @@ def stores(request: pytest.FixtureRequest, tmp_path: Path
         db.close()
 
 
+@pytest.fixture(scope="module")
+def shared_store(shared_server: Start, tmp_path_factory: pytest.TempPathFactory) -> tuple[ServerProcess, ServerProcess]:
+    """Two servers on one SQLite file, started once for the module: one of two workers, one of one. The tests of
+    several processes (or workers) on one store each use ids of their own, so they need no fresh servers."""
+    folder = tmp_path_factory.mktemp("shared-store")
+    flags = ("--store", f"sqlite:///{folder / 'llmsim.db'}", "--profiles-dir", str(slow_profiles(folder / "profiles")))
+    return shared_server(*flags, "--workers", "2"), shared_server(*flags)
+
+
 @pytest.fixture
 def connect(start_server: Start) -> Iterator[Connect]:
     """SDK clients for the test's servers, closed before the servers stop (an idle keep-alive
@@ -165,11 +174,8 @@ def test_nothing_completed_is_lost_after_kill_9(start_server: Start, connect: Co
     assert list(client.responses.retrieve(running.id, stream=True, starting_after=2))  # ends, does not hang
 
 
-def test_two_processes_share_one_store(start_server: Start, connect: Connect, tmp_path: Path) -> None:
-    store = f"sqlite:///{tmp_path / 'llmsim.db'}"
-    profiles = str(slow_profiles(tmp_path / "profiles"))
-    a = connect(start_server("--store", store, "--profiles-dir", profiles))
-    b = connect(start_server("--store", store, "--profiles-dir", profiles))
+def test_two_processes_share_one_store(shared_store: tuple[ServerProcess, ServerProcess], connect: Connect) -> None:
+    a, b = (connect(server) for server in shared_store)
 
     first = a.responses.create(model="gpt-4o", input="Started on A.")
     second = b.responses.create(model="gpt-4o", input="Continued on B.", previous_response_id=first.id)
@@ -199,8 +205,9 @@ def test_two_processes_share_one_store(start_server: Start, connect: Connect, tm
     assert a.responses.retrieve(running.id).output[0].status == "incomplete"  # type: ignore[union-attr]  # A stopped
 
 
-def test_workers_of_one_server_share_the_store(start_server: Start, connect: Connect, tmp_path: Path) -> None:
-    server = start_server("--store", f"sqlite:///{tmp_path / 'llmsim.db'}", "--workers", "2")
+def test_workers_of_one_server_share_the_store(shared_store: tuple[ServerProcess, ServerProcess],
+                                              connect: Connect) -> None:
+    server = shared_store[0]  # two workers
     previous = None
     for i in range(12):  # a new connection each time, so the requests spread over the workers
         with httpx.Client(base_url=server.base_url) as http:
@@ -216,9 +223,8 @@ def test_workers_of_one_server_share_the_store(start_server: Start, connect: Con
     assert final.usage is not None and final.usage.input_tokens > 100  # it saw the whole chain
 
 
-def test_concurrent_writers(start_server: Start, connect: Connect, tmp_path: Path) -> None:
-    store = f"sqlite:///{tmp_path / 'llmsim.db'}"
-    servers = [start_server("--store", store, "--workers", "2"), start_server("--store", store)]
+def test_concurrent_writers(shared_store: tuple[ServerProcess, ServerProcess], connect: Connect) -> None:
+    servers = list(shared_store)  # three processes on one file: two workers of one server, one of the other
     clients = [connect(s) for s in servers]
     conversation = clients[0].conversations.create()
 

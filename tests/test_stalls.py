@@ -201,10 +201,19 @@ def slow_clients(server: ServerProcess, count: int) -> list[socket.socket]:
     return socks
 
 
+@pytest.fixture(scope="module")
+def capped_server(shared_server: Callable[..., ServerProcess], tmp_path_factory: pytest.TempPathFactory
+                  ) -> ServerProcess:
+    """A cap of 100 connections, and the slow model: for the slow clients' test and the background one (a
+    background response holds a greenlet, not a connection, so neither test's load is in the other's way)."""
+    return shared_server("--worker-connections", "100",
+                         "--profiles-dir", str(slow_profiles(tmp_path_factory.mktemp("profiles"))))
+
+
 def test_health_answers_with_three_times_the_connection_cap_held_by_slow_clients(
-        start_server: Callable[..., ServerProcess]) -> None:
+        capped_server: ServerProcess) -> None:
     """Before, a full pool stopped accepting: the probe waited in the backlog for a slow client to time out."""
-    server = start_server("--worker-connections", "100")
+    server = capped_server
     socks = slow_clients(server, 300)
     try:
         for _ in range(5):
@@ -224,8 +233,8 @@ def reply(sock: socket.socket, seconds: float) -> bytes:
     return data
 
 
-def test_a_request_slower_than_the_read_timeout_is_cut(start_server: Callable[..., ServerProcess]) -> None:
-    server = start_server("--read-timeout", "1")
+def test_a_request_slower_than_the_read_timeout_is_cut(shared_server: Callable[..., ServerProcess]) -> None:
+    server = shared_server("--read-timeout", "1")
     idle, in_head, in_body = slow_clients(server, 3)
     started = time.monotonic()
     assert reply(idle, 10) == b""
@@ -246,9 +255,9 @@ def test_when_every_connection_is_busy_a_new_one_gets_a_503(start_server: Callab
     assert answer.json()["error"]["type"] == "server_error"
 
 
-def test_a_websocket_may_stay_quiet_past_the_read_timeout(start_server: Callable[..., ServerProcess],
+def test_a_websocket_may_stay_quiet_past_the_read_timeout(shared_server: Callable[..., ServerProcess],
                                                          sdk_client: Callable[..., openai.OpenAI]) -> None:
-    client = sdk_client(start_server("--read-timeout", "1"))
+    client = sdk_client(shared_server("--read-timeout", "1"))
     with client.responses.connect() as connection:
         time.sleep(2.5)
         connection.response.create(model="gpt-4o-mini", input="hi")
@@ -261,11 +270,11 @@ def test_a_websocket_may_stay_quiet_past_the_read_timeout(start_server: Callable
 # --- background mode keeps pace with synchronous requests --------------------------------------------------
 
 
-def test_a_hundred_background_responses_run_side_by_side(tmp_path: Path, start_server: Callable[..., ServerProcess],
+def test_a_hundred_background_responses_run_side_by_side(capped_server: ServerProcess,
                                                          sdk_client: Callable[..., openai.OpenAI]) -> None:
     """Paced background responses are parked greenlets: none should wait in the queue behind a small pool
     (it held 64, so under load background mode ran many times slower than the same requests made directly)."""
-    client = sdk_client(start_server("--profiles-dir", str(slow_profiles(tmp_path))))
+    client = sdk_client(capped_server)
     ids = [client.responses.create(model="slow-model", input="hi", background=True,
                                    extra_headers={SPEED: "0.25"}).id for _ in range(100)]
     statuses = Counter(client.responses.retrieve(response_id).status for response_id in ids)
