@@ -17,16 +17,23 @@ from typing import NoReturn
 from urllib.parse import urlsplit
 
 from llmsim.backends import BACKENDS
-from llmsim.backends.cassette import load as load_cassettes
-from llmsim.backends.mlx.models import check as check_models
 from llmsim.backends.proxy.keys import missing_key
-from llmsim.backends.replay.backend import ON_MISS
-from llmsim.backends.replay.library import MODES as MATCH_MODES
-from llmsim.chaos import scenarios
-from llmsim.chaos.faults import FaultConfigError, fault_config
-from llmsim.config import DEFAULT_PROFILES_DIR, SPEED_EXPECTED, TEXT_MODES, Settings, valid_speed
+from llmsim.chaos.rules import FaultConfigError, fault_config
+from llmsim.config import (
+    DEFAULT_PROFILES_DIR,
+    MATCH_MODES,
+    ON_MISS,
+    SPEED_EXPECTED,
+    TEXT_MODES,
+    Settings,
+    valid_speed,
+)
 from llmsim.store import prepare_store
 from llmsim.timing.profiles import ProfileError, load_catalog
+
+# Imported where used, not here: this process is gunicorn's master, which only checks the flags; what it imports it
+# holds for its life (memory), and the simulator's modules (Faker, jsonschema...) cost ~0.5 s of CPU. A worker imports
+# what it serves with (llmsim/app.py). tests/test_startup.py checks that `serve`'s checks import none of them.
 
 
 def _env(name: str, default: object) -> object:
@@ -341,6 +348,8 @@ def relay_problem(settings: Settings) -> str | None:
             return "--on-miss proxy needs --upstream URL"
         if not settings.cassettes_dir.is_dir() and settings.on_miss != "proxy":
             return f"--cassettes: {settings.cassettes_dir} is not a directory"
+        from llmsim.backends.cassette import load as load_cassettes
+
         try:
             load_cassettes(settings.cassettes_dir) if settings.cassettes_dir.is_dir() else None
         except (ValueError, KeyError, OSError) as exc:
@@ -372,6 +381,8 @@ def bind_problem(settings: Settings) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "scenario":
+        from llmsim.chaos import scenarios
+
         return scenarios.validate_command(args.file)
     if args.command == "profile":
         from llmsim.backends.fit import fit_command
@@ -386,16 +397,22 @@ def main(argv: list[str] | None = None) -> int:
     except ProfileError as exc:
         print(f"llmsim: {exc}", file=sys.stderr)
         return 2
-    if settings.backend == "mlx" and (problem := check_models(settings.models, settings.allow_download)):
-        print(f"llmsim: {problem}", file=sys.stderr)
-        return 2
+    if settings.backend == "mlx":
+        from llmsim.backends.mlx.models import check as check_models
+
+        if problem := check_models(settings.models, settings.allow_download):
+            print(f"llmsim: {problem}", file=sys.stderr)
+            return 2
     try:
         fault_config(settings)  # a bad fault file or rule fails here too
     except FaultConfigError as exc:
         print(f"llmsim: {exc}", file=sys.stderr)
         return 2
-    if settings.scenario_file and scenarios.validate_command(settings.scenario_file, quiet=True):
-        return 2
+    if settings.scenario_file:
+        from llmsim.chaos import scenarios
+
+        if scenarios.validate_command(settings.scenario_file, quiet=True):
+            return 2
     try:
         prepare_store(settings.store)  # a bad --store fails here, and workers find the schema made
     except (ValueError, sqlite3.Error) as exc:
