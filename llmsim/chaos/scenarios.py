@@ -50,7 +50,7 @@ class ScenarioError(Exception):
 
 
 class Closed(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # built when a scenario is first loaded
 
 
 class ToolCallSpec(Closed):
