@@ -11,7 +11,6 @@ import socket
 import sqlite3
 import sys
 from collections.abc import Callable
-from importlib.metadata import version as package_version
 from pathlib import Path
 from typing import NoReturn
 from urllib.parse import urlsplit
@@ -45,6 +44,20 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"llmsim: {message.removeprefix('argument ')} (see {self.prog} --help)\n")
+
+
+class _Version(argparse.Action):
+    """`--version`, its number read from the installed package's metadata only when asked: the lookup walks every
+    installed distribution (~30 ms, more in a large environment), which every `llmsim serve` would pay."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, default=argparse.SUPPRESS, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_args: object) -> None:
+        from importlib.metadata import version
+
+        print(f"{parser.prog} {version('llmsim')}")
+        parser.exit()
 
 
 def _speed(value: str) -> float:
@@ -107,7 +120,7 @@ def _paths(value: str) -> list[Path]:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="llmsim", description="OpenAI-compatible Responses API server.")
-    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version('llmsim')}")
+    parser.add_argument("--version", action=_Version, help="show program's version number and exit")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run the server", formatter_class=argparse.ArgumentDefaultsHelpFormatter,
                                 usage="%(prog)s [options]  (every flag also reads LLMSIM_<FLAG>)")

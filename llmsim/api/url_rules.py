@@ -17,8 +17,8 @@ class LazyBuildRule(Rule):
         name = "_build_unknown" if append_unknown else "_build"
 
         def build(rule: Rule, **values: Any) -> tuple[str, str]:
-            real = Rule._compile_builder(rule, append_unknown).__get__(rule, None)  # type: ignore[attr-defined]
+            real = Rule._compile_builder(rule, append_unknown).__get__(rule, None)
             setattr(rule, name, real)  # the next build calls it directly
-            return real(**values)  # type: ignore[no-any-return]
+            return real(**values)
 
         return build
