@@ -16,6 +16,7 @@ from llmsim.api import metrics as api_metrics
 from llmsim.api import scenarios as scenarios_api
 from llmsim.api.answers import settled
 from llmsim.api.http import client_socket
+from llmsim.api.url_rules import LazyBuildRule
 from llmsim.backends import load_backend, load_models
 from llmsim.chaos import scenarios
 from llmsim.chaos.admission import Gate
@@ -47,6 +48,8 @@ class Queued(Protocol):
 
 
 class _Flask(Flask):
+    url_rule_class = LazyBuildRule
+
     def make_default_options_response(self) -> Response:
         """OPTIONS: 204 with the `Allow` header, no body (Flask's default is an empty 200 text/html)."""
         response = super().make_default_options_response()

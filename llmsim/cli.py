@@ -11,22 +11,28 @@ import socket
 import sqlite3
 import sys
 from collections.abc import Callable
-from importlib.metadata import version as package_version
 from pathlib import Path
 from typing import NoReturn
 from urllib.parse import urlsplit
 
 from llmsim.backends import BACKENDS
-from llmsim.backends.cassette import load as load_cassettes
-from llmsim.backends.mlx.models import check as check_models
 from llmsim.backends.proxy.keys import missing_key
-from llmsim.backends.replay.backend import ON_MISS
-from llmsim.backends.replay.library import MODES as MATCH_MODES
-from llmsim.chaos import scenarios
-from llmsim.chaos.faults import FaultConfigError, fault_config
-from llmsim.config import DEFAULT_PROFILES_DIR, SPEED_EXPECTED, TEXT_MODES, Settings, valid_speed
+from llmsim.chaos.rules import FaultConfigError, fault_config
+from llmsim.config import (
+    DEFAULT_PROFILES_DIR,
+    MATCH_MODES,
+    ON_MISS,
+    SPEED_EXPECTED,
+    TEXT_MODES,
+    Settings,
+    valid_speed,
+)
 from llmsim.store import prepare_store
 from llmsim.timing.profiles import ProfileError, load_catalog
+
+# Imported where used, not here: this process is gunicorn's master, which only checks the flags; what it imports it
+# holds for its life (memory), and the simulator's modules (Faker, jsonschema...) cost ~0.5 s of CPU. A worker imports
+# what it serves with (llmsim/app.py). tests/test_startup.py checks that `serve`'s checks import none of them.
 
 
 def _env(name: str, default: object) -> object:
@@ -38,6 +44,20 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"llmsim: {message.removeprefix('argument ')} (see {self.prog} --help)\n")
+
+
+class _Version(argparse.Action):
+    """`--version`, its number read from the installed package's metadata only when asked: the lookup walks every
+    installed distribution (~30 ms, more in a large environment), which every `llmsim serve` would pay."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, default=argparse.SUPPRESS, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_args: object) -> None:
+        from importlib.metadata import version
+
+        print(f"{parser.prog} {version('llmsim')}")
+        parser.exit()
 
 
 def _speed(value: str) -> float:
@@ -100,7 +120,7 @@ def _paths(value: str) -> list[Path]:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="llmsim", description="OpenAI-compatible Responses API server.")
-    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version('llmsim')}")
+    parser.add_argument("--version", action=_Version, help="show program's version number and exit")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run the server", formatter_class=argparse.ArgumentDefaultsHelpFormatter,
                                 usage="%(prog)s [options]  (every flag also reads LLMSIM_<FLAG>)")
@@ -341,6 +361,8 @@ def relay_problem(settings: Settings) -> str | None:
             return "--on-miss proxy needs --upstream URL"
         if not settings.cassettes_dir.is_dir() and settings.on_miss != "proxy":
             return f"--cassettes: {settings.cassettes_dir} is not a directory"
+        from llmsim.backends.cassette import load as load_cassettes
+
         try:
             load_cassettes(settings.cassettes_dir) if settings.cassettes_dir.is_dir() else None
         except (ValueError, KeyError, OSError) as exc:
@@ -372,6 +394,8 @@ def bind_problem(settings: Settings) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "scenario":
+        from llmsim.chaos import scenarios
+
         return scenarios.validate_command(args.file)
     if args.command == "profile":
         from llmsim.backends.fit import fit_command
@@ -386,16 +410,22 @@ def main(argv: list[str] | None = None) -> int:
     except ProfileError as exc:
         print(f"llmsim: {exc}", file=sys.stderr)
         return 2
-    if settings.backend == "mlx" and (problem := check_models(settings.models, settings.allow_download)):
-        print(f"llmsim: {problem}", file=sys.stderr)
-        return 2
+    if settings.backend == "mlx":
+        from llmsim.backends.mlx.models import check as check_models
+
+        if problem := check_models(settings.models, settings.allow_download):
+            print(f"llmsim: {problem}", file=sys.stderr)
+            return 2
     try:
         fault_config(settings)  # a bad fault file or rule fails here too
     except FaultConfigError as exc:
         print(f"llmsim: {exc}", file=sys.stderr)
         return 2
-    if settings.scenario_file and scenarios.validate_command(settings.scenario_file, quiet=True):
-        return 2
+    if settings.scenario_file:
+        from llmsim.chaos import scenarios
+
+        if scenarios.validate_command(settings.scenario_file, quiet=True):
+            return 2
     try:
         prepare_store(settings.store)  # a bad --store fails here, and workers find the schema made
     except (ValueError, sqlite3.Error) as exc:

@@ -4,12 +4,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 # In the package (a link to the top-level profiles/ in a checkout), so a wheel carries them.
 DEFAULT_PROFILES_DIR = Path(__file__).resolve().parent / "profiles"
 # Pacing speeds other than 0 (no waiting): slower than 100x stretches a reply past any client's patience.
 MIN_SPEED, MAX_SPEED = 0.01, 10_000.0
 TEXT_MODES = ("prose", "echo", "lorem", "faker")  # the sim's text sources (llmsim/backends/sim/text.py)
+# replay: how a request finds its cassette (llmsim/backends/replay/library.py), and what a miss does
+# (llmsim/backends/replay/backend.py); here, so that `llmsim serve` checks its flags without importing the backends
+Mode = Literal["normalised", "exact", "sequence"]
+MATCH_MODES: tuple[Mode, ...] = ("normalised", "exact", "sequence")
+OnMiss = Literal["error", "sim", "proxy"]
+ON_MISS: tuple[OnMiss, ...] = ("error", "sim", "proxy")
 SPEED_EXPECTED = f"0 or a number from {MIN_SPEED:g} to {MAX_SPEED:g}"
 
 

@@ -14,9 +14,6 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from flask import Blueprint, Response, current_app, request
-from simple_websocket import ConnectionClosed, Server
-from wsproto.frame_protocol import CloseReason
-from wsproto.utilities import RemoteProtocolError
 
 from llmsim.api import decode
 from llmsim.api.http import asked, services
@@ -28,6 +25,8 @@ from llmsim.responses import create as responses
 from llmsim.runtime import shutdown
 from llmsim.runtime.wsconn import WholeFrames
 from llmsim.store import StoredResponse
+
+# simple_websocket and wsproto (~4 MB, ~30 ms a worker start) are imported by the first WebSocket, not at start-up.
 
 bp = Blueprint("responses_ws", __name__)
 CLIENT_EVENTS = ("response.create",)
@@ -50,6 +49,8 @@ class Connection(Protocol):
 def responses_socket() -> Response:
     """Everything that can refuse the upgrade (a bad LLMSim header, a malformed handshake) is checked before the
     `101`, so a refusal is a plain HTTP answer in the OpenAI envelope, never text on an upgraded socket."""
+    from wsproto.frame_protocol import CloseReason
+
     upgrade = asked(None)
     settings = current_app.extensions["llmsim"].settings
     ws = accept(request.environ, settings.ws_idle_timeout, settings.max_body_bytes)
@@ -71,6 +72,9 @@ def responses_socket() -> Response:
 def accept(environ: dict[str, Any], idle: float, max_message: int) -> Any:
     """The `101` and a simple-websocket Server whose frames are written whole (llmsim/runtime/wsconn.py); a
     handshake wsproto refuses is the client's 400, before anything is written."""
+    from simple_websocket import Server
+    from wsproto.utilities import RemoteProtocolError
+
     sock = environ.get("gunicorn.socket")
     if sock is not None:
         environ = {**environ, "gunicorn.socket": WholeFrames(sock, write_timeout=idle)}
@@ -107,6 +111,8 @@ class Session:
 
     def serve(self) -> None:
         """Until the client goes away: a closed socket ends the loop and any response being streamed."""
+        from simple_websocket import ConnectionClosed
+
         try:
             while True:
                 message = self.receive()
@@ -119,6 +125,8 @@ class Session:
     def receive(self) -> str | bytes | None:
         """The client's next message; None when the connection should close (idle too long, or the server is
         shutting down: it looks every POLL_SECONDS). A closed connection raises instead."""
+        from wsproto.frame_protocol import CloseReason
+
         silent = 0.0
         while not shutdown.state.draining:
             step = POLL_SECONDS if self.idle is None else min(POLL_SECONDS, self.idle - silent)

@@ -35,6 +35,7 @@ from pydantic import (
     model_validator,
 )
 
+from llmsim import yamlload
 from llmsim.chaos.faults import STREAM_KINDS, Fault, StreamFault, http_error
 from llmsim.errors import APIError
 from llmsim.generation import Prompt, Script, ScriptedCall, last_user_text, pending
@@ -49,7 +50,7 @@ class ScenarioError(Exception):
 
 
 class Closed(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # built when a scenario is first loaded
 
 
 class ToolCallSpec(Closed):
@@ -155,7 +156,7 @@ def parse(data: Any, source: str = "scenario") -> Scenario:
 def parse_text(text: str, source: str = "scenario") -> Scenario:
     """YAML or JSON text (JSON is YAML)."""
     try:
-        data = yaml.safe_load(text)
+        data = yamlload.safe_load(text)
     except yaml.YAMLError as exc:
         raise ScenarioError(f"{source}: not valid YAML or JSON: {exc}") from None
     except RecursionError:

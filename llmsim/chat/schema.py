@@ -10,7 +10,15 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, field_validator
 
-from llmsim.responses.schema import Effort, Strict
+from llmsim.responses.schema import Effort
+from llmsim.responses.schema import Strict as _Strict
+
+
+class Strict(_Strict):
+    """The Responses models' strictness, each model's validator built at the first chat request that uses it
+    (pydantic's defer_build): a server that serves no chat request never spends the ~30 ms."""
+
+    model_config = ConfigDict(defer_build=True)
 
 # --- content parts -----------------------------------------------------------------------------
 

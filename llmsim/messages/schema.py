@@ -16,7 +16,7 @@ from llmsim.errors import APIError
 
 
 class Open(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)  # built at the first request that uses it
 
 
 class CacheControl(Open):
@@ -83,7 +83,7 @@ ContentBlock = Annotated[TextBlock | ImageBlock | DocumentBlock | ToolUseBlock |
 
 
 class Message(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     role: Literal["user", "assistant"]
     content: str | list[ContentBlock]
 
@@ -99,7 +99,7 @@ class Tool(Open):
 
 
 class ToolChoice(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     type: Literal["auto", "any", "tool", "none"]
     name: str | None = None
     disable_parallel_tool_use: bool | None = None

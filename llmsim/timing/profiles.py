@@ -17,6 +17,7 @@ from typing import Any, Literal, NamedTuple
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from llmsim import yamlload
 from llmsim.errors import APIError
 from llmsim.timing.latency import Timing
 from llmsim.timing.pricing import Pricing
@@ -157,7 +158,7 @@ def load_file(path: Path) -> list[Profile]:
 
 def _load(path: Path) -> Loaded:
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = yamlload.safe_load(path.read_text())
         spec = ProfileFile.model_validate(raw)
         return Loaded([_profile(path, spec.defaults, entry, i) for i, entry in enumerate(spec.models)],
                       spec.families)

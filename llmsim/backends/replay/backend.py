@@ -7,21 +7,19 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import replace
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from llmsim.backends import cassette as cassettes
 from llmsim.backends.cassette import Cassette
 from llmsim.backends.relay import Exchange, Reply, upstream_error
 from llmsim.backends.replay.library import Library
 from llmsim.backends.sim.backend import SimBackend
-from llmsim.config import Settings
+from llmsim.config import OnMiss, Settings
 from llmsim.generation import Backend, Delta, Prompt
 
 if TYPE_CHECKING:
     from llmsim.backends.proxy.backend import ProxyBackend
 
-OnMiss = Literal["error", "sim", "proxy"]
-ON_MISS: tuple[OnMiss, ...] = ("error", "sim", "proxy")
 FINAL = ("response.completed", "response.incomplete", "response.failed")
 
 

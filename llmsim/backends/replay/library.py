@@ -10,15 +10,14 @@ import difflib
 import threading
 from collections import defaultdict
 from pathlib import Path
-from typing import Literal
 
 from llmsim.backends.cassette import Cassette, normalised, request_key
 from llmsim.backends.relay import Exchange
+from llmsim.config import MATCH_MODES, Mode
 from llmsim.errors import APIError
 from llmsim.wire import canonical
 
-Mode = Literal["normalised", "exact", "sequence"]
-MODES: tuple[Mode, ...] = ("normalised", "exact", "sequence")
+MODES = MATCH_MODES
 
 
 class Library:

@@ -12,11 +12,11 @@ import math
 import random
 import threading
 from collections.abc import Iterator
-
-from faker import Faker
+from typing import TYPE_CHECKING
 
 from llmsim import tokens
 from llmsim.backends.sim import formats, jsongen, prompted, text
+from llmsim.backends.sim.fake import lazy_faker
 from llmsim.backends.sim.text import Answer
 from llmsim.backends.sim.tools import Call, Planner, Say, Step
 from llmsim.generation import (
@@ -35,6 +35,9 @@ from llmsim.generation import (
 )
 from llmsim.rng import for_request as rng_for
 from llmsim.rng import shared
+
+if TYPE_CHECKING:
+    from faker import Faker  # a type here; Faker itself is imported at its first use (llmsim/backends/sim/fake.py)
 
 # Reasoning tokens per visible output token, by effort (spec R4.3.1).
 REASONING_MULTIPLIER = {"minimal": 0.5, "low": 1.5, "medium": 3.0, "high": 6.0, "xhigh": 10.0, "max": 14.0,
@@ -60,7 +63,7 @@ class SimBackend:
         # Building a Faker costs milliseconds; one instance is reseeded per request instead. Every draw from it
         # happens under the lock, before the first delta is yielded, so requests never share its state. Both
         # are made here, in the worker, never at import: a lock made before gevent patches is a real one.
-        self._faker = Faker()
+        self._faker = lazy_faker()
         self._faker_lock = threading.Lock()
 
     def generate(self, prompt: Prompt) -> Iterator[Delta]:

@@ -14,9 +14,10 @@ import string
 import struct
 import zlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from faker import Faker
+if TYPE_CHECKING:
+    from faker import Faker  # a type here; Faker itself is imported at its first use (llmsim/backends/sim/fake.py)
 
 MCP_INPUT_SCHEMA = {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"],
                     "additionalProperties": False}

@@ -18,12 +18,14 @@ import random
 import re
 import uuid
 from datetime import UTC, datetime, timedelta
-from typing import Any
-
-from faker import Faker
+from typing import TYPE_CHECKING, Any
 
 from llmsim.backends.sim import regexgen
+from llmsim.backends.sim.fake import lazy_faker
 from llmsim.responses.schema_checks import pointer
+
+if TYPE_CHECKING:
+    from faker import Faker  # a type here; Faker itself is imported at its first use (llmsim/backends/sim/fake.py)
 
 MAX_DEPTH = 6  # past this, optional parts are dropped and null/empty branches preferred
 MAX_NESTING = 32  # past this every value is null, so required parts that recurse end
@@ -53,7 +55,7 @@ class Generator:
         self.rng = rng
         self.hints = hints or {}
         if fake is None:
-            fake = Faker()
+            fake = lazy_faker()
             fake.seed_instance(rng.getrandbits(64))
         self.fake = fake
         self.values = 0  # made so far, against MAX_VALUES

@@ -19,12 +19,14 @@ import random
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-
-from faker import Faker
+from typing import TYPE_CHECKING
 
 from llmsim import tokens
 from llmsim.backends.sim import code, intent, phrases
 from llmsim.backends.sim.intent import Intent
+
+if TYPE_CHECKING:
+    from faker import Faker  # a type here; Faker itself is imported at its first use (llmsim/backends/sim/fake.py)
 
 DEFAULT_MODE = "prose"
 

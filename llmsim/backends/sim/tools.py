@@ -13,13 +13,14 @@ import random
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-from faker import Faker
+from typing import TYPE_CHECKING, Any
 
 from llmsim.backends.sim import hosted, intent, jsongen, shell
 from llmsim.generation import Prompt, Turn, pending
 from llmsim.responses.toolspec import WEB_SEARCH_TYPES
+
+if TYPE_CHECKING:
+    from faker import Faker  # a type here; Faker itself is imported at its first use (llmsim/backends/sim/fake.py)
 
 THRESHOLD = 2  # one name word, or two description words
 STOPWORDS = frozenset(

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-
-from faker import Faker
+from typing import TYPE_CHECKING
 
 from llmsim.backends.sim.formats import code_agent, dspy_chat, dspy_json, json_words, react, xml_tags
 from llmsim.backends.sim.formats.request import Request
 from llmsim.generation import Prompt
+
+if TYPE_CHECKING:
+    from faker import Faker  # a type here; Faker itself is imported at its first use (llmsim/backends/sim/fake.py)
 
 RECOGNISERS: tuple[tuple[str, Callable[[Request], str | None]], ...] = (
     ("dspy_chat", dspy_chat.respond),

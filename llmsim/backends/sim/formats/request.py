@@ -8,10 +8,12 @@ import random
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
-
-from faker import Faker
+from typing import TYPE_CHECKING
 
 from llmsim.generation import Prompt, last_user_text
+
+if TYPE_CHECKING:
+    from faker import Faker  # a type here; Faker itself is imported at its first use (llmsim/backends/sim/fake.py)
 
 MAX_SCAN_CHARS = 60_000  # of each text's end: the instructions that shape the answer are near the question
 MAX_OBSERVATIONS = 16  # the latest ones: an answer quotes a few
