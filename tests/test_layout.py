@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,11 +33,25 @@ def _type_only(tree: ast.Module) -> set[int]:
     return skipped
 
 
+@cache
+def _parsed(path: Path) -> tuple[str, ast.Module]:
+    """A file's text and syntax tree, read and parsed once for all the tests here (llmsim/ takes ~0.5 s)."""
+    source = path.read_text()
+    return source, ast.parse(source)
+
+
 def _imports(modules: dict[str, Path]) -> dict[str, set[str]]:
     """Which parts each part imports at run time (lazy imports inside functions included)."""
+    return {part: set(targets) for part, targets in _walked(tuple(modules.items())).items()}
+
+
+@cache
+def _walked(items: tuple[tuple[str, Path], ...]) -> dict[str, set[str]]:
+    """`_imports`, walked once for the tests that ask (a copy of it goes to each)."""
+    modules = dict(items)
     edges: dict[str, set[str]] = {}
     for name, path in modules.items():
-        tree = ast.parse(path.read_text())
+        tree = _parsed(path)[1]
         skipped = _type_only(tree)
         for node in ast.walk(tree):
             if id(node) in skipped:
@@ -128,8 +143,7 @@ def _named_paths(text: str) -> set[str]:
 
 
 def _comments_and_docstrings(path: Path) -> str:
-    source = path.read_text()
-    tree = ast.parse(source)
+    source, tree = _parsed(path)
     said = [line.split("#", 1)[1] for line in source.splitlines() if "#" in line]
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):

@@ -21,7 +21,7 @@ import yaml
 
 from llmsim.backends.cassette import file_name, load
 from llmsim.config import DEFAULT_PROFILES_DIR
-from llmsim.testing import ServerProcess
+from llmsim.testing import ServerProcess, stop_all
 from llmsim.timing.profiles import load_catalog
 
 KEY = "sk-upstream-secret-0123456789abcdef"
@@ -97,39 +97,75 @@ def chats(client: openai.OpenAI) -> tuple[str, str]:
 
 
 @pytest.fixture(scope="module")
-def upstream() -> Iterator[ServerProcess]:
-    with ServerProcess("--seed", "7", "--speed", "1", "--api-key", KEY) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
 def cassettes(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("cassettes")
 
 
 @pytest.fixture(scope="module")
-def proxy(upstream: ServerProcess, cassettes: Path) -> Iterator[ServerProcess]:
-    with ServerProcess("--backend", "proxy", "--upstream", upstream.base_url, "--record", str(cassettes),
-                       "--upstream-api-key-env", KEY_ENV, env={KEY_ENV: KEY}) as server:
-        yield server
+def servers(cassettes: Path) -> Iterator[list[ServerProcess]]:
+    """[upstream, proxy, then the replay server once started]: the upstream and the proxy start side by side (the
+    proxy asks its upstream nothing before a request), and all stop together after the module's last test (each
+    stop waits about a second for its workers; the last test runs alone, with every other test process waiting)."""
+    upstream = ServerProcess("--seed", "7", "--speed", "1", "--api-key", KEY)
+    proxy = ServerProcess("--backend", "proxy", "--upstream", upstream.base_url, "--record", str(cassettes),
+                          "--upstream-api-key-env", KEY_ENV, env={KEY_ENV: KEY})
+    running = [upstream.launch(), proxy.launch()]
+    try:
+        for server in running[:2]:
+            server.wait_until_up()
+        yield running
+    finally:
+        stop_all(running)
+
+
+@pytest.fixture(scope="module")
+def upstream(servers: list[ServerProcess]) -> ServerProcess:
+    return servers[0]
+
+
+@pytest.fixture(scope="module")
+def proxy(servers: list[ServerProcess]) -> ServerProcess:
+    return servers[1]
 
 
 @pytest.fixture(scope="module")
 def recording(proxy: ServerProcess, cassettes: Path) -> dict[str, Any]:
+    """Recorded at speed 1, the upstream's paced waits side by side: the streams then the chats, the conversation
+    (each answer waits for the one before) then the bad request, and the WebSocket. The warm-up comes first, and
+    alone; a Responses request second (test_sequence_matching): the streams, conversation and WebSocket are
+    Responses requests, and the chats start only after the streams."""
     client = sdk(proxy)
     warm_up = timed_stream(client, "Warm up.")[1]  # first-stream costs (the SDK's too) stay out of the timings
-    recorded = {"warm_up": warm_up, "streams": streams(client, STREAMS), **conversation(client),
-                "chats": chats(client), "websocket": over_websocket(proxy)}
+
+    def conversation_then_bad_request() -> tuple[dict[str, Any], BaseException | None]:
+        talked = conversation(client)
+        try:
+            bad_request(client)
+        except openai.BadRequestError as refused:
+            return talked, refused
+        return talked, None
+
+    with ThreadPoolExecutor(3) as pool:
+        streamed = pool.submit(lambda: (streams(client, STREAMS), chats(client)))
+        talked = pool.submit(conversation_then_bad_request)
+        websocket = pool.submit(over_websocket, proxy)
+        (recorded_streams, recorded_chats), (turns, refused) = streamed.result(), talked.result()
+        recorded = {"warm_up": warm_up, "streams": recorded_streams, **turns, "chats": recorded_chats,
+                    "websocket": websocket.result()}
     with pytest.raises(openai.BadRequestError) as error:  # the upstream's own 400, passed through
-        bad_request(client)
+        if refused is not None:
+            raise refused
     return {**recorded, "error": error.value.body}
 
 
 @pytest.fixture(scope="module")
-def replay(recording: dict[str, Any], cassettes: Path) -> Iterator[ServerProcess]:
-    with ServerProcess("--backend", "replay", "--cassettes", str(cassettes), "--speed", "1") as server:
-        timed_stream(sdk(server), "Warm up.")
-        yield server
+def replay(recording: dict[str, Any], cassettes: Path, servers: list[ServerProcess]) -> ServerProcess:
+    """Stopped with the upstream and the proxy (`servers`)."""
+    server = ServerProcess("--backend", "replay", "--cassettes", str(cassettes), "--speed", "1").start()
+    servers.append(server)
+    # the first stream's costs, unpaced: the warm-up's recorded 2 s of pacing would warm nothing more
+    timed_stream(sdk(server), "Warm up.", extra_headers={"X-LLMSim-Speed": "0"})
+    return server
 
 
 def test_cassettes_are_readable_stably_named_and_keyless(recording: dict[str, Any], cassettes: Path,
@@ -270,9 +306,9 @@ def test_profile_fit_recovers_the_upstream_profile(recording: dict[str, Any], pr
                                               stream=True))
         return events[-1].type
 
-    # 40 more short streams, two at a time: ~0.65 s each, mostly the upstream's paced wait (ten at once on a busy
+    # 40 more short streams, four at a time: ~0.65 s each, mostly the upstream's paced wait (ten at once on a busy
     # host delayed them; one at a time this test ran ~26 s, alone, with every other test process waiting)
-    with ThreadPoolExecutor(2) as pool:
+    with ThreadPoolExecutor(4) as pool:
         assert set(pool.map(sample, range(40))) == {"response.incomplete"}
     output = tmp_path / "fitted" / "gpt-4o.yaml"
     done = subprocess.run([sys.executable, "-m", "llmsim", "profile", "fit", str(cassettes), "-o", str(output)],
