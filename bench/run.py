@@ -64,7 +64,6 @@ from bench.common import (  # noqa: E402
 )
 from bench.load import Plan, Sample, measure, run  # noqa: E402
 from bench.servers import SEED, bare, record, running  # noqa: E402
-from llmsim.api.http import SPEED_HEADER  # noqa: E402
 from llmsim.config import DEFAULT_PROFILES_DIR  # noqa: E402
 from llmsim.testing import ServerProcess  # noqa: E402
 from llmsim.timing.profiles import load_catalog  # noqa: E402
@@ -163,7 +162,7 @@ def fidelity(args: argparse.Namespace, model: str, levels: list[int], until_miss
     timing = load_catalog(dirs).resolve(model).timing
     assert timing is not None, f"{model} has no timing"
     flags = [arg for d in args.profiles_dir for arg in ("--profiles-dir", str(d))]
-    headers = {SPEED_HEADER: "1"} if shared else {}
+    headers = {"X-LLMSim-Speed": "1"} if shared else {}
     with (contextlib.nullcontext(shared) if shared else
           ServerProcess("--speed", "1", "--workers", str(args.workers), *flags)) as server:
         assert server.process is not None

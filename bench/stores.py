@@ -85,7 +85,6 @@ from bench.common import (  # noqa: E402
 )
 from bench.load import Plan, run  # noqa: E402
 from bench.servers import BenchServer, bare, record, running  # noqa: E402
-from llmsim.api.http import SPEED_HEADER  # noqa: E402
 from llmsim.config import DEFAULT_PROFILES_DIR  # noqa: E402
 from llmsim.testing import RedisServer, ServerProcess  # noqa: E402
 from llmsim.timing.profiles import load_catalog  # noqa: E402
@@ -175,7 +174,7 @@ def throughput(args: argparse.Namespace, redis_server: RedisServer, directory: s
     assert redis_server.process is not None
     rows = []
     body = {"model": args.model, "input": PROMPT}
-    speed, headers = ("1", {SPEED_HEADER: "0"}) if kept is not None else ("0", {})
+    speed, headers = ("1", {"X-LLMSim-Speed": "0"}) if kept is not None else ("0", {})
     for workers in args.workers:
         servers = {kind: ServerProcess("--speed", speed, "--workers", str(workers), "--store",
                                        store_url(kind, redis_server, directory), startup_timeout=180)
