@@ -326,7 +326,8 @@ def paced_servers(worker_counts: tuple[int, ...], redis_server: RedisServer, bod
 
 
 class Kept(NamedTuple):
-    """A smoke run's paced servers, by worker count, and the stack that stops them at its end."""
+    """A smoke run's servers that pace (b)'s streams, by worker count ((a)'s Redis ones among them), and the stack
+    that stops them, and (a)'s others, at its end."""
 
     servers: dict[int, ServerProcess]
     stack: contextlib.ExitStack
