@@ -116,15 +116,15 @@ def main() -> None:
     parser.add_argument("--paced-clients", type=int, default=8, help="concurrent paced streams per surface")
     parser.add_argument("--paced-speed", type=float, default=0.5, help="pacing speed of the paced part")
     # paced at speed 1, a stream's last after the window takes 2 s, not 4 (a delta's gap still far above a tick)
-    smoke(parser, seconds=0.5, rounds=1, clients=4, paced_clients=2, paced_speed=1.0)
+    smoke(parser, seconds=0.3, rounds=1, clients=4, paced_clients=2, paced_speed=1.0)
     args = parse(parser)
     with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as file:
         yaml.safe_dump({"turns": [{"text": ANSWER}], "on_exhausted": "repeat_last"}, file)
     results: dict[str, list[tuple[float, float]]] = {surface: [] for surface in SURFACES}
     try:
         with ServerProcess("--speed", "0", "--workers", "1", "--scenario", file.name) as server:
-            for surface in SURFACES:  # warm both: token caches, imports, first-use paths
-                measure(server, surface, 2, 0.3)
+            for surface in SURFACES:  # warm both: token caches, imports, first-use paths (half a smoke's window)
+                measure(server, surface, 2, min(0.3, args.seconds / 2))
             for _ in range(args.rounds):
                 for surface in SURFACES:
                     results[surface].append(measure(server, surface, args.clients, args.seconds))

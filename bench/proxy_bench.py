@@ -75,8 +75,10 @@ def alternate(urls: dict[str, tuple[str, str]], clients: int, args: argparse.Nam
         order = list(urls) if repeat % 2 == 0 else list(urls)[::-1]
         ttfts = {side: measure(urls[side][0], clients, args) for side in order}
         for side in order:
-            ttft, _, failed_paced = ttfts[side]
-            _, rate, failed = measure(urls[side][1], clients, args)
+            ttft, rate, failed_paced = ttfts[side]
+            failed = 0
+            if urls[side][1] != urls[side][0]:  # one upstream (`--one-upstream`): its window gave both figures
+                _, rate, failed = measure(urls[side][1], clients, args)
             rounds[side].append(Round(ttft, rate, failed_paced + failed))
         print(f"  {clients} streams, round {repeat + 1}: " + ", ".join(
             f"{side} {r[-1].ttft:.1f} ms {r[-1].rate:.0f} tokens/s" for side, r in rounds.items()), flush=True)
@@ -95,7 +97,11 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=1, help="client processes")
     parser.add_argument("--server-cpu", type=int, default=0, help="the upstreams' core (-1: any)")
     parser.add_argument("--client-cpu", type=int, default=1, help="the proxies' and the load's core (-1: any)")
-    smoke(parser, clients=[2], window=2.0, warmup=0.0, repeats=1, server_cpu=-1, client_cpu=-1)  # a TTFT in the window
+    parser.add_argument("--one-upstream", action="store_true",
+                        help="one paced upstream (and one proxy, one forwarder) for both figures: the tokens/s are "
+                             "paced ones, not a speed-0 upstream's (the smoke run: half the servers to start)")
+    smoke(parser, clients=[2], window=2.0, warmup=0.0, repeats=1, server_cpu=-1, client_cpu=-1,  # a TTFT in the window
+          one_upstream=True)
     args = parse(parser)
     if args.smoke:
         load.START = 0.3  # one client process: it forks in far less
@@ -106,13 +112,16 @@ def main() -> None:
           f"generator ({args.processes} process) on core {client_cpu if client_cpu is not None else 'any'}")
     workers = ("--workers", str(args.workers))
     rows = []
-    paced, fast = ServerProcess("--speed", "1", "--seed", "1", *workers), ServerProcess("--speed", "0", *workers)
-    paced_proxy, fast_proxy = (ServerProcess("--backend", "proxy", "--upstream", upstream.base_url,
-                                             "--upstream-keyless", *workers)
-                               for upstream in (paced, fast))
-    paced_bare, fast_bare = forwarder(paced.base_url, args.workers), forwarder(fast.base_url, args.workers)
-    with running(paced, fast, paced_proxy, fast_proxy, paced_bare, fast_bare):
-        for upstream in (paced, fast):
+    upstreams = [ServerProcess("--speed", "1", "--seed", "1", *workers)]
+    if not args.one_upstream:
+        upstreams.append(ServerProcess("--speed", "0", *workers))
+    proxies = [ServerProcess("--backend", "proxy", "--upstream", upstream.base_url, "--upstream-keyless", *workers)
+               for upstream in upstreams]
+    bares = [forwarder(upstream.base_url, args.workers) for upstream in upstreams]
+    (paced, fast), (paced_proxy, fast_proxy), (paced_bare, fast_bare) = (
+        (servers[0], servers[-1]) for servers in (upstreams, proxies, bares))
+    with running(*upstreams, *proxies, *bares):
+        for upstream in upstreams:
             assert upstream.process is not None
             pin(upstream.process.pid, upstream_cpu)
         urls = {"direct": (paced.base_url, fast.base_url),
@@ -139,6 +148,8 @@ def main() -> None:
           "each round's difference or ratio")
     print(table(["streams", "through", "TTFT p50 direct ms", "through ms", "added ms", f"< {GOAL_TTFT_MS:.0f} ms",
                  "tokens/s direct", "through", "lost", "lost per round", f"< {GOAL_LOSS:.0%}", "failed"], rows))
+    if args.one_upstream:
+        print("one upstream, paced, for both figures (--one-upstream): its tokens/s are a paced stream's")
     print("goals are LLMSim's; the bare forwarder (bench/bare_forwarder.py) is the floor of any HTTP hop here")
     print(f"machine at the end: {machine()}")
 

@@ -28,6 +28,7 @@ LLMSim's, so compare ratios taken in one run and note the machine's load (printe
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import os
 import statistics
@@ -91,15 +92,22 @@ def _window(url: str, pid: int, body: dict[str, object], clients: int, stream: b
             sum(not s.ok for s in done), server.share(), generator.share()]
 
 
-def overhead(args: argparse.Namespace) -> str:
+def overhead_server(args: argparse.Namespace) -> ServerProcess:
+    """(a)'s LLMSim, seeded, so that it answers every request with the answer bare.py replays: unseeded, each
+    answer's length is drawn, and the one recorded for bare.py moved the streaming ratio by half between runs of
+    the same code."""
+    return ServerProcess("--speed", "0", "--workers", str(args.workers), "--store-max-entries", "1000",
+                         "--seed", str(SEED))
+
+
+def overhead(args: argparse.Namespace, shared: ServerProcess | None = None) -> str:
     """LLMSim and bare.py side by side on the server's core; `--repeats` windows alternate between them, each
     figure is the median of its windows and the ratio the median of the ratios of windows taken next to each
-    other: this machine drifts by more than the margins measured here."""
+    other: this machine drifts by more than the margins measured here. `shared`: a started overhead_server (the
+    smoke run's, which (c) uses after)."""
     rows, goals, floors = [], [], []
-    # Seeded, so that LLMSim answers every request with the answer bare.py replays: unseeded, each answer's length
-    # is drawn, and the one recorded for bare.py moved the streaming ratio by half between runs of the same code.
-    with ServerProcess("--speed", "0", "--workers", str(args.workers), "--store-max-entries", "1000",
-                       "--seed", str(SEED)) as llmsim, tempfile.TemporaryDirectory() as directory:
+    with (contextlib.nullcontext(shared) if shared else overhead_server(args)) as llmsim, \
+            tempfile.TemporaryDirectory() as directory:
         recorded = record(llmsim.base_url, args.overhead_model)
         others = [bare(recorded, args.workers, floor=floor) for floor in (None, "--floor", "--flask")]
         with running(*others):
@@ -144,16 +152,19 @@ def overhead(args: argparse.Namespace) -> str:
         "can go past them.\n  " + "\n  ".join(floors))
 
 
-def fidelity(args: argparse.Namespace, model: str, levels: list[int], until_missed: bool = False
-             ) -> tuple[str, int]:
+def fidelity(args: argparse.Namespace, model: str, levels: list[int], until_missed: bool = False,
+             shared: ServerProcess | None = None) -> tuple[str, int]:
     """The table, and the knee: the most streams with inter-token p50 and p99 within 10 %. The server is the one a
     user starts (its default store, which keeps every response). `until_missed`: stop after the first level that
-    misses (the knee is below it)."""
+    misses (the knee is below it). `shared`: a started server at speed 0 instead (the smoke run's, (a)'s), the
+    streams paced by the X-LLMSim-Speed header."""
     dirs = [DEFAULT_PROFILES_DIR, *args.profiles_dir]
     timing = load_catalog(dirs).resolve(model).timing
     assert timing is not None, f"{model} has no timing"
     flags = [arg for d in args.profiles_dir for arg in ("--profiles-dir", str(d))]
-    with ServerProcess("--speed", "1", "--workers", str(args.workers), *flags) as server:
+    headers = {"X-LLMSim-Speed": "1"} if shared else {}
+    with (contextlib.nullcontext(shared) if shared else
+          ServerProcess("--speed", "1", "--workers", str(args.workers), *flags)) as server:
         assert server.process is not None
         pin(server.process.pid, args.server_cpu)
         body = {"model": model, "input": PROMPT, "stream": True, "text": {"verbosity": args.verbosity}}
@@ -161,7 +172,7 @@ def fidelity(args: argparse.Namespace, model: str, levels: list[int], until_miss
                            headers={"X-LLMSim-Speed": "0"}, timeout=60).json()
         prefill_ms = 1000 * probe["usage"]["input_tokens"] / timing.prefill_tokens_per_s
         rows, knee = _levels(args, f"{server.base_url}/responses", server.process.pid, body, levels, timing,
-                             prefill_ms, "", until_missed)
+                             prefill_ms, "", until_missed, headers)
         if args.knee_bare and model == args.knee_model:  # the same streams against the stack's floor
             with bare(record(server.base_url, model), args.workers, pace=model) as floor:
                 assert floor.process is not None
@@ -174,14 +185,15 @@ def fidelity(args: argparse.Namespace, model: str, levels: list[int], until_miss
 
 
 def _levels(args: argparse.Namespace, url: str, pid: int, body: dict[str, object], levels: list[int],
-            timing: object, prefill_ms: float, label: str, until_missed: bool = False
-            ) -> tuple[list[list[str]], int]:
+            timing: object, prefill_ms: float, label: str, until_missed: bool = False,
+            headers: dict[str, str] | None = None) -> tuple[list[list[str]], int]:
     """Each level's rows (streams labelled with `label`), and the most streams within 10 %; `until_missed`: no
-    level after the first that misses."""
+    level after the first that misses. `headers`: sent with every stream."""
     rows, knee = [], 0
     for streams in levels:
         window = args.window if streams > 1 else args.window * 2
-        plan = Plan(url, body, {}, streams, warmup=args.warmup, window=window, stream=True, client=args.stream_client)
+        plan = Plan(url, body, headers or {}, streams, warmup=args.warmup, window=window, stream=True,
+                    client=args.stream_client)
         server_cpu = CpuMeter(pid, load.START + plan.warmup, plan.window)  # measure() starts its clock START s in
         samples, open_streams, load_cpu = measure(plan, processes=min(args.processes, streams))
         level = fidelity_rows(streams, samples, open_streams, timing, prefill_ms, plan)
@@ -308,9 +320,12 @@ def main() -> None:
     parser.add_argument("--server-cpu", type=int, default=0, help="the core the servers run on (-1: any)")
     parser.add_argument("--client-cpu", type=int, default=1, help="the core the load runs on (-1: any)")
     # (b) is (c)'s code with another model and levels: the smoke run leaves it out
-    smoke(parser, part="a,c,d", clients=[16], repeats=1, overhead_window=0.5, overhead_warmup=0.2, aiohttp=True,
-          window=1.0, warmup=0.5, knee_streams=[10, 20], in_process_requests=20, memory_responses=20, processes=1,
-          server_cpu=-1, client_cpu=-1)
+    parser.add_argument("--one-server", action="store_true",
+                        help="(c) on (a)'s LLMSim server (speed 0, seeded, 1,000 stored responses), its streams paced "
+                             "by the X-LLMSim-Speed header: one server start fewer (the smoke run)")
+    smoke(parser, part="a,c,d", one_server=True, clients=[16], repeats=1, overhead_window=0.5, overhead_warmup=0.2,
+          aiohttp=True, window=1.0, warmup=0.5, knee_streams=[10, 20], in_process_requests=20, memory_responses=20,
+          processes=1, server_cpu=-1, client_cpu=-1)
     args = parse(parser)
     args.server_cpu = core(args.server_cpu)
     load_on(core(args.client_cpu))  # the load processes fork from this one
@@ -319,17 +334,20 @@ def main() -> None:
     if args.smoke:
         load.START = 0.3  # one client process: it forks in far less
     out = [f"machine at the start: {machine()}"]
-    if "a" in parts:
-        out.append("(a) speed 0: LLMSim against a bare endpoint on the same gunicorn+gevent server\n" + overhead(args)
-                   + "\n" + in_process(args))
-    if "b" in parts:
-        text, _ = fidelity(args, args.model, args.streams)
-        out.append(f"(b) speed 1: timing fidelity of {args.model} (configured = the profile's quantiles; TTFT adds "
-                   "the prompt's prefill time)\n" + text)
-    if "c" in parts:
-        text, knee = fidelity(args, args.knee_model, args.knee_streams, until_missed=True)
-        out.append(f"(c) speed 1: the knee of {args.knee_model}, one worker\n" + text + "\n" +
-                   goal(f"streams within 10 % (knee among {args.knee_streams})", knee, 400, ""))
+    with contextlib.ExitStack() as stack:
+        shared = stack.enter_context(overhead_server(args)) if args.one_server else None
+        if "a" in parts:
+            out.append("(a) speed 0: LLMSim against a bare endpoint on the same gunicorn+gevent server\n"
+                       + overhead(args, shared) + "\n" + in_process(args))
+        if "b" in parts:
+            text, _ = fidelity(args, args.model, args.streams)
+            out.append(f"(b) speed 1: timing fidelity of {args.model} (configured = the profile's quantiles; TTFT "
+                       "adds the prompt's prefill time)\n" + text)
+        if "c" in parts:
+            text, knee = fidelity(args, args.knee_model, args.knee_streams, until_missed=True, shared=shared)
+            where = " (on (a)'s server, paced by X-LLMSim-Speed: --one-server)" if shared else ""
+            out.append(f"(c) speed 1: the knee of {args.knee_model}, one worker{where}\n" + text + "\n" +
+                       goal(f"streams within 10 % (knee among {args.knee_streams})", knee, 400, ""))
     if "d" in parts:
         out.append("(d) memory and long chains\n" + memory(args))
     out.append(f"machine at the end: {machine()}")

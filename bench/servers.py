@@ -19,7 +19,6 @@ from typing import Any, Protocol
 import httpx
 
 from bench.common import PROMPT, ROOT
-from llmsim.api.http import SEED_HEADER, SPEED_HEADER
 from llmsim.testing import ServerProcess
 
 # Of the answer bare.py replays, and of LLMSim's in bench/run.py (a): the same bytes. Its gpt-4o-mini answer to
@@ -77,6 +76,10 @@ def forwarder(upstream: str, workers: int) -> BenchServer:
 def record(base_url: str, model: str) -> dict[str, object]:
     """One JSON answer and one stream's SSE frames, for the bare server to replay: seeded, so bare.py replays the
     same answer in every run; at speed 0 (the same bytes, at once), from a paced server too."""
+    # Here, not at the top: llmsim.api imports the whole app (Flask, the pipeline), half a second of CPU that a
+    # bench starting servers only (bench/proxy_bench.py) would spend for two header names.
+    from llmsim.api.http import SEED_HEADER, SPEED_HEADER
+
     body, seeded = {"model": model, "input": PROMPT}, {SEED_HEADER: str(SEED), SPEED_HEADER: "0"}
     answer = httpx.post(f"{base_url}/responses", json=body, headers=seeded, timeout=60).text
     with httpx.stream("POST", f"{base_url}/responses", json={**body, "stream": True}, headers=seeded,

@@ -104,10 +104,12 @@ def store_url(kind: str, redis_server: RedisServer, directory: str) -> str:
 
 
 def warm(server: ServerProcess, body: dict[str, object], workers: int) -> None:
-    """A few requests on every worker first: its caches and its Redis connection made before the windows."""
-    with ThreadPoolExecutor(8 * workers) as pool:
-        list(pool.map(lambda _: httpx.post(f"{server.base_url}/responses", json={**body, "stream": False},
-                                           headers={"X-LLMSim-Speed": "0"}, timeout=120), range(16 * workers)))
+    """A few requests on every worker first: its caches and its Redis connection made before the windows. One
+    client for them all: each `httpx.post` makes a client of its own, tens of ms of CPU for its TLS context."""
+    with ThreadPoolExecutor(8 * workers) as pool, httpx.Client(timeout=120, limits=httpx.Limits(
+            max_connections=8 * workers, max_keepalive_connections=0)) as client:
+        list(pool.map(lambda _: client.post(f"{server.base_url}/responses", json={**body, "stream": False},
+                                            headers={"X-LLMSim-Speed": "0"}), range(16 * workers)))
 
 
 class Row(NamedTuple):
@@ -123,11 +125,11 @@ class Row(NamedTuple):
     redis_reads: float  # redis-server's socket reads per answered request: under 1 when scripts are pipelined
 
 
-def aiohttp_load(url: str, body: dict[str, object], clients: int, window: float, processes: int
-                 ) -> tuple[float, float, float, int]:
+def aiohttp_load(url: str, body: dict[str, object], clients: int, window: float, processes: int,
+                 headers: dict[str, str]) -> tuple[float, float, float, int]:
     """The same figures from bench/load.py's closed-loop aiohttp clients (when `wrk` is missing): they take many
     times wrk's CPU per request, so the load's core may limit before the server's does (see the load column)."""
-    plan = Plan(url, body, {}, clients, warmup=0.0, window=window, stream=False)
+    plan = Plan(url, body, headers, clients, warmup=0.0, window=window, stream=False)
     samples, _ = run(plan, processes=processes)
     done = [s for s in samples if s.end is not None]
     good = [s.latency_ms for s in done if s.ok]
@@ -135,7 +137,7 @@ def aiohttp_load(url: str, body: dict[str, object], clients: int, window: float,
 
 
 def window(server: ServerProcess, redis_server: RedisServer, body: dict[str, object], args: argparse.Namespace,
-           directory: str) -> Row:
+           directory: str, headers: dict[str, str]) -> Row:
     """One measured window against `server`, with the CPU its processes, redis-server and the load's core took
     in it (read when the load starts and when it ends), and redis-server's reads per request (the worker's
     scripts of one event-loop turn go in one write: llmsim/runtime/redis_pipe.py)."""
@@ -152,9 +154,10 @@ def window(server: ServerProcess, redis_server: RedisServer, body: dict[str, obj
         timer.daemon = True
         timer.start()
     if use_wrk:
+        assert not headers, "bench/wrk.py sends no headers of its own"
         rate, p50, p99, errors, _ = wrk.post(url, body, args.clients, args.window, directory)
     else:
-        rate, p50, p99, errors = aiohttp_load(url, body, args.clients, args.window, args.processes)
+        rate, p50, p99, errors = aiohttp_load(url, body, args.clients, args.window, args.processes, headers)
     time.sleep(0.05)  # the last reading
     reads.append(stats.info("stats")["total_reads_processed"] - 1)  # less this INFO's own read
     (t0, server0, redis0, busy0, total0), (t1, server1, redis1, busy1, total1) = marks
@@ -162,18 +165,24 @@ def window(server: ServerProcess, redis_server: RedisServer, body: dict[str, obj
                (redis1 - redis0) / (t1 - t0), (reads[1] - reads[0]) / max(1.0, rate * args.window))
 
 
-def throughput(args: argparse.Namespace, redis_server: RedisServer, directory: str) -> str:
+def throughput(args: argparse.Namespace, redis_server: RedisServer, directory: str, kept: Kept | None = None
+               ) -> str:
     """Each worker count's servers (one per store) run side by side on the server's core, all warmed; the
     windows go round them `--repeats` times, in alternating order, and each figure is the median of its store's
-    windows; the ratio is the median of the ratios of windows taken next to each other."""
+    windows; the ratio is the median of the ratios of windows taken next to each other. `kept`: a smoke run's,
+    whose Redis servers pace (b)'s streams after: they start at speed 1, and (a)'s requests ask for speed 0."""
     assert redis_server.process is not None
     rows = []
     body = {"model": args.model, "input": PROMPT}
+    speed, headers = ("1", {"X-LLMSim-Speed": "0"}) if kept is not None else ("0", {})
     for workers in args.workers:
-        servers = {kind: ServerProcess("--speed", "0", "--workers", str(workers), "--store",
+        servers = {kind: ServerProcess("--speed", speed, "--workers", str(workers), "--store",
                                        store_url(kind, redis_server, directory), startup_timeout=180)
                    for kind in args.stores}
-        with running(*servers.values()):
+        with contextlib.ExitStack() as own:
+            (kept.stack if kept is not None else own).enter_context(running(*servers.values()))
+            if kept is not None and "redis" in servers:
+                kept.servers[workers] = servers["redis"]
             for server in servers.values():
                 warm(server, body, workers)
                 assert server.process is not None
@@ -181,7 +190,7 @@ def throughput(args: argparse.Namespace, redis_server: RedisServer, directory: s
             runs: dict[str, list[Row]] = {kind: [] for kind in servers}
             for repeat in range(args.repeats):
                 for kind in servers if repeat % 2 == 0 else reversed(servers):
-                    runs[kind].append(window(servers[kind], redis_server, body, args, directory))
+                    runs[kind].append(window(servers[kind], redis_server, body, args, directory, headers))
                     row = runs[kind][-1]
                     print(f"  (a) {workers} {kind}: {row.rate:.0f} req/s, server {row.server_cpu:.2f}, "
                           f"load core {row.load_core:.2f}, redis {row.redis_cpu:.2f}, "
@@ -199,9 +208,10 @@ def throughput(args: argparse.Namespace, redis_server: RedisServer, directory: s
                   "redis CPU", "redis reads/req", "vs memory"], rows)
 
 
-def round_trips(redis_server: RedisServer) -> str:
+def round_trips(redis_server: RedisServer, count: int) -> str:
     """Redis round trips per request, by kind, through the app in this process: the client's commands and
-    pipelines, and the scripts' own sends (llmsim/store/redis_client.py `Scripts`)."""
+    pipelines, and the scripts' own sends (llmsim/store/redis_client.py `Scripts`), over `count` requests of
+    each kind."""
     from redis.connection import Connection
 
     from llmsim.app import create_app
@@ -244,9 +254,9 @@ def round_trips(redis_server: RedisServer) -> str:
                 client.put("/llmsim/admin/faults", json={"rate_limits": {"rpm": 100000, "tpm": 100000000}})
             call()  # scripts loaded, config current
             sent.clear()
-            for _ in range(20):
+            for _ in range(count):
                 call()
-            rows.append([name, f"{sent['n'] / 20:.1f}"])
+            rows.append([name, f"{sent['n'] / count:.1f}"])
     finally:
         Connection.send_packed_command = original  # type: ignore[method-assign]
         Scripts._send = original_send  # type: ignore[method-assign]
@@ -297,25 +307,27 @@ def paced_servers(worker_counts: tuple[int, ...], redis_server: RedisServer, bod
                   kept: Kept | None = None) -> Iterator[dict[int, ServerProcess]]:
     """A server pacing at speed 1 on Redis per worker count, started together, warmed, free to use every core
     (this process, which they fork from, is on the load's). `kept`: a smoke run's, whose servers outlive the
-    block and serve (b)'s capacity too (a start of four workers is seconds of a smoke run's time)."""
-    if kept is not None and all(workers in kept.servers for workers in worker_counts):
-        yield {workers: kept.servers[workers] for workers in worker_counts}
-        return
+    block and serve (b)'s capacity too, and which (a)'s Redis servers joined (a start of a server is seconds of
+    a smoke run's time): those of its worker counts are not started again."""
     servers = {workers: ServerProcess("--speed", "1", "--workers", str(workers), "--store", redis_server.url,
-                                      startup_timeout=180) for workers in worker_counts}
+                                      startup_timeout=180)
+               for workers in worker_counts if kept is None or workers not in kept.servers}
     with contextlib.ExitStack() as own:
         (kept.stack if kept is not None else own).enter_context(running(*servers.values()))
         for workers, server in servers.items():
-            assert server.process is not None
             warm(server, body, workers)  # by then every worker is forked (gunicorn spawns them a moment apart)
-            place(server.process.pid, None)
         if kept is not None:
             kept.servers.update(servers)
+        servers = {workers: (servers if kept is None else kept.servers)[workers] for workers in worker_counts}
+        for server in servers.values():
+            assert server.process is not None
+            place(server.process.pid, None)
         yield servers
 
 
 class Kept(NamedTuple):
-    """A smoke run's paced servers, by worker count, and the stack that stops them at its end."""
+    """A smoke run's servers that pace (b)'s streams, by worker count ((a)'s Redis ones among them), and the stack
+    that stops them, and (a)'s others, at its end."""
 
     servers: dict[int, ServerProcess]
     stack: contextlib.ExitStack
@@ -360,7 +372,8 @@ def ratios(runs: dict[int, list[Window]], streams: int) -> tuple[list[list[str]]
         m = Window(*(statistics.median(values) for values in zip(*measured, strict=False)))
         rows.append([str(workers), str(streams), f"{m.deltas:.0f}", f"{min(w.deltas for w in measured):.0f}-"
                      f"{max(w.deltas for w in measured):.0f}", f"{m.p50:.1f}", f"{m.p99:.1f}", f"{m.server_cpu:.2f}",
-                     f"{m.load_cpu:.2f}", f"{m.redis_cpu:.2f}", f"{m.deltas / m.server_cpu:.0f}",
+                     f"{m.load_cpu:.2f}", f"{m.redis_cpu:.2f}",
+                     f"{m.deltas / m.server_cpu:.0f}" if m.server_cpu else "-",  # a short window: under a tick
                      f"{found[workers]:.2f}x"])
     return rows, found[4]
 
@@ -474,11 +487,13 @@ def main() -> None:
     parser.add_argument("--client-cpu", type=int, default=1, help="the core the load runs on (-1: any)")
     parser.add_argument("--redis-cpu", type=int, default=None,
                         help="the core (a)'s redis-server runs on (default: the load's; -1: any)")
+    parser.add_argument("--trip-requests", type=int, default=20,
+                        help="requests of each kind whose Redis round trips (a) counts")
     parser.add_argument("--fsync", default="everysec", choices=["always", "everysec"],
                         help="Redis' appendfsync: always loses nothing acknowledged, everysec at most a second")
     smoke(parser, workers=[1], clients=4, repeats=1, aiohttp=True, window=0.5, pacing_window=0.5, streams=40,
           floor_streams=40, pacing_warmup=0.3, processes=1, pacing_repeats=1, poll=0.2, capacity_streams=[20],
-          probe_streams=5, server_cpu=-1, client_cpu=-1)
+          probe_streams=5, server_cpu=-1, client_cpu=-1, trip_requests=3)
     args = parse(parser)
     args.server_cpu = core(args.server_cpu)
     args.redis_cpu = core(args.client_cpu if args.redis_cpu is None else args.redis_cpu)
@@ -488,21 +503,23 @@ def main() -> None:
         load.START = 0.3  # one client process: it forks in far less
     out = [f"{machine()} at the start; Redis: appendonly, appendfsync {args.fsync}; (a) on cores: server "
            f"{args.server_cpu}, redis-server {args.redis_cpu}, load {args.client_cpu} (None: any)"]
-    with RedisServer(fsync=args.fsync) as redis_server, tempfile.TemporaryDirectory() as directory:
+    # The servers a smoke run keeps (stopped first, before Redis and the SQLite files' folder): (a)'s Redis server
+    # of one worker paces (b)'s streams after, and (b)'s servers serve its capacity too.
+    with RedisServer(fsync=args.fsync) as redis_server, tempfile.TemporaryDirectory() as directory, \
+            contextlib.ExitStack() as stack:
         assert redis_server.process is not None
+        kept = Kept({}, stack) if args.smoke else None
         if args.part in ("a", "all"):
             place(redis_server.process.pid, args.redis_cpu)
             out.append("(a) speed 0, JSON requests: stores x workers (goal: redis >= 0.85 of memory)\n"
-                       + throughput(args, redis_server, directory))
-            out.append("(a) Redis round trips per request\n" + round_trips(redis_server))
+                       + throughput(args, redis_server, directory, kept))
+            out.append("(a) Redis round trips per request\n" + round_trips(redis_server, args.trip_requests))
         if args.part in ("b", "all"):
             place(redis_server.process.pid, None)
-            with contextlib.ExitStack() as stack:
-                kept = Kept({}, stack) if args.smoke else None  # a smoke run's capacity on (b)'s servers
-                out.append(f"(b) speed 1, {args.streams} streams of {args.paced_model} on Redis "
-                           "(goal: 4 workers >= 1.7x one)\n" + pacing(args, redis_server, directory, kept))
-                out.append(f"(b) speed 1, the most {args.paced_model} streams paced on time on Redis\n"
-                           + capacity(args, redis_server, directory, kept))
+            out.append(f"(b) speed 1, {args.streams} streams of {args.paced_model} on Redis "
+                       "(goal: 4 workers >= 1.7x one)\n" + pacing(args, redis_server, directory, kept))
+            out.append(f"(b) speed 1, the most {args.paced_model} streams paced on time on Redis\n"
+                       + capacity(args, redis_server, directory, kept))
     out.append(f"{machine()} at the end")
     print("\n\n".join(out))
 

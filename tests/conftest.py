@@ -26,8 +26,8 @@ _alone: list[IO[str]] = []  # the lock files this process holds while its module
 
 # The longest modules, a minute or more of a process each on a loaded machine, go first: started last (the order
 # is alphabetical), one of them ran on alone while the other processes had finished.
-FIRST = ("test_bench_stores_pacing.py", "test_proxy_replay.py", "test_bench_run.py", "test_bench_stores.py",
-         "test_bench_proxy.py", "test_bench_stalls.py", "test_bench.py", "test_mlx.py", "test_redis.py",
+FIRST = ("test_bench_stores.py", "test_proxy_replay.py", "test_bench_run.py", "test_bench_proxy.py",
+         "test_bench_stalls.py", "test_bench.py", "test_mlx.py", "test_redis.py",
          "test_store_state.py", "test_metrics.py", "test_sqlite.py", "test_stalls.py", "test_serve.py",
          "test_plugin.py", "test_plugin_cassettes.py")
 
