@@ -95,6 +95,26 @@ def _alone_as(item: pytest.Item) -> str | None:
     return None
 
 
+@pytest.fixture(scope="session", autouse=True)
+def one_tls_context() -> Iterator[None]:
+    """httpx makes a TLS context for every client, loading certifi's CA file: 35 ms of a core for each `httpx.get`
+    and each SDK client a test makes, though they talk plain http. One default context serves them all here (as
+    the pytest plugin's clients share one); any other `verify` still gets a context of its own."""
+    from httpx._transports import default
+
+    made = default.create_ssl_context
+    shared = made()
+
+    def create(verify: object = True, cert: object = None, trust_env: bool = True) -> object:
+        if verify is True and cert is None and not {"SSL_CERT_FILE", "SSL_CERT_DIR"} & os.environ.keys():
+            return shared
+        return made(verify=verify, cert=cert, trust_env=trust_env)  # type: ignore[arg-type]
+
+    default.create_ssl_context = create  # type: ignore[assignment]
+    yield
+    default.create_ssl_context = made
+
+
 @pytest.fixture(scope="session")
 def server() -> Iterator[ServerProcess]:
     with ServerProcess("--speed", "0") as process:
