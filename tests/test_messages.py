@@ -15,6 +15,10 @@ BODY = {"model": "claude-sonnet-4-6", "max_tokens": 100, "messages": [{"role": "
 # One server for the RPM test and the TPM one (a start costs a core 1.5 s): each sends its own API key, so each has
 # buckets of its own, and neither reads the other's limit.
 RPM_AND_TPM = ("--rpm", "2", "--tpm", "5000")
+# And one for the API key's test and the ITPM/OTPM one: the keys are the tests' own, and the key's test sends two
+# requests that the limits let through.
+KEYED_AND_LIMITED = ("--api-key", "sk-ant-right,itpm-otpm-key,sk-openai", "--itpm", "50000")
+OTPM = {"LLMSIM_OTPM": "600"}
 HEADERS = {"anthropic-version": "2023-06-01", "anthropic-beta": "interleaved-thinking-2025-05-14"}
 
 
@@ -47,7 +51,7 @@ def test_anthropic_prefix_and_count_tokens(server: ServerProcess) -> None:
 
 
 def test_api_key_by_x_api_key_or_bearer(shared_server: Callable[..., ServerProcess]) -> None:
-    server = shared_server("--api-key", "sk-ant-right")
+    server = shared_server(*KEYED_AND_LIMITED, env=OTPM)
     url = f"{server.url}/v1/messages"
     missing = httpx.post(url, json=BODY, headers=HEADERS)
     wrong = httpx.post(url, json=BODY, headers={**HEADERS, "x-api-key": "sk-ant-wrong"})
@@ -136,7 +140,7 @@ def test_every_block_type_is_accepted(server: ServerProcess) -> None:
 def test_itpm_and_otpm_as_anthropic_counts_them(shared_server: Callable[..., ServerProcess]) -> None:
     """Input counted at admission, output reserved from max_tokens and settled to the output; each reported under
     its own headers, a refusal a rate_limit_error with retry-after; the OpenAI surfaces see the tighter bucket."""
-    server = shared_server("--itpm", "50000", env={"LLMSIM_OTPM": "600"})  # a flag and the environment
+    server = shared_server(*KEYED_AND_LIMITED, env=OTPM)  # a flag and the environment
     url, headers = f"{server.url}/v1/messages", {**HEADERS, "x-api-key": "itpm-otpm-key"}
     first = httpx.post(url, json={**BODY, "max_tokens": 400}, headers=headers)
     assert first.status_code == 200, first.text
