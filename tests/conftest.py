@@ -3,6 +3,7 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
+import ssl
 import tempfile
 from collections.abc import Callable, Generator, Iterator
 from typing import IO
@@ -97,20 +98,23 @@ def _alone_as(item: pytest.Item) -> str | None:
 
 @pytest.fixture(scope="session", autouse=True)
 def one_tls_context() -> Iterator[None]:
-    """httpx makes a TLS context for every client, loading certifi's CA file: 35 ms of a core for each `httpx.get`
-    and each SDK client a test makes, though they talk plain http. One default context serves them all here (as
-    the pytest plugin's clients share one); any other `verify` still gets a context of its own."""
+    """httpx makes a TLS context for every client, loading a CA file: 30 ms of a core for each `httpx.get` and
+    each SDK client a test makes, though they talk plain http. Here the default one is made once for each CA
+    setting it reads (as the pytest plugin's clients share one); any other `verify` still gets its own."""
     from httpx._transports import default
 
     made = default.create_ssl_context
-    shared = made()
+    contexts: dict[tuple[bool, str | None, str | None], ssl.SSLContext] = {}
 
-    def create(verify: object = True, cert: object = None, trust_env: bool = True) -> object:
-        if verify is True and cert is None and not {"SSL_CERT_FILE", "SSL_CERT_DIR"} & os.environ.keys():
-            return shared
-        return made(verify=verify, cert=cert, trust_env=trust_env)  # type: ignore[arg-type]
+    def create(verify: object = True, cert: object = None, trust_env: bool = True) -> ssl.SSLContext:
+        if verify is not True or cert is not None:
+            return made(verify=verify, cert=cert, trust_env=trust_env)  # type: ignore[arg-type]
+        key = (trust_env, os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+        if key not in contexts:
+            contexts[key] = made(trust_env=trust_env)
+        return contexts[key]
 
-    default.create_ssl_context = create  # type: ignore[assignment]
+    default.create_ssl_context = create
     yield
     default.create_ssl_context = made
 
