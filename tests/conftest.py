@@ -3,6 +3,7 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
+import ssl
 import sys
 import tempfile
 from collections.abc import Callable, Generator, Iterator
@@ -104,6 +105,29 @@ def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pyte
     ~0.35 s without)."""
     monkeypatch.setenv("PYTEST_ADDOPTS", f"{UNUSED_PLUGINS} -p no:xdist -p no:hypothesispytest -p no:anyio")
     return pytester
+
+
+@pytest.fixture(scope="session", autouse=True)
+def one_tls_context() -> Iterator[None]:
+    """httpx makes a TLS context for every client, loading a CA file: 30 ms of a core for each `httpx.get` and
+    each SDK client a test makes, though they talk plain http. Here the default one is made once for each CA
+    setting it reads (as the pytest plugin's clients share one); any other `verify` still gets its own."""
+    from httpx._transports import default
+
+    made = default.create_ssl_context
+    contexts: dict[tuple[bool, str | None, str | None], ssl.SSLContext] = {}
+
+    def create(verify: object = True, cert: object = None, trust_env: bool = True) -> ssl.SSLContext:
+        if verify is not True or cert is not None:
+            return made(verify=verify, cert=cert, trust_env=trust_env)  # type: ignore[arg-type]
+        key = (trust_env, os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+        if key not in contexts:
+            contexts[key] = made(trust_env=trust_env)
+        return contexts[key]
+
+    default.create_ssl_context = create
+    yield
+    default.create_ssl_context = made
 
 
 @pytest.fixture(scope="session")

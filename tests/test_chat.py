@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -266,8 +267,29 @@ def test_every_mount_point(server: ServerProcess, prefix: str) -> None:
     assert client.chat.completions.create(model="gpt-4o-mini", messages=USER).choices[0].message.content
 
 
-def test_faults_and_auth_apply_to_chat(start_server: Any) -> None:
-    server = start_server("--api-key", "sk-right")
+SCENARIO = ("rules:\n"
+            "  - match: {input_contains: weather}\n"
+            "    tool_calls: [{name: get_weather, arguments: {city: Oslo, unit: c}}]\n"
+            "turns:\n"
+            "  - text: Scripted hello.\n")
+
+
+@pytest.fixture(scope="module")
+def scenario_file(tmp_path_factory: pytest.TempPathFactory) -> str:
+    scenario = tmp_path_factory.mktemp("scenario") / "scenario.yaml"
+    scenario.write_text(SCENARIO)
+    return str(scenario)
+
+
+@pytest.fixture
+def scripted_server(shared_server: Callable[..., ServerProcess], scenario_file: str) -> ServerProcess:
+    """One server for the auth test and the scenario's (a start costs a core 1.5 s): sk-test is a key of it, and a
+    request refused at admission (a fault, a wrong key) takes no turn of the scenario."""
+    return shared_server("--api-key", "sk-right,sk-test", "--scenario", scenario_file)
+
+
+def test_faults_and_auth_apply_to_chat(scripted_server: ServerProcess) -> None:
+    server = scripted_server
     client = openai.OpenAI(base_url=server.base_url, api_key="sk-right", max_retries=0)
     with pytest.raises(openai.RateLimitError) as limited:
         client.chat.completions.create(model="gpt-4o", messages=USER, extra_headers={"X-LLMSim-Fault": "rate_limit"})
@@ -303,15 +325,8 @@ def test_a_dropped_stream_raises_in_the_sdk(client: openai.OpenAI) -> None:
             pass
 
 
-def test_scenarios_script_chat_replies(start_server: Any, tmp_path: Any) -> None:
-    scenario = tmp_path / "scenario.yaml"
-    scenario.write_text(
-        "rules:\n"
-        "  - match: {input_contains: weather}\n"
-        "    tool_calls: [{name: get_weather, arguments: {city: Oslo, unit: c}}]\n"
-        "turns:\n"
-        "  - text: Scripted hello.\n")
-    server = start_server("--scenario", str(scenario))
+def test_scenarios_script_chat_replies(scripted_server: ServerProcess) -> None:
+    server = scripted_server
     client = openai.OpenAI(base_url=server.base_url, api_key="sk-test", max_retries=0)
     hello = client.chat.completions.create(model="gpt-4o", messages=USER)
     assert hello.choices[0].message.content == "Scripted hello."

@@ -16,9 +16,12 @@ def texts(client: openai.OpenAI, seed: str | None = None, **kwargs: object) -> t
     return response.output_text, [response.output[0].summary[0].text]
 
 
+SEEDED = ("--seed", "5")  # one server for the module's two tests that need a second process (a start: a core 1.5 s)
+
+
 def test_seed_header_is_reproducible_across_processes(client: openai.OpenAI,
-                                                      start_server: Callable[..., ServerProcess]) -> None:
-    other = start_server()
+                                                      shared_server: Callable[..., ServerProcess]) -> None:
+    other = shared_server(*SEEDED)  # the header's seed is the request's, whatever the server's
     other_client = openai.OpenAI(base_url=other.base_url, api_key="x", max_retries=0)
     assert texts(client, "42") == texts(client, "42") == texts(other_client, "42")
     assert texts(client, "42") != texts(client, "43")
@@ -32,9 +35,9 @@ def test_seed_applies_to_streams_too(client: openai.OpenAI) -> None:
     assert plain == streamed
 
 
-def test_server_seed_flag(start_server: Callable[..., ServerProcess]) -> None:
-    a = start_server("--seed", "5")
-    b = start_server(env={"LLMSIM_SEED": "5"})
+def test_server_seed_flag(shared_server: Callable[..., ServerProcess]) -> None:
+    a = shared_server(*SEEDED)
+    b = shared_server(env={"LLMSIM_SEED": "5"})
     client_a, client_b = (openai.OpenAI(base_url=s.base_url, api_key="x", max_retries=0) for s in (a, b))
     assert texts(client_a) == texts(client_b)
     assert texts(client_a) == texts(client_a)

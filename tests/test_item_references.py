@@ -31,10 +31,10 @@ def sqlite_store(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 @pytest.fixture(params=["memory", "sqlite"])
 def store_client(request: pytest.FixtureRequest, sqlite_store: str, shared_server: Callable[..., ServerProcess],
-                 sdk_client: Callable[..., openai.OpenAI]) -> openai.OpenAI:
-    """One server per store for the module: each test refers only to items it stored itself."""
-    flags = ("--store", sqlite_store) if request.param == "sqlite" else ()
-    return sdk_client(shared_server(*flags))
+                 server: ServerProcess, sdk_client: Callable[..., openai.OpenAI]) -> openai.OpenAI:
+    """One server per store: the session's for memory, the module's for SQLite; each test refers only to items it
+    stored itself."""
+    return sdk_client(shared_server("--store", sqlite_store) if request.param == "sqlite" else server)
 
 
 def test_references_to_items_of_any_stored_response(store_client: openai.OpenAI) -> None:

@@ -12,6 +12,13 @@ import httpx
 from llmsim.testing import ServerProcess
 
 BODY = {"model": "claude-sonnet-4-6", "max_tokens": 100, "messages": [{"role": "user", "content": "Hello"}]}
+# One server for the RPM test and the TPM one (a start costs a core 1.5 s): each sends its own API key, so each has
+# buckets of its own, and neither reads the other's limit.
+RPM_AND_TPM = ("--rpm", "2", "--tpm", "5000")
+# And one for the API key's test and the ITPM/OTPM one: the keys are the tests' own, and the key's test sends two
+# requests that the limits let through.
+KEYED_AND_LIMITED = ("--api-key", "sk-ant-right,itpm-otpm-key,sk-openai", "--itpm", "50000")
+OTPM = {"LLMSIM_OTPM": "600"}
 HEADERS = {"anthropic-version": "2023-06-01", "anthropic-beta": "interleaved-thinking-2025-05-14"}
 
 
@@ -23,8 +30,7 @@ def events(text: str) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
-def test_stream_frames_name_their_events_and_ping(shared_server: Callable[..., ServerProcess]) -> None:
-    server = shared_server()
+def test_stream_frames_name_their_events_and_ping(server: ServerProcess) -> None:
     answer = httpx.post(f"{server.url}/v1/messages", json={**BODY, "stream": True}, headers=HEADERS)
     assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/event-stream")
     stream = events(answer.text)
@@ -37,8 +43,7 @@ def test_stream_frames_name_their_events_and_ping(shared_server: Callable[..., S
     assert text and answer.headers["request-id"].startswith("req_")
 
 
-def test_anthropic_prefix_and_count_tokens(shared_server: Callable[..., ServerProcess]) -> None:
-    server = shared_server()
+def test_anthropic_prefix_and_count_tokens(server: ServerProcess) -> None:
     made = httpx.post(f"{server.url}/anthropic/v1/messages", json=BODY, headers=HEADERS).json()
     counted = httpx.post(f"{server.url}/anthropic/v1/messages/count_tokens",
                          json={k: v for k, v in BODY.items() if k != "max_tokens"}, headers=HEADERS).json()
@@ -46,7 +51,7 @@ def test_anthropic_prefix_and_count_tokens(shared_server: Callable[..., ServerPr
 
 
 def test_api_key_by_x_api_key_or_bearer(shared_server: Callable[..., ServerProcess]) -> None:
-    server = shared_server("--api-key", "sk-ant-right")
+    server = shared_server(*KEYED_AND_LIMITED, env=OTPM)
     url = f"{server.url}/v1/messages"
     missing = httpx.post(url, json=BODY, headers=HEADERS)
     wrong = httpx.post(url, json=BODY, headers={**HEADERS, "x-api-key": "sk-ant-wrong"})
@@ -57,8 +62,7 @@ def test_api_key_by_x_api_key_or_bearer(shared_server: Callable[..., ServerProce
     assert httpx.post(url, json=BODY, headers={"Authorization": "Bearer sk-ant-right"}).status_code == 200
 
 
-def test_bad_bodies_get_the_anthropic_envelope(shared_server: Callable[..., ServerProcess]) -> None:
-    server = shared_server()
+def test_bad_bodies_get_the_anthropic_envelope(server: ServerProcess) -> None:
     url = f"{server.url}/v1/messages"
     cases = [
         ({k: v for k, v in BODY.items() if k != "max_tokens"}, "max_tokens: Field required"),
@@ -79,8 +83,7 @@ def test_bad_bodies_get_the_anthropic_envelope(shared_server: Callable[..., Serv
     assert broken.status_code == 400 and broken.json()["error"]["type"] == "invalid_request_error"
 
 
-def test_metrics_count_the_messages_endpoint(shared_server: Callable[..., ServerProcess]) -> None:
-    server = shared_server()
+def test_metrics_count_the_messages_endpoint(server: ServerProcess) -> None:
     for prefix in ("/v1", "/anthropic/v1"):
         assert httpx.post(f"{server.url}{prefix}/messages", json=BODY).status_code == 200
     scraped = httpx.get(f"{server.url}/metrics").text
@@ -89,8 +92,7 @@ def test_metrics_count_the_messages_endpoint(shared_server: Callable[..., Server
     assert float(line.rsplit(" ", 1)[1]) >= 2
 
 
-def test_openai_models_unchanged_without_anthropic_version(shared_server: Callable[..., ServerProcess]) -> None:
-    server = shared_server()
+def test_openai_models_unchanged_without_anthropic_version(server: ServerProcess) -> None:
     openai_style = httpx.get(f"{server.url}/v1/models").json()
     anthropic_style = httpx.get(f"{server.url}/v1/models", headers=HEADERS).json()
     assert openai_style["object"] == "list" and "has_more" not in openai_style
@@ -98,7 +100,7 @@ def test_openai_models_unchanged_without_anthropic_version(shared_server: Callab
 
 
 def test_rpm_limit_as_anthropic_reports_it(shared_server: Callable[..., ServerProcess]) -> None:
-    server = shared_server("--rpm", "2")
+    server = shared_server(*RPM_AND_TPM)
     url = f"{server.url}/v1/messages"
     answers = [httpx.post(url, json=BODY, headers={**HEADERS, "x-api-key": "rpm-key"}) for _ in range(3)]
     assert [answer.status_code for answer in answers] == [200, 200, 429]
@@ -110,8 +112,7 @@ def test_rpm_limit_as_anthropic_reports_it(shared_server: Callable[..., ServerPr
     assert refused.headers["anthropic-ratelimit-requests-reset"].endswith("Z")
 
 
-def test_every_block_type_is_accepted(shared_server: Callable[..., ServerProcess]) -> None:
-    server = shared_server()
+def test_every_block_type_is_accepted(server: ServerProcess) -> None:
     image = {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}
     body = {**BODY, "system": [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}],
             "metadata": {"user_id": "u-1"}, "top_k": 5, "temperature": 0.5, "stop_sequences": ["\n\nHuman:"],
@@ -139,7 +140,7 @@ def test_every_block_type_is_accepted(shared_server: Callable[..., ServerProcess
 def test_itpm_and_otpm_as_anthropic_counts_them(shared_server: Callable[..., ServerProcess]) -> None:
     """Input counted at admission, output reserved from max_tokens and settled to the output; each reported under
     its own headers, a refusal a rate_limit_error with retry-after; the OpenAI surfaces see the tighter bucket."""
-    server = shared_server("--itpm", "50000", env={"LLMSIM_OTPM": "600"})  # a flag and the environment
+    server = shared_server(*KEYED_AND_LIMITED, env=OTPM)  # a flag and the environment
     url, headers = f"{server.url}/v1/messages", {**HEADERS, "x-api-key": "itpm-otpm-key"}
     first = httpx.post(url, json={**BODY, "max_tokens": 400}, headers=headers)
     assert first.status_code == 200, first.text
@@ -166,7 +167,7 @@ def test_itpm_and_otpm_as_anthropic_counts_them(shared_server: Callable[..., Ser
 
 
 def test_tpm_alone_reports_under_every_token_header(shared_server: Callable[..., ServerProcess]) -> None:
-    server = shared_server("--tpm", "5000")
+    server = shared_server(*RPM_AND_TPM)
     answer = httpx.post(f"{server.url}/v1/messages", json=BODY, headers={**HEADERS, "x-api-key": "tpm-key"})
     reserved = answer.json()["usage"]["input_tokens"] + BODY["max_tokens"]  # type: ignore[operator]
     for name in ("tokens", "input-tokens", "output-tokens"):
@@ -174,11 +175,12 @@ def test_tpm_alone_reports_under_every_token_header(shared_server: Callable[...,
         assert answer.headers[f"anthropic-ratelimit-{name}-remaining"] == str(5000 - reserved)
 
 
-def test_cache_reads_do_not_count_toward_itpm(shared_server: Callable[..., ServerProcess]) -> None:
+def test_cache_reads_do_not_count_toward_itpm(server: ServerProcess,
+                                              shared_server: Callable[..., ServerProcess]) -> None:
     system = [{"type": "text", "text": "You answer questions about this manual. " + "The manual says. " * 600,
                "cache_control": {"type": "ephemeral"}}]
     body = {**BODY, "system": system}
-    size = httpx.post(f"{shared_server().url}/v1/messages/count_tokens", json=body, headers=HEADERS).json()
+    size = httpx.post(f"{server.url}/v1/messages/count_tokens", json=body, headers=HEADERS).json()
     server = shared_server("--itpm", str(size["input_tokens"] + 100))  # one whole prompt fits, not two
     url, headers = f"{server.url}/v1/messages", {**HEADERS, "x-api-key": "cache-key"}
     first = httpx.post(url, json=body, headers=headers)

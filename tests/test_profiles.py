@@ -100,20 +100,34 @@ def test_a_negative_speed_stops_the_server() -> None:
         ServerProcess("--speed", "-1").start()
 
 
-def test_a_users_profiles_directory_adds_models(tmp_path: Path,
-                                               start_server: Callable[..., ServerProcess]) -> None:
-    write_profile(tmp_path, SLOW_MODEL)
-    server = start_server("--profiles-dir", str(tmp_path))
+@pytest.fixture(scope="module")
+def slow_profiles(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_profile(tmp_path_factory.mktemp("profiles"), SLOW_MODEL).parent
+
+
+@pytest.fixture
+def slow_server(shared_server: Callable[..., ServerProcess], slow_profiles: Path) -> ServerProcess:
+    """The module's one paced server with a user's profiles directory holding SLOW_MODEL (a start costs a core
+    1.5 s): the test that adds a model and the speed header's test use it."""
+    return shared_server("--speed", "1", "--profiles-dir", str(slow_profiles))
+
+
+# The strict server: the environment variable (the flag, --strict-models, is tested in test_validation.py).
+STRICT = {"LLMSIM_STRICT_MODELS": "1"}
+
+
+def test_a_users_profiles_directory_adds_models(slow_server: ServerProcess) -> None:
+    server = slow_server
     client = openai.OpenAI(base_url=server.base_url, api_key="sk-test", max_retries=0)
     assert client.models.retrieve("slow-model").id == "slow-model"
     assert client.models.retrieve("gpt-4o").id == "gpt-4o"  # the shipped ones stay
 
 
 def test_unknown_models_use_the_default_profile_unless_strict(client: openai.OpenAI,
-                                                              start_server: Callable[..., ServerProcess]) -> None:
+                                                              shared_server: Callable[..., ServerProcess]) -> None:
     assert client.responses.create(model="my-finetune", input="hi").model == "my-finetune"
 
-    strict = openai.OpenAI(base_url=start_server("--strict-models").base_url, api_key="sk-test", max_retries=0)
+    strict = openai.OpenAI(base_url=shared_server(env=STRICT).base_url, api_key="sk-test", max_retries=0)
     with pytest.raises(openai.BadRequestError) as error:
         strict.responses.create(model="my-finetune", input="hi")
     assert error.value.status_code == 400
@@ -124,8 +138,8 @@ def test_unknown_models_use_the_default_profile_unless_strict(client: openai.Ope
     assert strict.responses.create(model="gpt-4o-2024-08-06", input="hi").status == "completed"  # snapshots known
 
 
-def test_strict_models_reads_its_environment_variable(start_server: Callable[..., ServerProcess]) -> None:
-    strict = openai.OpenAI(base_url=start_server(env={"LLMSIM_STRICT_MODELS": "1"}).base_url, api_key="sk-test",
+def test_strict_models_reads_its_environment_variable(shared_server: Callable[..., ServerProcess]) -> None:
+    strict = openai.OpenAI(base_url=shared_server(env=STRICT).base_url, api_key="sk-test",
                            max_retries=0)
     with pytest.raises(openai.BadRequestError) as error:
         strict.responses.create(model="nope", input="hi")
@@ -174,10 +188,8 @@ def test_streams_report_their_cost_in_a_closing_comment(client: openai.OpenAI, s
     assert kinds[-1] == "response.completed"
 
 
-def test_speed_header_zero_answers_at_once_on_a_paced_server(tmp_path: Path,
-                                                             start_server: Callable[..., ServerProcess]) -> None:
-    write_profile(tmp_path, SLOW_MODEL)
-    server = start_server("--speed", "1", "--profiles-dir", str(tmp_path))
+def test_speed_header_zero_answers_at_once_on_a_paced_server(slow_server: ServerProcess) -> None:
+    server = slow_server
     client = openai.OpenAI(base_url=server.base_url, api_key="sk-test", max_retries=0, timeout=60)
     response = client.responses.create(model="slow-model", input="hi", extra_headers={"X-LLMSim-Speed": "0"})
     assert response.status == "completed"  # at the server's speed this would take an hour

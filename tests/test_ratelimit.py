@@ -136,9 +136,25 @@ def test_durations_use_the_api_format(seconds: float, text: str) -> None:
     assert duration(seconds) == text
 
 
+@pytest.fixture(scope="module")
+def limited_profiles(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("profiles")
+    (directory / "limited.yaml").write_text("models:\n  - id: limited-model\n    rate_limits: {rpm: 1}\n")
+    return directory
+
+
+@pytest.fixture
+def limited_server(shared_server: Callable[..., ServerProcess], limited_profiles: Path) -> ServerProcess:
+    """One server for the RPM test and the profile's (a start costs a core 1.5 s): RPM 2 from the environment, and
+    a profiles directory where limited-model has RPM 1. Buckets are per API key and model: the RPM test uses keys of
+    its own, and the profile's test makes one gpt-4o request."""
+    rpm = {"LLMSIM_RPM": "2"}  # the environment, as --rpm 2
+    return shared_server("--profiles-dir", str(limited_profiles), env=rpm)
+
+
 def test_rpm_over_the_wire(
-        start_server: Callable[..., ServerProcess], sdk_client: Callable[..., openai.OpenAI]) -> None:
-    server = start_server(env={"LLMSIM_RPM": "2"})  # the environment, as --rpm 2
+        limited_server: ServerProcess, sdk_client: Callable[..., openai.OpenAI]) -> None:
+    server = limited_server
     client = sdk_client(server, "sk-one")
     first = client.responses.with_raw_response.create(model="gpt-4o", input="hi")
     assert first.status_code == 200
@@ -182,11 +198,8 @@ def test_tpm_over_the_wire(
     assert "Request too large" in too_large.value.message
 
 
-def test_profile_limits(
-        start_server: Callable[..., ServerProcess], sdk_client: Callable[..., openai.OpenAI], tmp_path: Path) -> None:
-    directory = tmp_path
-    (directory / "limited.yaml").write_text("models:\n  - id: limited-model\n    rate_limits: {rpm: 1}\n")
-    server = start_server("--profiles-dir", str(directory))
+def test_profile_limits(limited_server: ServerProcess, sdk_client: Callable[..., openai.OpenAI]) -> None:
+    server = limited_server
     client = sdk_client(server)
     assert client.responses.create(model="limited-model", input="hi").status == "completed"
     with pytest.raises(openai.RateLimitError):

@@ -23,8 +23,36 @@ Start = Callable[..., ServerProcess]
 Client = Callable[..., openai.OpenAI]
 
 
-def test_the_api_key_guards_the_admin_api_when_no_admin_key_is_set(start_server: Start) -> None:
-    server = start_server("--api-key", "sk-a,sk-b")
+ALPHA, BRAVO = "sk-alpha-000000001", "sk-bravo-000000002"
+
+
+KEYS = ("--api-key", f"sk-a,sk-b,{ALPHA},{BRAVO}")
+ADMIN = {"Authorization": "Bearer admin-secret"}
+
+
+@pytest.fixture
+def keyed_server(shared_server: Start) -> ServerProcess:
+    """The module's server with API keys and the memory store (a start costs a core 1.5 s): the tests on it use
+    keys of their own (sk-a and sk-b, or alpha's and bravo's), and a key sees only what it made."""
+    return shared_server(*KEYS)
+
+
+@pytest.fixture(scope="module")
+def sqlite_store(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return f"sqlite:///{tmp_path_factory.mktemp('store') / 'store.db'}"
+
+
+@pytest.fixture
+def admin_keyed(shared_server: Start, sqlite_store: str) -> ServerProcess:
+    """The module's server with API keys, an admin key and SQLite, its request log emptied (the admin reset) for
+    each test that asks for it, as a fresh server's is."""
+    server = shared_server(*KEYS, "--admin-key", "admin-secret", "--store", sqlite_store)
+    httpx.post(f"{server.url}/llmsim/admin/faults/reset", headers=ADMIN).raise_for_status()
+    return server
+
+
+def test_the_api_key_guards_the_admin_api_when_no_admin_key_is_set(keyed_server: ServerProcess) -> None:
+    server = keyed_server
     admin = f"{server.url}/llmsim/admin"
     for method, path in (("GET", "/faults"), ("PUT", "/faults"), ("GET", "/requests"), ("POST", "/faults/reset"),
                          ("GET", "/scenarios/transcript"), ("PUT", "/scenarios")):
@@ -46,13 +74,14 @@ def test_an_open_admin_api_beyond_loopback_is_warned_about() -> None:
 
 
 @pytest.fixture(params=["memory", "sqlite"])
-def store_flags(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, ...]:
-    return () if request.param == "memory" else ("--store", f"sqlite:///{tmp_path / 'store.db'}")
+def scoped_server(request: pytest.FixtureRequest) -> ServerProcess:
+    """sk-a and sk-b's server: `keyed_server`, on the memory store, or `admin_keyed`, on SQLite."""
+    return request.getfixturevalue("keyed_server" if request.param == "memory" else "admin_keyed")
 
 
 def test_stored_objects_are_scoped_to_the_api_key_that_made_them(
-        start_server: Start, sdk_client: Client, store_flags: tuple[str, ...]) -> None:
-    server = start_server("--api-key", "sk-a,sk-b", *store_flags)
+        scoped_server: ServerProcess, sdk_client: Client) -> None:
+    server = scoped_server
     a, b = sdk_client(server, "sk-a"), sdk_client(server, "sk-b")
     response = a.responses.create(model="gpt-4o", input="hi")
     queued = a.responses.create(model="gpt-4o", input="later", background=True)
@@ -131,11 +160,12 @@ def test_a_database_from_before_scopes_still_opens_with_its_responses(
     assert client.responses.retrieve(client.responses.create(model="gpt-4o", input="hi").id).status == "completed"
 
 
-def test_an_api_key_as_admin_credential_sees_only_what_it_made(start_server: Start, sdk_client: Client) -> None:
+def test_an_api_key_as_admin_credential_sees_only_what_it_made(
+        keyed_server: ServerProcess, admin_keyed: ServerProcess, sdk_client: Client) -> None:
     """Issue 34, finding 3: with `--api-key k1,k2` and no --admin-key, the dashboard's JSON API and the request log
     follow the API's scoping; the admin key, where there is one, sees everything."""
-    alpha, bravo = "sk-alpha-000000001", "sk-bravo-000000002"
-    server = start_server("--api-key", f"{alpha},{bravo}")
+    alpha, bravo = ALPHA, BRAVO
+    server = keyed_server
     made = sdk_client(server, alpha).responses.create(model="gpt-4o", input="alpha's secret")
     own = sdk_client(server, bravo).responses.create(model="gpt-4o", input="bravo's own")
 
@@ -151,7 +181,7 @@ def test_an_api_key_as_admin_credential_sees_only_what_it_made(start_server: Sta
         assert "owner" not in logged[0]
         assert [entry["api_key"] for entry in get("/llmsim/ui/api/state", key).json()["recent"]] == [mine]
 
-    keyed = start_server("--api-key", f"{alpha},{bravo}", "--admin-key", "admin-secret")
+    keyed = admin_keyed
     made = sdk_client(keyed, alpha).responses.create(model="gpt-4o", input="alpha's secret")
     sdk_client(keyed, bravo).responses.create(model="gpt-4o", input="bravo's own")
     admin = {"Authorization": "Bearer admin-secret"}

@@ -19,9 +19,11 @@ FENCE = re.compile(r"```(\w+)\n(.*?)\n```", re.S)
 
 
 @pytest.fixture
-def start_server(shared_server: Callable[..., ServerProcess]) -> Callable[..., ServerProcess]:
-    """A seed header or the server's flags fix every text asked of these servers: the module's tests share them."""
-    return shared_server
+def echo_server(shared_server: Callable[..., ServerProcess]) -> ServerProcess:
+    """A seed header or the server's flags fix every text asked of these servers, so the module's tests share them
+    (a start costs a core 1.5 s): the session's server, and this one, echoing by default and hashing strings with
+    another seed than its parent's (the test of the same text across processes names its mode on every request)."""
+    return shared_server("--text-mode", "echo", env={"PYTHONHASHSEED": "123"})
 
 
 def answer(client: openai.OpenAI, question: str, mode: str | None = None, seed: str = "1", **kwargs: object) -> str:
@@ -153,9 +155,9 @@ def test_echo_returns_the_last_user_message_exactly(client: openai.OpenAI, quest
     assert plain.usage.output_tokens == tokens.count(question, "o200k_base")
 
 
-def test_echo_as_the_servers_mode_and_over_chat_completions(start_server: Callable[..., ServerProcess],
+def test_echo_as_the_servers_mode_and_over_chat_completions(echo_server: ServerProcess,
                                                             sdk_client: Callable[..., openai.OpenAI]) -> None:
-    client = sdk_client(start_server("--text-mode", "echo"))
+    client = sdk_client(echo_server)
     assert client.responses.create(model="gpt-4o", input="repeat after me").output_text == "repeat after me"
     chat = client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "say this"}])
     assert chat.choices[0].message.content == "say this"
@@ -188,7 +190,7 @@ def test_reasoning_summary_reads_like_a_plan(client: openai.OpenAI) -> None:
 
 
 @pytest.mark.parametrize("mode", ["prose", "lorem", "faker", "echo"])
-def test_same_seed_same_text_across_processes(start_server: Callable[..., ServerProcess], mode: str) -> None:
+def test_same_seed_same_text_across_processes(server: ServerProcess, echo_server: ServerProcess, mode: str) -> None:
     def run(server: ServerProcess) -> list[str]:
         texts = []
         for question in ("Write a Python function that adds numbers", "Tell me about tea", "Compare X and Y"):
@@ -199,7 +201,7 @@ def test_same_seed_same_text_across_processes(start_server: Callable[..., Server
             texts += [part["text"] for item in data["output"] for part in item.get("content") or []]
         return texts
 
-    first, second = start_server(), start_server(env={"PYTHONHASHSEED": "123"})
+    first, second = server, echo_server
     assert run(first) == run(second)
 
 

@@ -144,8 +144,13 @@ def test_a_required_fields_unknown_value_is_its_own_error(server: ServerProcess)
     assert_envelope(response, 400, "invalid_value", "input[0].role")
 
 
-def test_strict_params_flag_and_its_header(start_server: Callable[..., ServerProcess]) -> None:
-    strict = start_server("--strict-params", "--strict-models")
+# The strict test and the body-limit one share a server (a start costs a core 1.5 s): the strict test's bodies are
+# far under the limit, and the body-limit test's small request is a known model with known parameters.
+STRICT_AND_LIMITED = ("--strict-params", "--strict-models", "--max-body-bytes", "2048")
+
+
+def test_strict_params_flag_and_its_header(shared_server: Callable[..., ServerProcess]) -> None:
+    strict = shared_server(*STRICT_AND_LIMITED)
     body = {"model": "gpt-4o", "input": "hi", "client_future": True}
     assert_envelope(httpx.post(f"{strict.base_url}/responses", json=body), 400, "unknown_parameter")
     lenient = httpx.post(f"{strict.base_url}/responses", json=body, headers={"X-LLMSim-Strict-Params": "false"})
@@ -261,8 +266,8 @@ def test_query_parameters_are_validated(client: openai.OpenAI, server: ServerPro
     assert_envelope(httpx.get(base, params={"stream": "true", "starting_after": "x"}), 400, "invalid_type")
 
 
-def test_oversized_body_gets_413(start_server: Callable[..., ServerProcess]) -> None:
-    server = start_server("--max-body-bytes", "2048")
+def test_oversized_body_gets_413(shared_server: Callable[..., ServerProcess]) -> None:
+    server = shared_server(*STRICT_AND_LIMITED)
     body = {"model": "gpt-4o", "input": "x" * 4096}
     error = assert_envelope(httpx.post(f"{server.base_url}/responses", json=body), 413)
     assert "2048" in error["message"]

@@ -164,8 +164,13 @@ def test_every_mount_point_accepts_the_upgrade(server: ServerProcess, prefix: st
         assert until_terminal(connection)[-1].type == "response.incomplete"
 
 
-def test_the_api_key_is_checked_at_the_handshake(start_server: Callable[..., ServerProcess]) -> None:
-    server = start_server("--api-key", "sk-right")
+# The API key's test and the size limit's share a server (a start costs a core 1.5 s): the key's test sends
+# small messages, and the size limit's test has a key of its own, sk-test.
+KEYED_AND_LIMITED = ("--api-key", "sk-right,sk-test", "--max-body-bytes", "4096")
+
+
+def test_the_api_key_is_checked_at_the_handshake(shared_server: Callable[..., ServerProcess]) -> None:
+    server = shared_server(*KEYED_AND_LIMITED)
     wrong = openai.OpenAI(base_url=server.base_url, api_key="sk-wrong-key", max_retries=0)
     with pytest.raises(InvalidStatus) as refused:
         wrong.responses.connect().enter()
@@ -177,8 +182,8 @@ def test_the_api_key_is_checked_at_the_handshake(start_server: Callable[..., Ser
         assert until_terminal(connection)[-1].type == "response.completed"
 
 
-def test_a_message_over_the_size_limit_closes_the_connection(start_server: Callable[..., ServerProcess]) -> None:
-    server = start_server("--max-body-bytes", "4096")
+def test_a_message_over_the_size_limit_closes_the_connection(shared_server: Callable[..., ServerProcess]) -> None:
+    server = shared_server(*KEYED_AND_LIMITED)
     client = openai.OpenAI(base_url=server.base_url, api_key="sk-test", max_retries=0)
     with client.responses.connect() as connection:
         connection.response.create(model="gpt-4o", input="small")
