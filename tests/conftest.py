@@ -25,17 +25,20 @@ LOCKS = "LLMSIM_TEST_LOCKS"  # the directory of the processes' lock files, made 
 _alone: list[IO[str]] = []  # the lock files this process holds while its module runs alone
 
 
-# The longest modules, a minute or more of a process each on a loaded machine, go first: started last (the order
-# is alphabetical), one of them ran on alone while the other processes had finished.
-FIRST = ("test_bench_stores.py", "test_proxy_replay.py", "test_bench_run.py", "test_bench_proxy.py",
-         "test_bench_stalls.py", "test_bench.py", "test_mlx.py", "test_redis.py",
-         "test_store_state.py", "test_metrics.py", "test_sqlite.py", "test_stalls.py", "test_serve.py",
-         "test_plugin.py", "test_plugin_cassettes.py")
+# The longest modules go first, so that none is started last and runs on while the other processes have finished
+# (pyproject.toml's addopts keep xdist from reordering the files by their number of tests). The modules of ALONE go
+# last: each waits for the other processes' tests to end and stops them starting more, a wait best had once, at the
+# end, where the processes run out of work anyway.
+FIRST = ("test_proxy_replay.py", "test_redis.py", "test_bench.py", "test_stalls.py", "test_bench_stores.py",
+         "test_sqlite.py", "test_dashboard.py", "test_metrics.py", "test_store_state.py", "test_shutdown.py",
+         "test_mlx.py", "test_bench_run.py", "test_background.py", "test_node.py", "test_docs.py", "test_examples.py",
+         "test_codex.py", "test_bench_proxy.py")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     rank = {name: i for i, name in enumerate(FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(FIRST)))  # stable: the rest keep their order
+    last = len(FIRST) + 1
+    items.sort(key=lambda item: last if item.path.name in ALONE else rank.get(item.path.name, len(FIRST)))  # stable
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -62,6 +62,19 @@ def wait_for(condition: Callable[[], bool], seconds: float) -> bool:
     return condition()
 
 
+@pytest.fixture(autouse=True)
+def departed_clients_gone(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test on the session's server leaves it with the sockets it found: the clients a test let go may take the
+    loaded server a moment to close, and the next test counts the worker's sockets from its own start."""
+    if "server" not in request.fixturenames:
+        yield
+        return
+    server: ServerProcess = request.getfixturevalue("server")
+    before = worker_sockets(server)
+    yield
+    wait_for(lambda: worker_sockets(server) <= before + 1, 20)
+
+
 @contextmanager
 def waiting(server: ServerProcess, count: int, headers: dict[str, str], path: str = "/openai/v1/responses",
             **fields: object) -> Iterator[list]:

@@ -121,6 +121,10 @@ class Session:
                 self.handle(message)
         except (ConnectionClosed, ConnectionDropped, OSError):  # dropped: an injected fault cuts the connection
             return
+        except shutdown.ShuttingDown:  # the cut reached the session outside a response's pacing (while it wrote)
+            from wsproto.frame_protocol import CloseReason
+
+            self.closing = (CloseReason.SERVICE_RESTART, "the server is shutting down")
 
     def receive(self) -> str | bytes | None:
         """The client's next message; None when the connection should close (idle too long, or the server is
