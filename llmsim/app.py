@@ -20,7 +20,7 @@ from llmsim.api.url_rules import LazyBuildRule
 from llmsim.backends import load_backend, load_models
 from llmsim.chaos import scenarios
 from llmsim.chaos.admission import Gate
-from llmsim.chaos.faults import fault_config
+from llmsim.chaos.rules import fault_config
 from llmsim.chaos.state import ChaosState
 from llmsim.config import Settings
 from llmsim.errors import APIError, internal_error

@@ -13,17 +13,8 @@ import httpx
 import openai
 import pytest
 
-from llmsim.chaos.faults import (
-    FaultConfig,
-    FaultConfigError,
-    Injector,
-    RequestInfo,
-    Rule,
-    StreamFault,
-    load_config,
-    parse_forced,
-    parse_rule,
-)
+from llmsim.chaos.faults import Injector, StreamFault
+from llmsim.chaos.rules import FaultConfig, FaultConfigError, RequestInfo, Rule, load_config, parse_forced, parse_rule
 from llmsim.responses.events import EventBuilder
 from llmsim.testing import ServerProcess
 

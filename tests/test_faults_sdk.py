@@ -12,7 +12,7 @@ import httpx
 import openai
 import pytest
 
-from llmsim.chaos.faults import ALIASES
+from llmsim.chaos.rules import ALIASES
 from llmsim.testing import ServerProcess
 
 FAULT = "X-LLMSim-Fault"

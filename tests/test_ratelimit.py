@@ -9,8 +9,8 @@ from pathlib import Path
 import openai
 import pytest
 
-from llmsim.chaos.faults import fault_config
 from llmsim.chaos.ratelimit import Charge, Limits, RateLimitConfig, RateLimiter, duration
+from llmsim.chaos.rules import fault_config
 from llmsim.config import Settings
 from llmsim.testing import ServerProcess
 from stateful import Clock

@@ -10,7 +10,7 @@ from flask.typing import ResponseReturnValue
 
 from llmsim.api.chaos import state
 from llmsim.api.http import int_arg, json_body, owner, require_admin_key, services
-from llmsim.chaos.faults import FaultConfig
+from llmsim.chaos.rules import FaultConfig
 from llmsim.chaos.state import RECENT
 from llmsim.errors import APIError
 from llmsim.responses import schema

@@ -17,18 +17,9 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
-from llmsim.chaos.faults import (
-    DEFAULT_RETRY_AFTER,
-    MAX_HANG,
-    STREAM_KINDS,
-    Admission,
-    Fault,
-    RequestInfo,
-    StreamFault,
-    http_error,
-    parse_forced,
-)
+from llmsim.chaos.faults import Admission, StreamFault, http_error
 from llmsim.chaos.ratelimit import Charge, Limits, duration
+from llmsim.chaos.rules import DEFAULT_RETRY_AFTER, MAX_HANG, STREAM_KINDS, Fault, RequestInfo, parse_forced
 from llmsim.chaos.scenarios import Player, ScenarioMoved
 from llmsim.chaos.state import ChaosState, Decision
 from llmsim.errors import APIError

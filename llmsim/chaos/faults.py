@@ -16,27 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from llmsim.chaos.ratelimit import duration, retry_after_headers
-
-# The rules live in rules.py (lean, for `llmsim serve`'s checks); the `X as X` names are there for this module's users
-from llmsim.chaos.rules import ALIASES as ALIASES
-from llmsim.chaos.rules import (
-    DEFAULT_AFTER_EVENTS,
-    DEFAULT_RETRY_AFTER,
-    Fault,
-    FaultConfig,
-    RequestInfo,
-    Rule,
-)
-from llmsim.chaos.rules import MAX_HANG as MAX_HANG
-from llmsim.chaos.rules import MAX_RETRY_AFTER as MAX_RETRY_AFTER
-from llmsim.chaos.rules import STREAM_KINDS as STREAM_KINDS
-from llmsim.chaos.rules import FaultConfigError as FaultConfigError
-from llmsim.chaos.rules import Kind as Kind
-from llmsim.chaos.rules import fault_config as fault_config
-from llmsim.chaos.rules import load_config as load_config
-from llmsim.chaos.rules import parse_forced as parse_forced
-from llmsim.chaos.rules import parse_rule as parse_rule
-from llmsim.chaos.rules import parse_spec as parse_spec
+from llmsim.chaos.rules import DEFAULT_AFTER_EVENTS, DEFAULT_RETRY_AFTER, Fault, FaultConfig, RequestInfo, Rule
 from llmsim.errors import APIError
 from llmsim.generation import Delta, Finish, expand
 from llmsim.request import SerializedEvent

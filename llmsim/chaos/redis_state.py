@@ -28,8 +28,8 @@ import time
 from collections import OrderedDict
 from typing import Any
 
-from llmsim.chaos.faults import FaultConfig, RequestInfo, Rule
 from llmsim.chaos.ratelimit import KINDS, TOKEN_KINDS, Bucket, Charge, Limits, Verdict
+from llmsim.chaos.rules import FaultConfig, RequestInfo, Rule
 from llmsim.chaos.scenarios import (
     TRANSCRIPT,
     Player,

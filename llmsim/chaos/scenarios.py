@@ -36,7 +36,8 @@ from pydantic import (
 )
 
 from llmsim import yamlload
-from llmsim.chaos.faults import STREAM_KINDS, Fault, StreamFault, http_error
+from llmsim.chaos.faults import StreamFault, http_error
+from llmsim.chaos.rules import STREAM_KINDS, Fault
 from llmsim.errors import APIError
 from llmsim.generation import Prompt, Script, ScriptedCall, last_user_text, pending
 from llmsim.runtime import waits

@@ -14,8 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from llmsim.chaos.faults import FaultConfig, Injector, RequestInfo, Rule
+from llmsim.chaos.faults import Injector
 from llmsim.chaos.ratelimit import Charge, Limits, RateLimiter, Verdict
+from llmsim.chaos.rules import FaultConfig, RequestInfo, Rule
 
 RECENT = 500  # requests remembered for the admin API
 ResolveLimits = Callable[[FaultConfig], Limits]

@@ -27,7 +27,7 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
-from llmsim.chaos.faults import Kind
+from llmsim.chaos.rules import Kind
 from llmsim.metrics.multiprocess import current_dir
 
 MAX_MODELS = 64  # distinct model_name values per process; requests may name any model, the series must stay few

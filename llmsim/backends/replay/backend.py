@@ -39,7 +39,7 @@ class ReplayBackend:
             raise ValueError("--backend replay needs --cassettes DIR")
         directory = settings.cassettes_dir
         library = Library(directory, cassettes.load(directory) if directory.is_dir() else [],
-                          settings.match)  # type: ignore[arg-type]  # the CLI offers only MODES
+                          settings.match)  # type: ignore[arg-type]  # the CLI offers only MATCH_MODES
         fallback = SimBackend(tool_call_rate=settings.tool_call_rate, text_mode=settings.text_mode)
         backend = cls(library, settings.on_miss, fallback)  # type: ignore[arg-type]
         if settings.on_miss == "proxy":

@@ -13,11 +13,9 @@ from pathlib import Path
 
 from llmsim.backends.cassette import Cassette, normalised, request_key
 from llmsim.backends.relay import Exchange
-from llmsim.config import MATCH_MODES, Mode
+from llmsim.config import Mode
 from llmsim.errors import APIError
 from llmsim.wire import canonical
-
-MODES = MATCH_MODES
 
 
 class Library:
