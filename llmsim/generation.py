@@ -181,6 +181,11 @@ def expand(deltas: Iterable[Delta]) -> Iterator[Delta]:
 class Backend(Protocol):
     name: str
 
+    @property
+    def computes(self) -> bool:
+        """Its deltas take time to make (real generation): a stream leaves as they come, never held back."""
+        ...
+
     def generate(self, prompt: Prompt) -> Iterator[Delta]:
         """Yield deltas, ending with exactly one Finish."""
         ...

@@ -106,7 +106,7 @@ class Pipeline:
                                         effort, summary)
         if asked.text_mode:
             prompt = replace(prompt, text_mode=asked.text_mode)
-        whole = not request.stream and not request.background and not self.pacer.paces(prompt, speed)
+        whole = not request.stream and not request.background and not self.waits(prompt, speed)
         if generate:
             prompt, admission = self.direct_and_admit("responses", prompt, asked, request.stream, whole, admitted)
         else:  # a warm-up makes no output: it takes no scenario turn (Codex warms up every WebSocket turn)
@@ -131,8 +131,12 @@ class Pipeline:
             deltas = fair(deltas)
         events = admission.events(builder, self._events(builder, deltas, record, request.store, request.stream),
                                   dumps)
-        waits = self.pacer.paces(prompt, speed) or admission.stream_fault is not None  # a fault may pause or cut
+        waits = self.waits(prompt, speed) or admission.stream_fault is not None  # a fault may pause or cut
         return Run(builder, fair(events), request.stream, record, waits, admission)
+
+    def waits(self, prompt: Prompt, speed: float | None) -> bool:
+        """Whether time passes between the answer's deltas: the pacer's waits, or a backend's computing."""
+        return self.backend.computes or self.pacer.paces(prompt, speed)
 
     def direct_and_admit(self, endpoint: str, prompt: Prompt, asked: ApiRequest, stream: bool, whole: bool = False,
                          admitted: Admission | None = None) -> tuple[Prompt, Admission]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Iterator
 
+import httpx
 import pytest
 
 from llmsim.testing import ServerProcess
@@ -17,6 +18,7 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("mlx_lm") is None, reas
 SCRIPTS = {
     "<|s_tool|>": '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>',
     "<|s_think|>": "<think>\nFirst, add two and two. That makes four.\n</think>\n\nThe answer is 4.",
+    "<|s_endless|>": "again " * 300,
 }
 WEATHER = {"name": "get_weather", "description": "Weather in a city",
            "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
@@ -60,3 +62,14 @@ def test_thinking_block_from_the_model(server: ServerProcess) -> None:
     thinking, text = message.content
     assert thinking.type == "thinking" and thinking.thinking == "First, add two and two. That makes four."
     assert thinking.signature and text.text == "The answer is 4."
+
+
+def test_tokens_leave_as_they_are_decoded(server: ServerProcess) -> None:
+    """Nothing paces the stream, but the model takes time: its first token leaves before its last is decoded."""
+    body = {"model": "scripted", "max_tokens": 200, "stream": True,
+            "messages": [{"role": "user", "content": "Go <|s_endless|>"}]}
+    with httpx.stream("POST", server.url + "/v1/messages", json=body, headers={"x-api-key": "k"}) as response:
+        reads = list(response.iter_raw())
+    assert b"".join(reads).count(b"event: content_block_delta") >= 190
+    first = next(i for i, read in enumerate(reads) if b"event: content_block_delta" in read)
+    assert b"event: message_stop" not in reads[first] and len(reads) > 10

@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import gevent
+import httpx
 import openai
 import pytest
 
@@ -337,6 +338,25 @@ def test_a_short_request_is_answered_while_a_long_one_decodes(mlx: openai.OpenAI
                 break
     assert short.output_text == "Hello there."
     assert remaining > 100  # the long one was still far from done when the short one finished
+
+
+@pytest.mark.parametrize(("path", "body", "token", "end"), [
+    ("/v1/responses", {"input": "Go <|s_endless|>", "max_output_tokens": 200}, b"event: response.output_text.delta",
+     b"event: response.incomplete"),  # its limit reached
+    ("/v1/chat/completions", {"messages": [{"role": "user", "content": "Go <|s_endless|>"}],
+                              "max_completion_tokens": 200}, b'"delta":{"content"', b"data: [DONE]"),
+])
+def test_tokens_leave_as_they_are_decoded(mlx_server: ServerProcess, path: str, body: dict, token: bytes,
+                                          end: bytes) -> None:
+    """A stream nothing paces still waits on the model: its first token leaves before its last is decoded (its
+    events are not held back to go out in one write, as a simulated answer's are)."""
+    with httpx.stream("POST", mlx_server.url + path, json={"model": "scripted", "stream": True, **body},
+                      timeout=30) as response:
+        reads = list(response.iter_raw())
+    everything = b"".join(reads)
+    assert everything.count(token) >= 190 and end in everything
+    first = next(i for i, read in enumerate(reads) if token in read)
+    assert end not in reads[first] and len(reads) > 10  # ~200 writes ~1 ms apart: as many reads as the client made
 
 
 def test_arguments_stream_token_by_token(mlx: openai.OpenAI) -> None:

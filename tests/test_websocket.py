@@ -201,6 +201,7 @@ class Watched:
     """The simulator, noting how many deltas it produced and whether it was stopped."""
 
     name = "watched"
+    computes = False
 
     def __init__(self) -> None:
         self.produced = 0

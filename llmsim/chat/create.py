@@ -49,8 +49,8 @@ def create(pipeline: Pipeline, asked: ApiRequest) -> Answer:
     profile = pipeline.catalog.resolve(request.model, missing_status=404)
     prompt = chat.build_prompt(request, profile, pipeline.seed if asked.seed is None else asked.seed)
     prompt = replace(prompt, text_mode=asked.text_mode or prompt.text_mode)
-    paced = pipeline.pacer.paces(prompt, asked.speed)
-    whole = not request.stream and not paced
+    waits = pipeline.waits(prompt, asked.speed)
+    whole = not request.stream and not waits
     if whole:
         pipeline.hold()  # its admission goes to Redis with its request log entry as it is answered: one round trip
 
@@ -58,8 +58,8 @@ def create(pipeline: Pipeline, asked: ApiRequest) -> Answer:
         return _made(pipeline, asked, request, profile, prompt, whole, admitted)
 
     made = make()
-    if request.stream:  # nothing paces, slows or cuts it: its frames go out in as few writes as fit
-        return Answer(frames=_frames(fair(made.events)), together=not paced and made.admission.stream_fault is None,
+    if request.stream:  # when nothing waits in it, slows or cuts it, its frames go out in as few writes as fit
+        return Answer(frames=_frames(fair(made.events)), together=not waits and made.admission.stream_fault is None,
                       ticket=made.admission.ticket, headers=compat.headers(asked.warnings))
     try:
         made, failed = pipeline.finish(made, make, lambda made: error_of(made.events, made.admission.ticket))

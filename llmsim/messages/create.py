@@ -41,8 +41,8 @@ def create(pipeline: Pipeline, asked: ApiRequest) -> Answer:
                                         asked.owner)
     if asked.text_mode:
         translated = replace(translated, prompt=replace(translated.prompt, text_mode=asked.text_mode))
-    paced = pipeline.pacer.paces(translated.prompt, asked.speed)
-    whole = not request.stream and not paced
+    waits = pipeline.waits(translated.prompt, asked.speed)
+    whole = not request.stream and not waits
     if whole:
         pipeline.hold()  # its admission goes to Redis with its request log entry as it is answered
 
@@ -51,7 +51,7 @@ def create(pipeline: Pipeline, asked: ApiRequest) -> Answer:
 
     made = make()
     if request.stream:
-        return Answer(events=fair(made.events), together=not paced and made.admission.stream_fault is None,
+        return Answer(events=fair(made.events), together=not waits and made.admission.stream_fault is None,
                       ticket=made.admission.ticket)
     try:
         made, failed = pipeline.finish(made, make, lambda made: error_of(made.events, made.admission.ticket))

@@ -108,6 +108,7 @@ def say(line: str) -> None:
 
 class MLXBackend:
     name = "mlx"
+    computes = True
 
     def __init__(self, models: list[LoadedModel]) -> None:
         self.models = {m.alias: m for m in models}

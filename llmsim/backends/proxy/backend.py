@@ -53,6 +53,7 @@ def upstream_pool(upstream: str, timeout: urllib3.Timeout | None = TIMEOUTS) -> 
 
 class ProxyBackend:
     name = "proxy"
+    computes = False  # it generates nothing (relayed answers are streamed as the upstream sends them)
 
     def __init__(self, upstream: str, api_key: str | None = None, writer: Writer | None = None,
                  on_record: Callable[[Cassette], None] | None = None, idle_limit: float = READ_TIMEOUT) -> None:

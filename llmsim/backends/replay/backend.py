@@ -33,6 +33,10 @@ class ReplayBackend:
         self.fallback = fallback  # `--on-miss sim`: the simulator generates, through the usual pipeline
         self.proxy = proxy  # `--on-miss proxy`: a recording ProxyBackend
 
+    @property
+    def computes(self) -> bool:
+        return self.fallback is not None and self.fallback.computes
+
     @classmethod
     def from_settings(cls, settings: Settings) -> ReplayBackend:
         if settings.cassettes_dir is None:

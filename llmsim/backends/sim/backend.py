@@ -54,6 +54,7 @@ RUN_CHUNKS = 256  # text deltas per TextRun: a long answer still comes in pieces
 
 class SimBackend:
     name = "sim"
+    computes = False
 
     def __init__(self, length_range: dict[str, tuple[int, int]] | None = None, tool_call_rate: float = 0.0,
                  text_mode: str = text.DEFAULT_MODE) -> None:
