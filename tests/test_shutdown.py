@@ -12,12 +12,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+import gevent
 import httpx
 import openai
 import pytest
 import websockets.sync.client
 from websockets.exceptions import ConnectionClosed
 
+from llmsim.runtime import shutdown, waits
+from llmsim.runtime.fairness import fair
 from llmsim.testing import RedisServer, ServerProcess
 
 LONG = "Tell me about tides. " * 300  # echoed: an answer of ~1,500 tokens, ~20 s at --speed 1
@@ -176,3 +179,27 @@ def test_on_redis_a_cut_stream_and_a_background_response_are_stored_failed() -> 
                 stored = client.responses.retrieve(response_id)
                 assert stored.status == "failed" and stored.error is not None, stored
                 assert stored.error.code == "server_shutting_down"
+
+
+def test_a_cut_that_lands_on_a_turn_is_raised_at_the_next_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A turn between two slices of work is not a wait: the cut that finds a request there does not end it outside
+    its event builder (the client would see its connection drop); the request's next wait raises it instead."""
+    monkeypatch.setattr(time, "sleep", gevent.sleep)  # as gevent patches it in a worker
+    monkeypatch.setattr(shutdown.state, "cutting", False)
+    seen: list[object] = []
+
+    def work() -> None:
+        shutdown.working()
+        try:
+            seen.extend(fair(iter(range(3)), slice_seconds=0))  # a turn after every item
+            waits.wait(0.01)
+        except shutdown.ShuttingDown:
+            seen.append("cut")
+        finally:
+            shutdown.done()
+
+    worker = gevent.spawn(work)
+    gevent.sleep(0)  # it runs to its first turn
+    shutdown.cut()
+    worker.join(timeout=5)
+    assert seen == [0, 1, 2, "cut"]

@@ -12,6 +12,8 @@ import time
 from collections.abc import Iterator
 from typing import TypeVar
 
+from llmsim.runtime.shutdown import turn
+
 T = TypeVar("T")
 SLICE_SECONDS = 0.001
 
@@ -24,7 +26,7 @@ def fair(items: Iterator[T], slice_seconds: float = SLICE_SECONDS) -> Iterator[T
         for item in items:
             yield item
             if clock() - started >= slice_seconds:
-                time.sleep(0)  # looked up at call time: gevent's in the workers, a plain yield elsewhere
+                turn()
                 started = clock()
     finally:
         close = getattr(items, "close", None)

@@ -10,6 +10,7 @@ WebSocket sessions (llmsim/api/websocket.py) close between responses once `drain
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import gevent
@@ -78,6 +79,15 @@ def cut() -> None:
                 greenlet.kill(ShuttingDown, block=False)
             else:
                 gevent.kill(greenlet, ShuttingDown)
+
+
+def turn() -> None:
+    """Let the other greenlets run for a moment. A turn is not a wait: a cut that lands on one is left to the work's
+    next wait (`check`), inside the pacing where it ends the response, or the work goes on to its end."""
+    try:
+        time.sleep(0)  # looked up at call time: gevent's in the workers, a plain yield elsewhere
+    except ShuttingDown:
+        pass
 
 
 def check() -> None:

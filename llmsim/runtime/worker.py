@@ -136,7 +136,7 @@ class Worker(GeventWorker):
             # A client that sends its next request at once finds it already read: without a turn here, one
             # keep-alive connection keeps the worker while the others' requests wait (fair turns, as within one).
             if time.perf_counter() - self.turn >= SLICE_SECONDS:
-                gevent.sleep(0)
+                shutdown.turn()
                 self.turn = time.perf_counter()
 
     def handle_exit(self, sig: Any, frame: Any) -> None:

@@ -240,7 +240,7 @@ class BackgroundRunner:
             if not self.store.append(response_id, [serialized], snapshot):
                 self._cancelled(builder, serialized)
                 return
-            time.sleep(0)  # let requests (a cancel, say) in between events when nothing paces them
+            shutdown.turn()  # let requests (a cancel, say) in between events when nothing paces them
 
     def _cancelled(self, builder: EventBuilder, pending: SerializedEvent) -> None:
         """Asked to stop: store the event already made, close what is open, end the response cancelled."""
