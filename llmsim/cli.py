@@ -8,16 +8,14 @@ import ipaddress
 import math
 import os
 import socket
-import sqlite3
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 from urllib.parse import urlsplit
 
+from llmsim import preflight
 from llmsim.backends import BACKENDS
-from llmsim.backends.proxy.keys import missing_key
-from llmsim.chaos.rules import FaultConfigError, fault_config
 from llmsim.config import (
     DEFAULT_PROFILES_DIR,
     MATCH_MODES,
@@ -27,8 +25,6 @@ from llmsim.config import (
     Settings,
     valid_speed,
 )
-from llmsim.store import prepare_store
-from llmsim.timing.profiles import ProfileError, load_catalog
 
 # Imported where used, not here: this process is gunicorn's master, which only checks the flags; what it imports it
 # holds for its life (memory), and the simulator's modules (Faker, jsonschema...) cost ~0.5 s of CPU. A worker imports
@@ -346,28 +342,6 @@ def exposure_warning(settings: Settings) -> str | None:
         return None
     return (f"llmsim: warning: serving on {settings.host} with no --api-key or --admin-key: anyone who can reach "
             "it can read every prompt through /llmsim/admin and inject faults into other clients' requests")
-def relay_problem(settings: Settings) -> str | None:
-    """What stops proxy or replay from starting, before workers fork."""
-    if settings.backend == "proxy" and not settings.upstream:
-        return "--backend proxy needs --upstream URL"
-    if settings.record_dir and settings.backend not in ("proxy", "replay"):
-        return "--record works with --backend proxy (or replay with --on-miss proxy)"
-    if problem := missing_key(settings):
-        return problem
-    if settings.backend == "replay":
-        if settings.cassettes_dir is None:
-            return "--backend replay needs --cassettes DIR"
-        if settings.on_miss == "proxy" and not settings.upstream:
-            return "--on-miss proxy needs --upstream URL"
-        if not settings.cassettes_dir.is_dir() and settings.on_miss != "proxy":
-            return f"--cassettes: {settings.cassettes_dir} is not a directory"
-        from llmsim.backends.cassette import load as load_cassettes
-
-        try:
-            load_cassettes(settings.cassettes_dir) if settings.cassettes_dir.is_dir() else None
-        except (ValueError, KeyError, OSError) as exc:
-            return f"--cassettes: {exc}"
-    return None
 
 
 def bind_problem(settings: Settings) -> str | None:
@@ -402,41 +376,15 @@ def main(argv: list[str] | None = None) -> int:
 
         return fit_command(args.cassettes, args.output)
     settings = settings_from_args(args)
-    if problem := relay_problem(settings):
-        print(f"llmsim: {problem}", file=sys.stderr)
-        return 2
-    try:
-        load_catalog(settings.profiles_dir)  # fail before forking workers, naming the bad file and field
-    except ProfileError as exc:
-        print(f"llmsim: {exc}", file=sys.stderr)
-        return 2
-    if settings.backend == "mlx":
-        from llmsim.backends.mlx.models import check as check_models
+    checks = preflight.start(settings)  # in a child, while this process imports gunicorn
+    from llmsim.server import serve
 
-        if problem := check_models(settings.models, settings.allow_download):
-            print(f"llmsim: {problem}", file=sys.stderr)
-            return 2
-    try:
-        fault_config(settings)  # a bad fault file or rule fails here too
-    except FaultConfigError as exc:
-        print(f"llmsim: {exc}", file=sys.stderr)
-        return 2
-    if settings.scenario_file:
-        from llmsim.chaos import scenarios
-
-        if scenarios.validate_command(settings.scenario_file, quiet=True):
-            return 2
-    try:
-        prepare_store(settings.store)  # a bad --store fails here, and workers find the schema made
-    except (ValueError, sqlite3.Error) as exc:
-        print(f"llmsim: --store: {exc}", file=sys.stderr)
+    if not preflight.passed(checks):
         return 2
     if problem := bind_problem(settings):  # last: the others are problems even once the port is free
         print(f"llmsim: {problem}", file=sys.stderr)
         return 2
     if warning := exposure_warning(settings):
         print(warning, file=sys.stderr, flush=True)
-    from llmsim.server import serve
-
     serve(settings)  # prints "serving ..." once it answers
     return 0

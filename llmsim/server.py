@@ -18,12 +18,12 @@ from gunicorn.app.base import BaseApplication
 
 from llmsim.config import Settings
 from llmsim.metrics import multiprocess
-from llmsim.runtime.shutdown import CUT_GRACE
 
 # Python's defaults (700, 10, 10) collect the young objects every few ms under hundreds of paced streams, and the
 # middle generation, which holds every open stream's objects, every ~0.1 s in pauses of up to ~50 ms that every
 # stream feels as a late token (ITL p99 +46 % at 400 streams, +4 % with these; bench/run.py --part c).
 GC_THRESHOLDS = (50_000, 20, 10)
+CUT_GRACE = 3.0  # seconds the cut work gets to write and store its terminal event (llmsim/runtime/shutdown.py)
 
 
 class LLMSimServer(BaseApplication):
@@ -43,7 +43,7 @@ class LLMSimServer(BaseApplication):
         options: dict[str, Any] = {
             "bind": f"{s.host}:{s.port}",
             "workers": s.workers,
-            "worker_class": "llmsim.runtime.worker.Worker",
+            "worker_class": "llmsim.runtime.forked.ForkedWorker",  # the gevent worker, once forked
             "worker_connections": s.worker_connections,
             "timeout": 0,  # streams may stay open for minutes; gevent workers heartbeat on their own
             # the master's wait for the workers after SIGTERM: the requests' own time, then their cut's

@@ -12,23 +12,23 @@ import pytest
 import yaml
 from faker import Faker
 
-from llmsim import tokens, yamlload
+from llmsim import preflight, tokens, yamlload
 from llmsim.backends.sim.fake import lazy_faker
 
 ROOT = Path(__file__).resolve().parent.parent
 SIMULATOR = ("faker", "jsonschema", "tiktoken", "flask", "simple_websocket", "wsproto", "llmsim.backends.sim.backend",
              "llmsim.responses.events", "llmsim.chaos.scenarios", "llmsim.app")
+CHECKS = ("pydantic", "yaml", "sqlite3", "redis", "llmsim.chaos.rules", "llmsim.timing.profiles", "llmsim.store")
 
 MASTER = """
 import json, sys
-from llmsim import cli
-settings = cli.settings_from_args(cli.build_parser().parse_args(["serve", "--port", "1", "--fault", "500;first=1"]))
-assert cli.relay_problem(settings) is None
-cli.load_catalog(settings.profiles_dir)
-cli.fault_config(settings)
-cli.prepare_store(settings.store)
-import llmsim.server, llmsim.runtime.worker  # what gunicorn's master imports to run its workers
-print(json.dumps(sorted(sys.modules)))
+from llmsim import cli, preflight
+def settings(*flags):
+    return cli.settings_from_args(cli.build_parser().parse_args(["serve", "--port", "1", *flags]))
+checked = [preflight.start(settings()) is None, preflight.passed(preflight.start(settings("--fault", "500;first=1"))),
+           preflight.passed(preflight.start(settings("--fault", "500;first=x")))]
+import llmsim.server, llmsim.runtime.forked  # what gunicorn's master imports to run its workers
+print(json.dumps({"checked": checked, "modules": sorted(sys.modules)}))
 """
 
 WORKER = """
@@ -63,12 +63,28 @@ def _run(code: str) -> str:
                           timeout=60).stdout
 
 
-def test_serve_checks_flags_without_the_simulator() -> None:
-    """gunicorn's master runs `serve`'s checks and then only forks: what it imports it holds for its life, and each
-    worker, forked from it, holds as well."""
-    loaded = set(json.loads(_run(MASTER)))
-    assert "llmsim.chaos.rules" in loaded and "pydantic" in loaded  # the checks did run
-    assert not loaded & set(SIMULATOR), sorted(loaded & set(SIMULATOR))
+def test_serve_checks_flags_in_a_child() -> None:
+    """gunicorn's master runs `serve` and then only forks and watches: what it imports it holds for its life. Its
+    checks run in a child (a good flag passes, a bad one does not; none at all, no child); the master holds neither
+    what they import nor the simulator nor gevent, which each worker imports after its fork."""
+    report = json.loads(_run(MASTER))
+    assert report["checked"] == [True, True, False]
+    held = set(report["modules"]) & {*SIMULATOR, *CHECKS, "gevent", "llmsim.runtime.worker"}
+    assert not held, sorted(held)
+
+
+def test_a_start_with_nothing_to_check_skips_nothing_the_checks_read() -> None:
+    """With every setting in preflight.CHECKED at its default, no child checks: so every setting the checks read
+    on that path is one of them (another could change what they find), and they find nothing."""
+    read: set[str] = set()
+
+    class Recorded:
+        def __getattr__(self, name: str) -> object:
+            read.add(name)
+            return getattr(preflight.DEFAULTS, name)
+
+    assert preflight.problem(Recorded()) is None  # type: ignore[arg-type]
+    assert read and read <= set(preflight.CHECKED), sorted(read - set(preflight.CHECKED))
 
 
 def test_plain_requests_import_no_faker_jsonschema_or_websocket() -> None:

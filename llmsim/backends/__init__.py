@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from llmsim.config import Settings
 from llmsim.generation import Backend
-from llmsim.timing.profiles import Catalog, load_catalog
+
+if TYPE_CHECKING:
+    from llmsim.timing.profiles import Catalog
 
 BACKENDS = ("sim", "mlx", "proxy", "replay")
 
@@ -33,6 +37,8 @@ def load_backend(settings: Settings) -> Backend:
 
 def load_models(backend: Backend, settings: Settings) -> Catalog:
     """The models a client may ask for: the backend's own when it serves real ones, else the profiles."""
+    from llmsim.timing.profiles import Catalog, load_catalog  # not in serve's master (llmsim/preflight.py)
+
     profiles = getattr(backend, "profiles", None)
     if profiles is not None:
         return Catalog(profiles, strict=True)  # a model that is not loaded gets model_not_found

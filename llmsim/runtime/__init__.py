@@ -9,6 +9,9 @@ exercise them):
   with a `gunicorn.http.body.Body`, and sizing gevent's pool through `worker_connections`; around
   `GeventWorker.patch`, it relies on gevent's `patch_all` finding its plugins through
   `importlib.metadata.entry_points` (served from one read while it patches).
+- `forked.py`: gunicorn's master makes each worker's object from the class it is named, before the fork, and
+  calls its `init_process` after it; there the object's class becomes `worker.py`'s (both subclass gunicorn's
+  base `Worker`, neither has slots).
 - `sockets.py`: subclasses `gevent.socket.socket` and sends on its non-blocking `_sock` directly; relies on
   gunicorn writing a response's head, body chunks and last chunk through `sendall`.
 - `ticks.py`: one periodic `hub.loop.timer` per worker; `gevent.monkey.is_module_patched` tells a worker from
@@ -20,7 +23,8 @@ exercise them):
 - `wsconn.py`: the object simple-websocket's `Server` takes as `environ["gunicorn.socket"]`; relies on it
   writing every frame (and its handshake, pings, pongs and close) through `sock.send`, from its own reader
   greenlet as well as the request's.
-- `shutdown.py`: `Greenlet.kill` / `gevent.kill` with an exception raised where a greenlet waits; the worker
+- `shutdown.py`: `Greenlet.kill` / `gevent.kill` with an exception raised where a greenlet waits (or takes a
+  turn: `turn` lets it pass there); the worker
   overrides gunicorn's `handle_exit` (SIGTERM) and relies on `GeventWorker.run` waiting for its pool to empty.
 - `redis_pipe.py`, `redis_link.py`: redis-py's `Connection._sock` (and gevent's `_sock` under it),
   `hub.loop.run_callback` and `hub.loop.timer`, and `gevent.hub.Waiter` to park and wake requests.

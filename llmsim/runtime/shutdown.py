@@ -16,8 +16,6 @@ from typing import Any
 import gevent
 from gevent import Greenlet, getcurrent
 
-CUT_GRACE = 3.0  # seconds the cut work gets to write and store its terminal event before the worker stops
-
 
 class ShuttingDown(Exception):
     """Raised in work still running when the server's graceful timeout is over."""

@@ -149,7 +149,7 @@ class Worker(GeventWorker):
         """Close idle connections at once, and each kept-alive one once its request ends; let requests at work
         finish within --graceful-timeout; then cut what is left (llmsim/runtime/shutdown.py), which ends each
         stream with its terminal event. gunicorn's run loop exits the worker when no connection is left (the
-        master waits CUT_GRACE seconds more than the graceful timeout before it kills the worker)."""
+        master waits server.CUT_GRACE seconds more than the graceful timeout before it kills the worker)."""
         shutdown.begin()
         deadline = time.monotonic() + self.graceful_timeout
         while shutdown.busy() and time.monotonic() < deadline:

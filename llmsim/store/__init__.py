@@ -3,10 +3,9 @@ Redis (`--store redis://host:port/db`, shared by a fleet of servers)."""
 
 from __future__ import annotations
 
-import multiprocessing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llmsim.store.base import (
     FINAL_STATUSES,
@@ -20,7 +19,9 @@ from llmsim.store.base import (
 )
 from llmsim.store.memory import MemoryConversations, MemoryStore
 from llmsim.store.redis_client import is_redis_url
-from llmsim.store.sqlite import Database, SQLiteConversations, SQLiteStore
+
+if TYPE_CHECKING:
+    from llmsim.store.sqlite import SQLiteConversations, SQLiteStore
 
 SQLITE_PREFIX = "sqlite:///"
 
@@ -29,6 +30,15 @@ __all__ = [
     "SQLiteConversations", "SQLiteStore", "Stores", "StoredConversation", "StoredResponse", "open_stores",
     "parse_store_url", "prepare_store",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """The SQLite stores, imported when asked for: a server on another store never loads sqlite3 (~1.5 MB)."""
+    if name in ("Database", "SQLiteConversations", "SQLiteStore"):
+        from llmsim.store import sqlite
+
+        return getattr(sqlite, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass
@@ -60,14 +70,17 @@ def parse_store_url(url: str) -> str | None:
 
 def prepare_store(url: str) -> None:
     """Check `url` and create the SQLite schema once, before worker processes open the file; Redis must answer.
-    Redis is asked from a child process: the `redis` package imported here, in the process that forks the workers,
-    would hold `ssl`'s classes from before gevent patches them in each worker (a MonkeyPatchWarning per worker)."""
+    Run in serve's preflight child (llmsim/preflight.py): the `redis` package imported in the process that forks
+    the workers would hold `ssl`'s classes from before gevent patches them in each worker (a MonkeyPatchWarning per
+    worker)."""
     if is_redis_url(url):
-        if failure := _redis_failure_in_child(url):
+        if failure := _redis_failure(url):
             raise ValueError(failure)
         return
     path = parse_store_url(url)
     if path is not None:
+        from llmsim.store.sqlite import Database
+
         try:
             db = Database(path)
             try:
@@ -95,22 +108,6 @@ def _redis_failure(url: str) -> str:
     return ""
 
 
-def _redis_failure_in_child(url: str) -> str:
-    """`_redis_failure(url)` run in a forked child process (a pipe back, nothing that needs shared memory)."""
-    context = multiprocessing.get_context("fork")
-    receive, send = context.Pipe(duplex=False)
-    child = context.Process(target=lambda: send.send(_redis_failure(url)), daemon=True)
-    child.start()
-    send.close()
-    try:
-        return str(receive.recv())
-    except EOFError:
-        return f"the check of {url.rpartition('@')[2]} ended without an answer"
-    finally:
-        receive.close()
-        child.join()
-
-
 def open_stores(url: str, max_entries: int, ttl_seconds: float,
                 load_replay: Callable[[bytes], Replayable] | None = None) -> Stores:
     """The stores behind `--store`; every kind applies the same entry and TTL limits. `load_replay`: how a store
@@ -129,5 +126,7 @@ def open_stores(url: str, max_entries: int, ttl_seconds: float,
     path = parse_store_url(url)
     if path is None:
         return Stores(MemoryStore(max_entries, ttl_seconds), MemoryConversations(max_entries, ttl_seconds))
+    from llmsim.store.sqlite import Database, SQLiteConversations, SQLiteStore
+
     db = Database(path)
     return Stores(SQLiteStore(db, max_entries, ttl_seconds), SQLiteConversations(db, max_entries, ttl_seconds))
