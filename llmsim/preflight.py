@@ -36,7 +36,7 @@ def start(settings: Settings) -> int | None:
         if found:
             print(f"llmsim: {found}", file=sys.stderr)
         status = 2 if found else 0
-    except BaseException:  # noqa: BLE001 - a bug in a check: its traceback, and the server does not start
+    except Exception:  # noqa: BLE001 - a bug in a check: its traceback, and the server does not start
         traceback.print_exc()
     finally:
         sys.stderr.flush()
