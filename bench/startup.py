@@ -1,9 +1,10 @@
 """`python -m bench.startup`: how soon LLMSim is there, and what it costs when it is not used (issue 35, item 5).
 
 (1) `llmsim serve --speed 0`: seconds from the command to its first answer (a `POST /v1/responses`), the CPU its
-    processes spent to get there, and its idle memory (RSS and PSS of the master and its worker, after that
-    request); beside aimock's start (`--aimock DIR`: a folder where `npm install @copilotkit/aimock` ran) to its
-    first chat completion. Goals: first answer within 1 s, idle memory about half of 231 MB.
+    processes spent to get there, and its idle memory (RSS and PSS, after that request: of its one process, or of
+    gunicorn's master and its workers with --workers N); beside aimock's start (`--aimock DIR`: a folder where
+    `npm install @copilotkit/aimock` ran) to its first chat completion. Goals: first answer within 1 s, idle
+    memory about half of 231 MB.
 (2) The pytest fixture, in a real pytest run: the session's start (the first test's setup: the `llmsim_server`
     fixture's server and the first handle) and each later test's setup and teardown (`llmsim`: a handle, its reset
     before the test and after), goals 1 s and 50 ms.
@@ -47,9 +48,15 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def processes(figures: dict[str, float]) -> str:
+    if not figures["children_rss"]:
+        return "one process: one worker serves in it"
+    return f"master + workers; RSS: master {figures['master_rss']:.0f} MB, workers {figures['children_rss']:.0f} MB"
+
+
 def _memory_mb(pid: int) -> dict[str, float]:
-    """RSS and PSS (shared pages split between the processes that share them) of a process (gunicorn's master, for
-    llmsim) and of its children (the worker), each and together."""
+    """RSS and PSS (shared pages split between the processes that share them) of a process and of its children
+    (gunicorn's workers, when it is their master), each and together."""
     figures = {"rss": 0.0, "pss": 0.0, "master_rss": 0.0, "children_rss": 0.0}
     for task in [pid, *children(pid)]:
         try:
@@ -199,8 +206,7 @@ def main() -> None:
     starts = [llmsim_start() for _ in range(args.runs)]
     figures = {key: statistics.median(run[key] for run in starts) for key in starts[0]}
     print(f"(1) llmsim serve --speed 0: first answer {figures['answer']:.2f} s, {figures['cpu']:.2f} s CPU, "
-          f"idle memory {figures['rss']:.0f} MB RSS / {figures['pss']:.0f} MB PSS (master + worker; RSS: master "
-          f"{figures['master_rss']:.0f} MB, worker {figures['children_rss']:.0f} MB)")
+          f"idle memory {figures['rss']:.0f} MB RSS / {figures['pss']:.0f} MB PSS ({processes(figures)})")
     if args.aimock and (args.aimock / "node_modules" / "@copilotkit" / "aimock").is_dir():
         runs = [aimock_start(args.aimock) for _ in range(args.runs)]
         mock = {key: statistics.median(run[key] for run in runs) for key in runs[0]}

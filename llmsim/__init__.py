@@ -14,8 +14,8 @@ __version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> Any:
-    """`llmsim.create_app`, imported when first asked for: a server's master process (`llmsim serve`) never
-    builds the app (its workers do, after gevent has patched them), so it does not import the app's modules."""
+    """`llmsim.create_app`, imported when first asked for: `llmsim serve` builds the app in its worker, after
+    gevent has patched it, and a master (--workers N) never imports the app's modules."""
     if name == "create_app":
         from llmsim.app import create_app
 

@@ -26,9 +26,9 @@ from llmsim.config import (
     valid_speed,
 )
 
-# Imported where used, not here: this process is gunicorn's master, which only checks the flags; what it imports it
-# holds for its life (memory), and the simulator's modules (Faker, jsonschema...) cost ~0.5 s of CPU. A worker imports
-# what it serves with (llmsim/app.py). tests/test_startup.py checks that `serve`'s checks import none of them.
+# Imported where used, not here: with --workers N this process is gunicorn's master, which holds what it imports for
+# its life (memory), and the simulator's modules (Faker, jsonschema...) cost ~0.5 s of CPU before the socket is bound.
+# A worker imports what it serves with (llmsim/app.py). tests/test_startup.py checks what `serve` imports before.
 
 
 def _env(name: str, default: object) -> object:

@@ -1,9 +1,11 @@
 """What stops `llmsim serve` from starting, said in one line before it binds: the flag, and the file and field.
 
-The checks run in a forked child while the serving process imports gunicorn. That process forks the workers and
-then only watches them, for the server's life: what the checks import (pydantic, the profiles, the stores and
-Redis's client, ~17 MB) stays out of it, and each worker imports what it uses after its fork. A server started with
-none of the flags they read (the simulator on the profiles it ships, which the tests check) starts no child.
+The checks run in a forked child while the serving process imports gunicorn. With --workers N that process is
+gunicorn's master, which forks the workers and then only watches them, for the server's life: what the checks import
+(pydantic, the profiles, the stores and Redis's client, ~17 MB) stays out of it, and each worker imports what it
+uses after its fork. With one worker, what only the checks use (the files they read, Redis's client) stays out of
+the serving process. A server started with none of the flags they read (the simulator on the profiles it ships,
+which the tests check) starts no child.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ from __future__ import annotations
 import gc
 import logging
 import math
+import os
 from typing import Any
 
 from gunicorn.app.base import BaseApplication
@@ -46,7 +47,8 @@ class LLMSimServer(BaseApplication):
             "worker_class": "llmsim.runtime.forked.ForkedWorker",  # the gevent worker, once forked
             "worker_connections": s.worker_connections,
             "timeout": 0,  # streams may stay open for minutes; gevent workers heartbeat on their own
-            # the master's wait for the workers after SIGTERM: the requests' own time, then their cut's
+            # the wait for the requests after SIGTERM (a master's for its workers, a worker's for its connections):
+            # the requests' own time, then their cut's
             "graceful_timeout": math.ceil(s.graceful_timeout + CUT_GRACE) + 2,
             "keepalive": 75,  # on; how long an idle connection may wait is --read-timeout (Worker.timeout_ctx)
             "accesslog": None,
@@ -61,6 +63,22 @@ class LLMSimServer(BaseApplication):
             options["control_socket_disable"] = True  # for every server of the user's, to manage its workers
         for key, value in options.items():
             self.cfg.set(key, value)
+
+    def run_alone(self) -> None:
+        """One worker, no master: this process binds the socket and serves on it, as uvicorn does by default. A
+        master only forks workers and watches them; for one it would hold ~25 MB to restart a worker that a test run
+        or a laptop does not need restarted. `--workers N` keeps gunicorn's master."""
+        from gunicorn import sock
+
+        log = self.cfg.logger_class(self.cfg)
+        listeners: Any = sock.create_sockets(self.cfg, log)  # what gunicorn's arbiter hands its workers
+        worker: Any = self.cfg.worker_class(1, os.getppid(), listeners, self, 0, self.cfg, log)
+        worker.alone = True
+        try:
+            worker.init_process()  # returns once its requests are done after SIGTERM (it closes the listener)
+        finally:
+            worker.tmp.close()
+            self.cfg.worker_exit(None, worker)
 
     def load(self) -> Any:
         from llmsim.app import create_app  # built inside the worker, after gevent has patched the stdlib
@@ -114,11 +132,15 @@ def _exiting(_arbiter: Any, _worker: Any) -> None:
 
 
 def _announce(worker: Any) -> None:
-    """Said by the first worker once it has the app loaded (the master bound the socket before forking it), so
-    "serving" means requests are answered; a server that fails to bind or to boot never says it."""
+    """Said by the first worker once it has the app loaded (the socket was bound before), so "serving" means
+    requests are answered; a server that fails to bind or to boot never says it."""
     if worker.age == 1:
         print(serving_line(worker.app.settings), flush=True)
 
 
 def serve(settings: Settings) -> None:
-    LLMSimServer(settings).run()
+    server = LLMSimServer(settings)
+    if settings.workers == 1:
+        server.run_alone()
+    else:
+        server.run()

@@ -1,9 +1,9 @@
 """YAML files (profiles, fault files, scenarios) read with libyaml's parser when PyYAML has it.
 
-PyYAML's pure-Python parser takes ~0.13 s for the bundled profiles, which every start reads twice (gunicorn's master
-checks them, the worker loads them); libyaml's takes a tenth of that. Both feed the same safe constructor and
-resolver, so a valid file gives the same data. An invalid one is parsed again by the pure-Python parser, whose
-message (with the line quoted under its mark) is the one users have always seen.
+PyYAML's pure-Python parser takes ~0.13 s for the bundled profiles, which every worker's start reads (and `serve`'s
+checks too, given profiles of the user's: llmsim/preflight.py); libyaml's takes a tenth of that. Both feed the same
+safe constructor and resolver, so a valid file gives the same data. An invalid one is parsed again by the
+pure-Python parser, whose message (with the line quoted under its mark) is the one users have always seen.
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import gc
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -26,6 +27,8 @@ def _serve(port: int) -> subprocess.Popen[str]:
 
 
 def test_serving_is_printed_once_the_server_answers() -> None:
+    """One worker serves in the process itself (no master): a closed terminal's SIGHUP leaves it serving, and
+    SIGTERM ends it quietly."""
     port = free_port()
     process = _serve(port)
     try:
@@ -34,11 +37,15 @@ def test_serving_is_printed_once_the_server_answers() -> None:
             if "serving" in line:
                 break
         assert line.strip() == f"llmsim: serving sim on http://127.0.0.1:{port}/openai/v1"
+        assert Path(f"/proc/{process.pid}/task/{process.pid}/children").read_text().split() == []
+        process.send_signal(signal.SIGHUP)
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/llmsim/health", timeout=5) as answer:
             assert answer.status == 200
     finally:
         process.terminate()
-        process.wait(timeout=10)
+    output, _ = process.communicate(timeout=30)
+    assert process.returncode == 0
+    assert "Traceback" not in output and "Exception ignored" not in output, output
 
 
 def test_a_server_of_two_workers_opens_no_control_socket_and_a_stopped_one_says_nothing_more(tmp_path: Path

@@ -39,11 +39,9 @@ def send(server: ServerProcess, body: dict, headers: dict[str, str] | None = Non
 
 
 def worker_sockets(server: ServerProcess) -> int:
-    """Sockets open in the server's worker process (the listener included)."""
+    """Sockets open in the server's worker process (the listener included): one worker serves in the process."""
     assert server.process is not None
-    master = server.process.pid
-    with open(f"/proc/{master}/task/{master}/children") as f:
-        (worker,) = f.read().split()
+    worker = server.process.pid
     count = 0
     for fd in os.listdir(f"/proc/{worker}/fd"):
         try:

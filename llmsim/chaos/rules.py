@@ -1,6 +1,6 @@
 """Fault rules as data: their fields, the `KIND;key=value` syntax of `--fault` and the `X-LLMSim-Fault` header,
 and the fault file. Apart from the injector (llmsim/chaos/faults.py), which needs the event and wait machinery:
-`llmsim serve` checks the rules before any worker starts, in gunicorn's master, which should import no more than that.
+`llmsim serve` checks the rules before any worker starts (llmsim/preflight.py), importing no more than that.
 """
 
 from __future__ import annotations

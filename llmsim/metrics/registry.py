@@ -66,7 +66,7 @@ class Metrics:
     def __init__(self, shared_store: bool = False) -> None:
         self.multiprocess = current_dir() is not None
         # prometheus_client picks its value class (in memory, or mmapped files) when first imported, and the
-        # server's master imports it before it makes the directory: pick again now that the choice is known.
+        # server's process may import it before it makes the directory: pick again now that the choice is known.
         values.ValueClass = _value_class()
         disable_created_metrics()  # multiprocess mode has no `_created` series: one worker's server shows none either
         self.registry = CollectorRegistry()

@@ -11,7 +11,10 @@ exercise them):
   `importlib.metadata.entry_points` (served from one read while it patches).
 - `forked.py`: gunicorn's master makes each worker's object from the class it is named, before the fork, and
   calls its `init_process` after it; there the object's class becomes `worker.py`'s (both subclass gunicorn's
-  base `Worker`, neither has slots).
+  base `Worker`, neither has slots). One worker runs with no master (`LLMSimServer.run_alone` in
+  llmsim/server.py): it binds with `gunicorn.sock.create_sockets`, makes the worker as the arbiter does
+  (`Worker(age, ppid, sockets, app, timeout, cfg, log)`) and calls the `worker_exit` hook itself; the worker
+  then skips `GeventWorker.notify`'s parent check and ignores SIGHUP.
 - `sockets.py`: subclasses `gevent.socket.socket` and sends on its non-blocking `_sock` directly; relies on
   gunicorn writing a response's head, body chunks and last chunk through `sendall`.
 - `ticks.py`: one periodic `hub.loop.timer` per worker; `gevent.monkey.is_module_patched` tells a worker from

@@ -11,6 +11,7 @@ import io
 import json
 import re
 import resource
+import signal
 import socket
 import time
 from collections.abc import Iterator
@@ -85,6 +86,20 @@ class Worker(GeventWorker):
         self.waiting: dict[socket.socket, None] = {}  # connections waiting for a request, oldest first
         super().init_process()
 
+    def notify(self) -> None:
+        """gevent's worker stops when its parent changes: its master is gone. One serving alone has no master, and
+        its parent (a shell, a test run) may leave before it."""
+        if getattr(self, "alone", False):
+            self.tmp.notify()
+        else:
+            super().notify()
+
+    def init_signals(self) -> None:
+        """Alone, SIGHUP (a closed terminal) leaves it serving, as gunicorn's master went on serving (it reloads)."""
+        super().init_signals()
+        if getattr(self, "alone", False):
+            signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
     def patch(self) -> None:
         """gevent's `patch_all` looks up its plugins' entry points 25 times, each a read of every installed
         package's metadata: ~0.25 s of a core in an environment of 200 packages, on every worker's start. The
@@ -148,8 +163,8 @@ class Worker(GeventWorker):
     def _drain(self) -> None:
         """Close idle connections at once, and each kept-alive one once its request ends; let requests at work
         finish within --graceful-timeout; then cut what is left (llmsim/runtime/shutdown.py), which ends each
-        stream with its terminal event. gunicorn's run loop exits the worker when no connection is left (the
-        master waits server.CUT_GRACE seconds more than the graceful timeout before it kills the worker)."""
+        stream with its terminal event. gunicorn's run loop exits the worker when no connection is left (it, and a
+        master, wait server.CUT_GRACE seconds more than the graceful timeout before they stop the connections)."""
         shutdown.begin()
         deadline = time.monotonic() + self.graceful_timeout
         while shutdown.busy() and time.monotonic() < deadline:

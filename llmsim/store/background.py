@@ -54,7 +54,7 @@ def _started(pid: int) -> str | None:
 
 
 def this_worker() -> str:
-    """This process as `pid:boot id`, read when asked (the master imports this module before forking its workers).
+    """This process as `pid:boot id`, read when asked (a master may import this module before forking its workers).
 
     The pid alone is not enough: a container restarted in a fresh PID namespace gives its new worker the pid
     of the dead one, which must not pass for alive. Without /proc the boot id is random, which still tells a
