@@ -70,6 +70,8 @@ def _entry_points_read_once() -> Iterator[None]:
 class Worker(GeventWorker):
     """gunicorn's gevent worker with read deadlines and a connection cap that sheds idle connections first."""
 
+    alone = False  # serving with no master (LLMSimServer.run_alone sets it)
+
     def init_process(self) -> None:
         settings = cast("LLMSimServer", self.app).settings
         limit = raise_fd_limit(settings.worker_connections + SPARE_FDS)
@@ -89,7 +91,7 @@ class Worker(GeventWorker):
     def notify(self) -> None:
         """gevent's worker stops when its parent changes: its master is gone. One serving alone has no master, and
         its parent (a shell, a test run) may leave before it."""
-        if getattr(self, "alone", False):
+        if self.alone:
             self.tmp.notify()
         else:
             super().notify()
@@ -97,7 +99,7 @@ class Worker(GeventWorker):
     def init_signals(self) -> None:
         """Alone, SIGHUP (a closed terminal) leaves it serving, as gunicorn's master went on serving (it reloads)."""
         super().init_signals()
-        if getattr(self, "alone", False):
+        if self.alone:
             signal.signal(signal.SIGHUP, signal.SIG_IGN)
 
     def patch(self) -> None:
