@@ -35,6 +35,7 @@ from llmsim.store import Stores, open_stores
 from llmsim.store.base import StorageUnavailable
 from llmsim.store.redis_client import unavailable_errors
 from llmsim.timing.pacing import Pacer, QueueObserver
+from llmsim.timing.sequences import Sequences
 
 log = logging.getLogger("llmsim")
 ARRIVED = "llmsim.arrived"  # the WSGI environ's key for the request's id and arrival time, for its headers
@@ -94,8 +95,10 @@ def create_app(settings: Settings | None = None) -> Flask:
     chaos_state, player = shared_state(stores, settings, scenario)
     metrics = Metrics(shared_store=settings.store != "memory")
     gate = Gate(chaos_state, player, Measured(metrics))
+    sequences = Sequences(settings.max_num_seqs, settings.max_queue, metrics.queues)
     pipeline = Pipeline(catalog, backend, stores.responses, seed=settings.seed,
-                        pacer=Pacer(settings.speed, observer=metrics.queues), conversations=stores.conversations,
+                        pacer=Pacer(settings.speed, observer=metrics.queues, sequences=sequences),
+                        conversations=stores.conversations,
                         gate=gate, batch=stores.batch)
     pipeline.runner.on_queue = metrics.background_queue.inc
     if isinstance(backend, Queued):

@@ -211,6 +211,12 @@ def build_parser() -> argparse.ArgumentParser:
                        default=_env("worker_connections", d.worker_connections),
                        help="open connections per worker; past it the one idle longest is closed, and a new one "
                             "gets a 503 when all are busy (LLMSIM_WORKER_CONNECTIONS)")
+    serve.add_argument("--max-num-seqs", type=_number(int, 1), default=_env("max_num_seqs", d.max_num_seqs),
+                       help="paced requests a worker runs at once (vLLM's max_num_seqs); more wait in a queue, "
+                            "first come first served and fair across API keys (LLMSIM_MAX_NUM_SEQS)")
+    serve.add_argument("--max-queue", type=_number(int, 0), default=_env("max_queue", d.max_queue),
+                       help="paced requests a worker keeps waiting; past it a request gets its API's overload "
+                            "error (503; Messages: 529) (LLMSIM_MAX_QUEUE)")
     serve.add_argument("--read-timeout", type=_seconds, default=_env("read_timeout", d.read_timeout),
                        help="seconds a request's head (idle keep-alive time included) and its body may take to "
                             "arrive; a slower one is closed, or gets a 408 (LLMSIM_READ_TIMEOUT)")
@@ -253,7 +259,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 # `serve --help` by topic. A flag named in no topic is listed last, under "other options": add it to one here.
 TOPICS: dict[str, tuple[str, ...]] = {
-    "server": ("--host", "--port", "--workers", "--worker-connections", "--read-timeout", "--max-body-bytes",
+    "server": ("--host", "--port", "--workers", "--worker-connections", "--max-num-seqs", "--max-queue",
+               "--read-timeout", "--max-body-bytes",
                "--graceful-timeout", "--ws-idle-timeout", "--allowed-hosts", "--cors-origins"),
     "access": ("--api-key", "--admin-key"),
     "generation": ("--backend", "--speed", "--seed", "--profiles-dir", "--strict-models", "--strict-params",
@@ -319,6 +326,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         max_body_bytes=int(args.max_body_bytes),
         workers=int(args.workers),
         worker_connections=int(args.worker_connections),
+        max_num_seqs=int(args.max_num_seqs),
+        max_queue=int(args.max_queue),
         read_timeout=float(args.read_timeout),
         ws_idle_timeout=float(args.ws_idle_timeout),
         graceful_timeout=float(args.graceful_timeout),

@@ -57,6 +57,8 @@ class Settings:
     text_mode: str = "prose"  # sim: prose | echo | lorem | faker (llmsim/backends/sim/text.py)
     max_body_bytes: int = 32 * 1024 * 1024
     workers: int = 1
+    max_num_seqs: int = 256  # paced requests run at once per worker; more wait (llmsim/timing/sequences.py)
+    max_queue: int = 1024  # paced requests waiting per worker; more are refused with the surface's overload error
     worker_connections: int = 4096  # per worker; past it the idle longest is closed (llmsim/runtime/worker.py)
     read_timeout: float = 30.0  # seconds for a request's head (idle keep-alive included), and its body, to arrive
     ws_idle_timeout: float = 300.0  # seconds a WebSocket may go without a client message, or a frame unread

@@ -121,7 +121,7 @@ class Pipeline:
         )
         record = StoredResponse(response, items, history, owner=owner)
         paced_runs = paced_runs and request.stream and not request.background and admission.stream_fault is None
-        deltas = admission.deltas(self.generate(prompt, speed, runs=True, paced_runs=paced_runs) if generate else
+        deltas = admission.deltas(self.generate(prompt, speed, True, paced_runs, asked.key) if generate else
                                   iter([Finish("stop", Usage(prompt.input_tokens, 0))]))
         if request.background:
             return self._background(builder, deltas, record, request.stream, admission)
@@ -142,15 +142,17 @@ class Pipeline:
                          admitted: Admission | None = None) -> tuple[Prompt, Admission]:
         """Scenarios, then rate limits and faults (the gate's): what every surface applies between the prompt and
         the backend. `whole`: nothing of the answer leaves or waits before it is made (see ChaosState.decide)."""
+        self.pacer.check(prompt, asked.speed)  # a full queue refuses it before anything is counted or sent
         return self.gate.direct_and_admit(endpoint, prompt, asked, stream, whole, admitted)
 
     def generate(self, prompt: Prompt, speed: float | None = None, runs: bool = False,
-                 paced_runs: bool = False) -> Iterator[Delta]:
+                 paced_runs: bool = False, key: str = "") -> Iterator[Delta]:
         """The backend's deltas: every transport (Responses, Chat Completions) comes through this one call.
         `runs`: the caller takes TextRuns (the event builder does); else each comes as its TextDeltas.
-        `paced_runs`: paced TextRuns too, whose chunks' waits the transport keeps (see `create`)."""
+        `paced_runs`: paced TextRuns too, whose chunks' waits the transport keeps (see `create`). `key`: the
+        request's line in the worker's queue (its API key)."""
         deltas = self.pacer.pace(self.backend.generate(prompt), prompt, speed,  # speed: None = the server's
-                                 runs=paced_runs)
+                                 runs=paced_runs, key=key)
         return deltas if runs else expand(deltas)
 
     def item_finder(self, owner: str) -> Callable[[str], dict[str, Any] | None]:

@@ -45,6 +45,11 @@ class ApiRequest:
     warnings: list[str] = field(default_factory=list, init=False, compare=False)
 
     @property
+    def key(self) -> str:
+        """Whose line the request waits in when its worker is full (llmsim/timing/sequences.py): its API key."""
+        return self.api_key or self.owner
+
+    @property
     def lenient(self) -> list[str] | None:
         """Where the parser reports what it forgave; None when strict."""
         return None if self.strict_params else self.warnings

@@ -80,7 +80,7 @@ def _made(pipeline: Pipeline, asked: ApiRequest, request: ChatRequest, profile: 
                                                   admitted)
 
     def deltas(choice_prompt: Prompt) -> Iterator[Delta]:
-        return admission.deltas(pipeline.generate(choice_prompt, asked.speed))
+        return admission.deltas(pipeline.generate(choice_prompt, asked.speed, key=asked.key))
 
     completion = chat.Completion(request, profile, prompt)
     chunks = _chunks(completion, chat.choice_prompts(prompt, request.n or 1), deltas)

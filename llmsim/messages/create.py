@@ -73,7 +73,7 @@ def _made(pipeline: Pipeline, asked: ApiRequest, request: schema.CreateRequest,
     translated = replace(translated, prompt=prompt)
     render = request.stream or admission.stream_fault is not None
     builder = MessageBuilder(translated, request.model, render)
-    deltas = admission.deltas(pipeline.generate(prompt, asked.speed, runs=True))
+    deltas = admission.deltas(pipeline.generate(prompt, asked.speed, runs=True, key=asked.key))
     if not request.stream:
         deltas = fair(deltas)  # a long answer takes turns with the worker's other requests
     events = admission.events(builder, builder.run(deltas), dumps)  # type: ignore[arg-type]

@@ -73,9 +73,10 @@ class Metrics:
         r = self.registry
         model = ["model_name"]
         self.running = Gauge("vllm:num_requests_running", "Requests being generated (LLMSim: admitted and not "
-                             "finished, outside the model's queue).", model, registry=r, multiprocess_mode="livesum")
-        self.waiting = Gauge("vllm:num_requests_waiting", "Requests waiting in the model's queue (profiles with "
-                             "a concurrency limit).", model, registry=r, multiprocess_mode="livesum")
+                             "finished, not waiting for a slot).", model, registry=r, multiprocess_mode="livesum")
+        self.waiting = Gauge("vllm:num_requests_waiting", "Requests waiting for a slot (the worker's "
+                             "--max-num-seqs, or the model's concurrency).", model, registry=r,
+                             multiprocess_mode="livesum")
         self.ttft = Histogram("vllm:time_to_first_token_seconds", "Time to first token, from admission to the "
                               "first token written to the client (streams).", model, registry=r,
                               buckets=TTFT_BUCKETS)

@@ -63,6 +63,16 @@ def _hung_up(sock: socket.socket, timeout: float) -> bool:
         return True
 
 
+def check() -> None:
+    """Raise ClientGone if the watched client has hung up (ShuttingDown past the graceful timeout), without waiting."""
+    shutdown.check()
+    watched = _client.get()
+    if watched is not None:
+        watched.checked = time.monotonic()
+        if _hung_up(watched.sock, 0):
+            raise ClientGone()
+
+
 def wait(seconds: float) -> None:
     """Sleep `seconds`; raise ClientGone as soon as the watched client is seen to have hung up (and ShuttingDown,
     past the graceful timeout: llmsim/runtime/shutdown.py)."""

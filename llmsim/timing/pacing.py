@@ -19,7 +19,8 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager as ContextManager
+from contextlib import contextmanager, nullcontext
 from dataclasses import replace
 from typing import Protocol, cast
 
@@ -27,6 +28,7 @@ from llmsim.generation import Delta, Prompt, ReasoningDelta, TextDelta, TextRun,
 from llmsim.rng import for_request as rng_for
 from llmsim.runtime import shutdown, waits
 from llmsim.timing.latency import Concurrency, Timing
+from llmsim.timing.sequences import Sequences
 
 
 def _sleep(seconds: float) -> None:
@@ -84,20 +86,29 @@ class Pacer:
     """Paces deltas for every request of a server; `speed` divides every wait (0 = never wait)."""
 
     def __init__(self, speed: float = 1.0, *, sleep: Callable[[float], None] = _sleep,
-                 clock: Callable[[], float] = time.monotonic, observer: QueueObserver | None = None) -> None:
+                 clock: Callable[[], float] = time.monotonic, observer: QueueObserver | None = None,
+                 sequences: Sequences | None = None) -> None:
+        """`sequences`: the worker's running limit and queue (`--max-num-seqs`), which every paced request passes."""
         self.speed = speed
         self.observer = observer
         self.sleep = sleep
         self.clock = clock
         self.loads: dict[str, ModelLoad] = {}
+        self.sequences = sequences
+
+    def check(self, prompt: Prompt, speed: float | None = None) -> None:
+        """Refuse (Overloaded) a paced request that would find the worker's queue full: before its answer starts."""
+        if self.sequences is not None and self.paces(prompt, speed):
+            self.sequences.check()
 
     def paces(self, prompt: Prompt, speed: float | None = None) -> bool:
         """Whether `pace` makes this prompt's deltas wait."""
         return (self.speed if speed is None else speed) > 0 and prompt.profile.timing is not None
 
     def pace(self, deltas: Iterator[Delta], prompt: Prompt, speed: float | None = None,
-             runs: bool = False) -> Iterator[Delta]:
-        """`deltas` with the waits of `prompt.profile`; `speed` overrides the server's for one request.
+             runs: bool = False, key: str = "") -> Iterator[Delta]:
+        """`deltas` with the waits of `prompt.profile`; `speed` overrides the server's for one request; `key`: whose
+        line the request waits in when the worker runs its most sequences (the API key).
         `runs`: a TextRun comes whole once its first chunk is due, carrying the waits of the others (a RunPace)
         for the transport that sends its chunks (llmsim/runtime/release.py); else each chunk comes on its own."""
         if not self.paces(prompt, speed):
@@ -108,7 +119,7 @@ class Pacer:
         load = self._load(prompt.profile.id, timing)
         rng = rng_for(None if prompt.seed is None else f"llmsim-pacing:{prompt.seed}")
         return self._paced(deltas if runs else expand(deltas), timing, load, rng, speed, prompt.input_tokens,
-                           self.clock())
+                           self.clock(), key)
 
     def _load(self, name: str, timing: Timing) -> ModelLoad:
         """The model's shared load; only models with a concurrency limit have one (any name could come)."""
@@ -120,10 +131,11 @@ class Pacer:
         return load
 
     def _paced(self, deltas: Iterator[Delta], timing: Timing, load: ModelLoad, rng: random.Random, speed: float,
-               input_tokens: int, start: float) -> Iterator[Delta]:
-        """`start`: when the request was ready; the TTFT counts from there, or from leaving the queue."""
-        with load.slot() as queued:
-            schedule = Schedule(self.clock() if queued else start, load, speed, self.clock, self.sleep)
+               input_tokens: int, start: float, key: str) -> Iterator[Delta]:
+        """`start`: when the request was ready; the TTFT counts from there, or from leaving a queue (the worker's,
+        then the model's): the wait adds to the time to first token, as a real server's does."""
+        with self._sequence(key, load.name) as waited, load.slot() as queued:
+            schedule = Schedule(self.clock() if queued or waited else start, load, speed, self.clock, self.sleep)
             if self.observer is not None:
                 self.observer.queued(load.name, schedule.at - start)
             first = True
@@ -141,6 +153,10 @@ class Pacer:
                         [chunk_ms(tokens, timing, rng, False) for _, tokens in rest]
                     delta = replace(cast(TextRun, delta), pace=RunPace(schedule, delays))  # a run is a TextRun's
                 yield delta
+
+
+    def _sequence(self, key: str, model: str) -> ContextManager[bool]:
+        return nullcontext(False) if self.sequences is None else self.sequences.slot(key, model)
 
 
 class Schedule:

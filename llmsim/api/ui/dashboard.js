@@ -156,7 +156,7 @@ function renderLegend(models) {
     const swatch = document.createElement("i");
     swatch.style.background = color(m.name);
     const flight = document.createElement("small");
-    flight.textContent = `${count(m.running + m.waiting)} in flight`;
+    flight.textContent = `${count(m.running + m.waiting)} in flight` + (m.waiting ? `, ${count(m.waiting)} queued` : "");
     button.append(swatch, m.name, flight);
     button.onclick = () => { selected = selected === m.name ? null : m.name; render(latest); };
     return button;
