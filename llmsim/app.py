@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import time
 from typing import Protocol, runtime_checkable
 
@@ -24,6 +25,7 @@ from llmsim.chaos.rules import fault_config
 from llmsim.chaos.state import ChaosState
 from llmsim.config import Settings
 from llmsim.errors import APIError, internal_error
+from llmsim.metrics import multiprocess
 from llmsim.metrics.meter import Measured
 from llmsim.metrics.registry import Metrics
 from llmsim.pipeline import Pipeline
@@ -175,4 +177,9 @@ def shared_state(stores: Stores, settings: Settings, scenario: scenarios.Scenari
 
         return (RedisChaosState(stores.redis, fault_config(settings), settings.seed, stores.batch),
                 RedisPlayer(stores.redis, scenario, stores.batch.scripts))
-    return ChaosState(fault_config(settings), settings.seed), scenarios.Player(scenario)
+    limiter = None
+    if (shared := multiprocess.current_dir()) is not None:  # several workers: their buckets in one table
+        from llmsim.chaos.shared_limits import FILE_NAME, SharedRateLimiter
+
+        limiter = SharedRateLimiter(os.path.join(shared, FILE_NAME))
+    return ChaosState(fault_config(settings), settings.seed, limiter), scenarios.Player(scenario)

@@ -18,7 +18,8 @@ import math
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from pydantic import Field
@@ -215,9 +216,23 @@ class RateLimiter:
         self.clock = clock
         self.max_bytes = max_bytes
         self.size = 0  # bytes the buckets take, by `_size`
-        self.rejected = 0
+        self._rejected = 0
         self._buckets: OrderedDict[tuple[str, str, str], Bucket] = OrderedDict()
         self._lock = threading.Lock()
+
+    @property
+    def rejected(self) -> int:
+        """Requests refused by a limit since the start (or the last reset)."""
+        return self._rejected
+
+    def _refused(self) -> None:
+        self._rejected += 1
+
+    @contextmanager
+    def _held(self) -> Iterator[None]:
+        """Around every change of the buckets: only one at a time."""
+        with self._lock:
+            yield
 
     def _bucket(self, key: tuple[str, str], kind: str, capacity: int | None, now: float) -> Bucket | None:
         if capacity is None:
@@ -237,7 +252,7 @@ class RateLimiter:
     def acquire(self, key: tuple[str, str], limits: Limits, tokens: int | Charge) -> Verdict:
         """Take one request and the charge's tokens, or take nothing and say which limit was hit."""
         charge = charge_of(tokens)
-        with self._lock:
+        with self._held():
             now = self.clock()
             buckets: dict[str, Bucket] = {}
             for kind, field in FIELDS:
@@ -247,7 +262,7 @@ class RateLimiter:
             verdict = Verdict(limits, buckets, charge)
             verdict.refuse()
             if verdict.exceeded is not None:
-                self.rejected += 1
+                self._refused()
                 return verdict
             for kind, bucket in buckets.items():
                 bucket.level -= charge.amount(kind)
@@ -256,7 +271,7 @@ class RateLimiter:
     def settle(self, key: tuple[str, str], limits: Limits, extra_tokens: int | Charge) -> None:
         """Charge (or refund, when negative) the difference between reserved and used tokens."""
         extra = charge_of(extra_tokens)
-        with self._lock:
+        with self._held():
             now = self.clock()
             for kind in TOKEN_KINDS:
                 amount = extra.amount(kind)
@@ -268,4 +283,4 @@ class RateLimiter:
         with self._lock:
             self._buckets.clear()
             self.size = 0
-            self.rejected = 0
+            self._rejected = 0

@@ -36,9 +36,10 @@ class Decision:
 class ChaosState:
     """The chaos state of one process."""
 
-    def __init__(self, config: FaultConfig, seed: int | None) -> None:
+    def __init__(self, config: FaultConfig, seed: int | None, limiter: RateLimiter | None = None) -> None:
+        """`limiter`: the rate-limit buckets, this process's own unless given (shared by workers: shared_limits.py)."""
         self.injector = Injector(config, seed)
-        self.limiter = RateLimiter()
+        self.limiter = limiter or RateLimiter()
         self._recent: deque[dict[str, Any]] = deque(maxlen=RECENT)
         self._served = 0
         self._lock = threading.Lock()
