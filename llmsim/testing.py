@@ -17,6 +17,30 @@ from collections.abc import Iterable
 from types import TracebackType
 from typing import Self
 
+STARTUP_TIMEOUT = 30.0  # seconds a server may take to start on an idle machine
+STARTUP_TIMEOUT_ENV = "LLMSIM_STARTUP_TIMEOUT"  # seconds, as they are: overrides the limit and its scaling
+
+
+def startup_limit(seconds: float) -> float:
+    """What `seconds` (a start's limit on an idle machine) becomes: `LLMSIM_STARTUP_TIMEOUT` when set, else
+    `seconds` times the machine's load per core when that is above 1 (a loaded 2-core CI runner once took over 30 s
+    for a start that takes 1 s at rest)."""
+    override = os.environ.get(STARTUP_TIMEOUT_ENV)
+    if override:
+        try:
+            return max(0.1, float(override))
+        except ValueError:
+            raise RuntimeError(f"{STARTUP_TIMEOUT_ENV}={override!r}: expected seconds, e.g. 120") from None
+    return seconds * load_per_core()
+
+
+def load_per_core() -> float:
+    """The 1-minute load average per core, at least 1."""
+    try:
+        return max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+    except OSError:  # no load average on this platform
+        return 1.0
+
 
 def free_port() -> int:
     with socket.socket() as sock:
@@ -26,6 +50,10 @@ def free_port() -> int:
 
 class ServerProcess:
     """`with ServerProcess("--seed", "7") as server: server.base_url` → a running server, stopped on exit.
+
+    `startup_timeout` is the limit on an idle machine: it grows with the machine's load per core, and
+    `LLMSIM_STARTUP_TIMEOUT` (seconds) replaces it (`startup_limit`). A start that fails says why with the
+    server's log.
 
     It is up once `/llmsim/health` answers: a probe that /metrics does not count (a probe of `/models` that timed
     out on a loaded machine and came again was counted twice). `stop()` ends it at once, as gunicorn does on
@@ -40,7 +68,8 @@ class ServerProcess:
     stop_signal = signal.SIGINT  # gunicorn's quick stop; its workers exit on SIGQUIT
     cwd: str | None = None
 
-    def __init__(self, *flags: str, env: dict[str, str] | None = None, startup_timeout: float = 30.0) -> None:
+    def __init__(self, *flags: str, env: dict[str, str] | None = None,
+                 startup_timeout: float = STARTUP_TIMEOUT) -> None:
         self.flags = flags
         self.env = env or {}
         self.startup_timeout = startup_timeout
@@ -76,8 +105,10 @@ class ServerProcess:
 
     def wait_until_up(self) -> Self:
         assert self.process is not None, "launch() first"
-        deadline = self.launched + self.startup_timeout
-        while time.monotonic() < deadline:
+        limit, looked = startup_limit(self.startup_timeout), time.monotonic()
+        while (now := time.monotonic()) < self.launched + limit:
+            if now - looked >= 1:  # the load may rise while it starts
+                limit, looked = max(limit, startup_limit(self.startup_timeout)), now
             if self.process.poll() is not None:
                 raise RuntimeError(f"{self.name} exited with {self.process.returncode}:\n{self.log()}")
             try:
@@ -88,7 +119,9 @@ class ServerProcess:
             except OSError:
                 time.sleep(0.02)
         self.stop()
-        raise RuntimeError(f"{self.name} did not start within {self.startup_timeout:g} s")
+        raise RuntimeError(f"{self.name} did not start within {limit:.3g} s ({self.startup_timeout:g} s at rest, "
+                           f"load {load_per_core():.2g} per core; {STARTUP_TIMEOUT_ENV} sets it). Its log "
+                           f"({self.log_file.name}):\n{self.log()}")
 
     def log(self) -> str:
         """What the server printed so far (its log file is kept for inspection after a failure)."""
@@ -183,10 +216,11 @@ class RedisServer:
             [binary, *self._arguments(), "--bind", "127.0.0.1", "--dir", self.dir, "--save", "",
              "--appendonly", "yes", "--appendfsync", self.fsync, "--logfile", os.path.join(self.dir, "log")],
             stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + self.startup_timeout
+        limit = startup_limit(self.startup_timeout)
+        deadline = time.monotonic() + limit
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"redis-server exited with {self.process.returncode}")
+                raise RuntimeError(f"redis-server exited with {self.process.returncode}:\n{self._log()}")
             try:
                 if self._answers():
                     return self
@@ -194,7 +228,15 @@ class RedisServer:
                 pass
             time.sleep(0.02)
         self.stop()
-        raise RuntimeError(f"redis-server did not start within {self.startup_timeout}s")
+        raise RuntimeError(f"redis-server did not start within {limit:.3g} s ({STARTUP_TIMEOUT_ENV} sets it):\n"
+                           f"{self._log()}")
+
+    def _log(self) -> str:
+        try:
+            with open(os.path.join(self.dir, "log"), errors="replace") as f:
+                return f.read()
+        except OSError:
+            return "(no log)"
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:
