@@ -34,7 +34,7 @@ import httpx
 if __package__ in (None, ""):  # `python bench/mlx_bench.py`: the repository's root on the path
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
-from bench.common import counts, parse, quantile, smoke  # noqa: E402
+from bench.common import core, counts, goal, load_on, parse, pin, quantile, smoke  # noqa: E402
 from llmsim.backends.mlx.backend import LoadedModel, MLXBackend, load_model  # noqa: E402
 from llmsim.backends.mlx.models import ModelSpec  # noqa: E402
 from llmsim.generation import Finish, Prompt, Turn  # noqa: E402
@@ -196,6 +196,27 @@ def chat_stream(client: httpx.Client, url: str, body: dict) -> Sample:
     return first - start, last - first, tokens
 
 
+def _call(once: Callable[[], Sample]) -> Sample:
+    return once()
+
+
+def alternating(n: int, windows: int, ours: Callable[[], Sample], theirs: Callable[[], Sample]
+                ) -> tuple[list[float], list[float], list[float]]:
+    """`n` streams at once against each server in turn, `windows` times (both warmed first): each window's aggregate
+    tokens/s, ours and theirs, and the ratio of each pair of windows taken next to each other."""
+    mine: list[float] = []
+    other: list[float] = []
+    with ThreadPoolExecutor(n) as pool:
+        for once in (ours, theirs):
+            list(pool.map(_call, [once] * n))  # warm-up
+        for window in range(windows):
+            for once, into in ((ours, mine), (theirs, other))[::1 if window % 2 == 0 else -1]:
+                start = time.perf_counter()
+                tokens = sum(sample[2] for sample in pool.map(_call, [once] * n))
+                into.append(tokens / (time.perf_counter() - start))
+    return mine, other, [a / b for a, b in zip(mine, other, strict=True)]
+
+
 def concurrent(n: int, rounds: int, once: Callable[[], Sample]) -> tuple[float, float, float]:
     """`n` streams at once, `rounds` times: aggregate tokens/s over the wall time, TTFT p50 and p99 (ms)."""
     samples: list[Sample] = []
@@ -252,6 +273,9 @@ def over_http(path: Path, args: argparse.Namespace) -> None:
         theirs = MLXServer(path)
         try:
             ours.wait_until_up()
+            assert ours.process is not None
+            for pid in (ours.process.pid, theirs.process.pid):
+                pin(pid, core(args.server_cpu))
             report("llmsim /v1/responses", repeat(args.runs, lambda: sse(client, f"{ours.url}/v1/responses", {
                 "model": "bench", "input": text(), "max_output_tokens": args.tokens, "temperature": 1.0,
                 "stream": True, "store": False}, responses_tokens)))
@@ -279,6 +303,15 @@ def over_http(path: Path, args: argparse.Namespace) -> None:
                 figures[n] = mine, other
                 print(f"| {n} | {mine[0]:.1f} | {mine[1]:.0f} | {mine[2]:.0f} | {other[0]:.1f} | {other[1]:.0f} | "
                       f"{other[2]:.0f} | {mine[0] / other[0]:.2f}x |", flush=True)
+            print(f"\nalternating windows, {args.windows} per server, both pinned to core {args.server_cpu} (the "
+                  f"load on {args.client_cpu}): llmsim/mlx_lm server aggregate tok/s, median and spread of the "
+                  "ratios of windows taken next to each other", flush=True)
+            for n, target in ((1, 0.95), (8, 1.2)):
+                mine_w, other_w, ratios = alternating(n, args.windows, ours_chat, theirs_chat)
+                print(f"  {n} stream(s): llmsim {statistics.median(mine_w):.1f} tok/s, mlx_lm server "
+                      f"{statistics.median(other_w):.1f}; ratios {' '.join(f'{r:.2f}' for r in ratios)} "
+                      f"(spread {min(ratios):.2f}-{max(ratios):.2f})", flush=True)
+                print(goal(f"llmsim/mlx_lm server at {n} stream(s)", statistics.median(ratios), target))
             if 1 in figures and 8 in figures:
                 print(f"llmsim 8 streams / 1 stream: x{figures[8][0][0] / figures[1][0][0]:.2f} "
                       f"(goal on tiny: >= 2.5x); mlx_lm server: x{figures[8][1][0] / figures[1][1][0]:.2f}")
@@ -300,8 +333,13 @@ def main() -> None:
     parser.add_argument("--http", action="store_true", help="also compare the HTTP servers")
     parser.add_argument("--concurrency", type=counts, default=[1, 4, 8, 16],
                         help="concurrent streams to compare over HTTP, comma-separated")
-    smoke(parser, size="tiny", tokens=16, prompt_words=20, runs=1, http=True, concurrency=[2])
+    parser.add_argument("--windows", type=int, default=5, help="alternating windows per server for the goals")
+    parser.add_argument("--server-cpu", type=int, default=0, help="the core both servers run on (-1: any)")
+    parser.add_argument("--client-cpu", type=int, default=1, help="the core the load runs on (-1: any)")
+    smoke(parser, size="tiny", tokens=16, prompt_words=20, runs=1, http=True, concurrency=[2], windows=1,
+          server_cpu=-1, client_cpu=-1)
     args = parse(parser)
+    load_on(core(args.client_cpu))
 
     import mlx.core as mx
 

@@ -46,6 +46,8 @@ def test_mlx_bench() -> None:
     pytest.importorskip("mlx_lm")
     out = smoke("mlx_bench")
     assert positive(figures(r"decode +(" + NUMBER + ") tok/s", out, 7))
+    for n in (1, 8):  # the goals' windows, alternating between the servers
+        assert positive(figures(rf"{n} stream\(s\): llmsim ({NUMBER}) tok/s, mlx_lm server ({NUMBER})", out, 2))
     cells = row(out, "2")  # two concurrent streams, on LLMSim and on mlx_lm's server
     assert positive([float(cells[1]), float(cells[4])]), cells
 
@@ -55,7 +57,8 @@ def test_startup() -> None:
     answer, cpu, rss, pss = figures(r"first answer (" + NUMBER + r") s, (" + NUMBER + r") s CPU, idle memory (" + NUMBER
                                     + r") MB RSS / (" + NUMBER + ") MB PSS", out)[:4]
     assert positive([answer, cpu, rss, pss]) and pss <= rss, out
-    assert positive(figures(r"session start (" + NUMBER + r") s, each test (" + NUMBER + ") ms", out, 2))
+    assert positive(figures(r"session start (" + NUMBER + r") s, (" + NUMBER + r") s CPU .*, each test (" + NUMBER
+                            + ") ms", out, 3))
     assert len(figures(r"an unused plugin, CPU beyond `import pytest`: llmsim (" + NUMBER + r") ms, Faker's ("
                        + NUMBER + ") ms", out, 2)) == 2
 
