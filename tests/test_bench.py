@@ -73,3 +73,11 @@ def test_crossings() -> None:
                                          r"(\d+) of them upward", done.stdout)
         assert modules > 10 and calls > modules, done.stdout
         assert upward == 0, done.stdout
+
+
+def test_speed0() -> None:
+    out = smoke("speed0")
+    assert "the same bytes (ids and times aside), JSON and stream: yes" in out  # the hot path changes no byte
+    for mode in ("json", "stream"):
+        cells = row(out, mode)
+        assert positive([float(cells[1]), float(cells[2]), float(cells[3].rstrip("x"))]), cells
