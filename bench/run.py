@@ -22,6 +22,8 @@
     the rest, beside one that runs them all: the share of streams on time (their own median gap within 10 % of the
     profile's), the queue's length (vllm:num_requests_waiting), the gaps and the TTFT (which includes the wait).
     Goal: >= 90 % on time with the queue.
+(f) CPU per delta at 10, 100 and 1,000 open streams (`--cpu-streams`), kept open by bench/lazy_streams.py: the
+    pacing's cost does not grow with the streams. Goal: the most within 1.25x of the least.
 (d) Memory per stored response (goal <= 16 KB for a ~100-token answer) and a 50-turn
     previous_response_id chain's cost per turn, first turns against last, in this process.
 
@@ -35,8 +37,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
+import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -223,6 +227,36 @@ def overload(args: argparse.Namespace, knee: int) -> str:
             goal("on-time share, queued over all running at once", queued / max(unqueued, 0.1), 1.0))
 
 
+def cpu_per_delta(args: argparse.Namespace) -> str:
+    """(f) The server's CPU per streamed delta at each of `--cpu-streams` open streams of gpt-4o (none queued), the
+    streams kept by bench/lazy_streams.py (each socket read once a second: a load of a tenth of a core)."""
+    body_file = Path(tempfile.mkdtemp(prefix="llmsim-cpd-")) / "stream.json"
+    body_file.write_text(json.dumps({"model": args.knee_model, "input": PROMPT, "stream": True,
+                                     "text": {"verbosity": args.verbosity}}))
+    rows, per_delta = [], {}
+    with ServerProcess("--speed", "1", "--max-num-seqs", str(NO_LIMIT)) as server:
+        assert server.process is not None
+        pin(server.process.pid, args.server_cpu)
+        for streams in args.cpu_streams:
+            start = load.START
+            window = (start + args.warmup, start + args.warmup + args.window)
+            lazy = subprocess.Popen([sys.executable, "-m", "bench.lazy_streams", f"{server.base_url}/responses",
+                                     str(body_file), str(streams), str(args.warmup), f"{window[1] + 1:g}", "1",
+                                     str(window[0]), str(args.window)], stdout=subprocess.PIPE, cwd=ROOT)
+            server_cpu = CpuMeter(server.process.pid, window[0], args.window)
+            out, _ = lazy.communicate(timeout=window[1] + 120)
+            deltas = json.loads(out)["deltas"]
+            spent = server_cpu.share() * args.window
+            per_delta[streams] = spent / max(1, deltas) * 1e6
+            rows.append([str(streams), f"{deltas / args.window:.0f}", f"{server_cpu.share():.0%}",
+                         f"{per_delta[streams]:.1f}"])
+    body_file.unlink()
+    low, high = min(per_delta.values()), max(per_delta.values())
+    return (table(["open streams", "deltas/s", "server CPU", "server µs/delta"], rows) + "\n" +
+            goal(f"CPU per delta, the most over the least of {args.cpu_streams} streams", high / low, 1.25,
+                 higher=False))
+
+
 class QueueWatch:
     """`vllm:num_requests_waiting` (summed over models) read every half second in the measured window."""
 
@@ -381,7 +415,7 @@ def fidelity_rows(streams: int, samples: list[Sample], open_streams: list[int], 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--part", default="all", help="the parts to run, comma-separated (a,b,c,d,e), or all")
+    parser.add_argument("--part", default="all", help="the parts to run, comma-separated (a,b,c,d,e,f), or all")
     parser.add_argument("--clients", type=counts, default=[1, 16, 64, 256])
     parser.add_argument("--streams", type=counts, default=[1, 100, 1000])
     parser.add_argument("--model", default="bench-model", help="the paced model of part (b)")
@@ -402,6 +436,8 @@ def main() -> None:
                         default=[100, 200, 300, 400, 500, 600, 800, 1000, 1200, 1400, 1600],
                         help="the stream counts part (c) tries, in turn, until one misses")
     parser.add_argument("--past-knee", type=int, default=2, help="(c): levels tried after the first that misses")
+    parser.add_argument("--cpu-streams", type=counts, default=[10, 100, 1000],
+                        help="(f): the open streams whose server CPU per delta is compared")
     parser.add_argument("--overload-seqs", type=int, default=0,
                         help="(e): the worker's --max-num-seqs, with twice as many streams (0: (c)'s knee, else 100)")
     parser.add_argument("--stream-client", choices=["raw", "aiohttp"], default="raw",
@@ -417,15 +453,15 @@ def main() -> None:
     parser.add_argument("--one-server", action="store_true",
                         help="(c) on (a)'s LLMSim server (speed 0, seeded, 1,000 stored responses), its streams paced "
                              "by the X-LLMSim-Speed header: one server start fewer (the smoke run)")
-    smoke(parser, part="a,c,d,e", one_server=True, overload_seqs=5, clients=[16], repeats=1, overhead_window=0.5,
-          overhead_warmup=0.2,
+    smoke(parser, part="a,c,d,e,f", one_server=True, overload_seqs=5, cpu_streams=[2, 4], clients=[16], repeats=1,
+          overhead_window=0.5, overhead_warmup=0.2,
           aiohttp=True, window=1.0, warmup=0.5, knee_streams=[10, 20], in_process_requests=20, memory_responses=20,
           processes=1, server_cpu=-1, client_cpu=-1)
     args = parse(parser)
     args.server_cpu = core(args.server_cpu)
     load_on(core(args.client_cpu))  # the load processes fork from this one
     more_files()
-    parts = {"a", "b", "c", "d", "e"} if args.part == "all" else set(args.part.split(","))
+    parts = {"a", "b", "c", "d", "e", "f"} if args.part == "all" else set(args.part.split(","))
     if args.smoke:
         load.START = 0.3  # one client process: it forks in far less
     out = [f"machine at the start: {machine()}"]
@@ -447,6 +483,9 @@ def main() -> None:
         if "e" in parts:
             out.append(f"(e) speed 1: overload, twice the knee's streams of {args.knee_model} at once, one worker\n" +
                        overload(args, knee))
+        if "f" in parts:
+            out.append(f"(f) speed 1: CPU per delta against open streams of {args.knee_model}, one worker\n" +
+                       cpu_per_delta(args))
     if "d" in parts:
         out.append("(d) memory and long chains\n" + memory(args))
     out.append(f"machine at the end: {machine()}")

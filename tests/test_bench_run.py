@@ -24,5 +24,7 @@ def test_run() -> None:
     assert float(queued[4].split("/")[1]) > 0 and unqueued[4] == "0/0", (queued, unqueued)  # the queue's length
     assert positive([float(v) for v in queued[6].split(" ")[0].split("/")]), queued
     assert figures(r"goal streams on time at 2x the knee \(10\), queued past 5: (" + NUMBER + ")%", out)
+    # (f): the server's CPU per delta at each number of open streams
+    assert positive([float(row(out.split("\n(f) ")[1], str(n))[3]) for n in (2, 4)])
     assert positive(figures(r"stored responses: (" + NUMBER + ") KiB each", out))
     assert positive(figures(r"turns 2-6 take (" + NUMBER + ") ms CPU each, turns 46-50 (" + NUMBER + ") ms", out))
