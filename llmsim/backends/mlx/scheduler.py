@@ -14,17 +14,15 @@ import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 import gevent
-from gevent.event import AsyncResult, Event
+from gevent.event import Event
 from gevent.queue import Queue
 from gevent.threadpool import ThreadPool
 
 from llmsim.timing.pacing import QueueObserver
 
-# a step's newcomers' uids, its tokens (uid, token, finish, cache, all tokens), the caches of the sequences removed
-Stepped = tuple[list[int], list[tuple[int, int, str | None, Any, Any]], list[tuple[Any, list[int]]]]
 DECODE_CONCURRENCY = 32  # sequences decoded at once (mlx_lm.server's --decode-concurrency)
 PROMPT_CONCURRENCY = 8  # prompts prefilled at once (its --prompt-concurrency)
 
@@ -70,7 +68,6 @@ class Scheduler:
         self._leaving: list[Sequence] = []
         self._running: dict[int, Sequence] = {}
         self._wake = Event()
-        self._given: tuple[list[Sequence], list[Sequence]] = ([], [])
         self._driver: gevent.Greenlet | None = None
 
     @property
@@ -106,67 +103,39 @@ class Scheduler:
             self._wake.set()
 
     def _drive(self) -> None:
-        """Steps back to back: the next step is queued on the worker thread before this one's tokens are handed out,
-        so MLX decodes while the requests write (double-buffered), not after."""
-        ahead: AsyncResult | None = None  # the step on the worker thread, and what it was given
-        given: tuple[list[Sequence], list[Sequence]] = ([], [])
         while True:
-            if ahead is None:
-                if not (self._arrived or self._leaving or self._running):
-                    self._wake.clear()
-                    self._wake.wait()
-                    continue
-                ahead, given = self._submit()
+            if not (self._arrived or self._leaving or self._running):
+                self._wake.clear()
+                self._wake.wait()
+                continue
+            arrived, self._arrived = self._arrived, []
+            leaving, self._leaving = self._leaving, []
             try:
-                uids, tokens, kept = cast(Stepped, ahead.get())
+                uids, tokens, kept = self.worker.apply(self._step, (arrived, [s.uid for s in leaving]))
             except Exception as error:  # a failed step fails every request in it, not the server
-                for sequence in itertools.chain(given[0], self._running.values()):
+                for sequence in itertools.chain(arrived, self._running.values()):
                     sequence.tokens.put(error)
                 self._running.clear()
                 self._generator = None
-                ahead = None
                 continue
-            handed = self._settle(given, uids, tokens)
-            # the next step before the hand-out: its sequences are known now (uids given, finished ones gone)
-            ahead = self._submit()[0] if (self._arrived or self._leaving or self._running) else None
-            given = self._given if ahead is not None else ([], [])
+            for sequence, uid in zip(arrived, uids, strict=True):
+                sequence.uid = uid
+                self._running[uid] = sequence
+            for sequence in leaving:
+                self._running.pop(sequence.uid, None)  # type: ignore[arg-type]
             for cache, all_tokens in kept:
                 self.keep_cache(cache, all_tokens)
-            for sequence, token, cache, all_tokens in handed:
-                sequence.tokens.put(token)
-                if token.finish is not None:
+            for uid, token, finish, cache, all_tokens in tokens:
+                running = self._running.get(uid)
+                if running is None:
+                    continue
+                self._dequeued(running)
+                running.tokens.put(Token(token, finish))
+                if finish is not None:
+                    running.done = True
+                    del self._running[uid]
                     self.keep_cache(cache, all_tokens)
-            if ahead is None:
-                gevent.sleep(0)  # let the requests write what they got
-
-    def _submit(self) -> tuple[AsyncResult, tuple[list[Sequence], list[Sequence]]]:
-        """Queue one step on the worker thread with the sequences that arrived and left since the last."""
-        arrived, self._arrived = self._arrived, []
-        leaving, self._leaving = self._leaving, []
-        self._given = (arrived, leaving)
-        return self.worker.spawn(self._step, arrived, [cast(int, s.uid) for s in leaving]), self._given
-
-    def _settle(self, given: tuple[list[Sequence], list[Sequence]], uids: list[int],
-                tokens: list[tuple[int, int, str | None, Any, Any]]) -> list[tuple[Sequence, Token, Any, Any]]:
-        """A step's bookkeeping: its newcomers' uids, the sequences gone; the tokens to hand out, to whom (with what
-        a finished sequence leaves for the prompt cache)."""
-        arrived, leaving = given
-        for sequence, uid in zip(arrived, uids, strict=True):
-            sequence.uid = uid
-            self._running[uid] = sequence
-        for sequence in leaving:
-            self._running.pop(sequence.uid, None)  # type: ignore[arg-type]
-        handed = []
-        for uid, token, finish, cache, all_tokens in tokens:
-            running = self._running.get(uid)
-            if running is None:
-                continue
-            self._dequeued(running)
-            handed.append((running, Token(token, finish), cache, all_tokens))
-            if finish is not None:
-                running.done = True
-                del self._running[uid]
-        return handed
+            gevent.sleep(0)  # let the requests write what they got before the next step
 
     def _dequeued(self, sequence: Sequence) -> None:
         """A waiting sequence got its slot (its first token) or left."""
@@ -175,7 +144,8 @@ class Scheduler:
             self.observer.queued(self.name, time.monotonic() - sequence.queued_at)
             sequence.queued_at = None
 
-    def _step(self, arrived: list[Sequence], leaving: list[int]) -> Stepped:
+    def _step(self, arrived: list[Sequence], leaving: list[int]
+              ) -> tuple[list[int], list[tuple[int, int, str | None, Any, Any]], list[tuple[Any, list[int]]]]:
         """On the worker thread: admit, remove, then one batched step."""
         generator = self._generator or self._make()
         kept = []
