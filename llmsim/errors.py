@@ -30,17 +30,6 @@ class APIError(Exception):
         return {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
 
 
-OVERLOADED = "The server is overloaded or not ready yet."
-
-
-class Overloaded(APIError):
-    """The server's queue is full (`--max-queue`): each surface answers its own overload error (OpenAI's 503, which
-    the SDKs retry; Anthropic's 529 `overloaded_error`)."""
-
-    def __init__(self) -> None:
-        super().__init__(OVERLOADED, status=503, type="server_error", headers={"Retry-After": "1"})
-
-
 def not_found(kind: str, id: str, param: str | None = None, code: str | None = None) -> APIError:
     return APIError(f"{kind} with id '{id}' not found.", status=404, param=param, code=code)
 

@@ -96,10 +96,9 @@ class Pacer:
         self.loads: dict[str, ModelLoad] = {}
         self.sequences = sequences
 
-    def check(self, prompt: Prompt, speed: float | None = None) -> None:
-        """Refuse (Overloaded) a paced request that would find the worker's queue full: before its answer starts."""
-        if self.sequences is not None and self.paces(prompt, speed):
-            self.sequences.check()
+    def full(self, prompt: Prompt, speed: float | None = None) -> bool:
+        """Whether this request, paced, would find the worker's queue full (it is refused: see Sequences)."""
+        return self.sequences is not None and self.sequences.full and self.paces(prompt, speed)
 
     def paces(self, prompt: Prompt, speed: float | None = None) -> bool:
         """Whether `pace` makes this prompt's deltas wait."""

@@ -4,7 +4,8 @@ A worker paces a few hundred streams on time (bench/README.md, "the knee"); past
 down together. A real server (vLLM's `max_num_seqs`) runs a bounded number and queues the rest, and so does
 this: a paced request past the limit waits for a slot (its wait is part of its time to first token, as on a
 real server), and past `--max-queue` waiting ones, a new one is refused at once with its surface's overload
-error (`Overloaded`). The queue is FIFO within an API key and takes the keys in turn, so one busy key
+error (`Surface.overloaded`, raised by the pipeline when `full`; the requests admitted meanwhile may take the
+queue a few past its bound). The queue is FIFO within an API key and takes the keys in turn, so one busy key
 cannot hold back the others: a freed slot goes to the next key in line, whose oldest request runs.
 """
 
@@ -16,7 +17,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Protocol
 
-from llmsim.errors import Overloaded
 from llmsim.runtime import waits
 
 DEFAULT_MAX_NUM_SEQS = 256  # vLLM's default too; one worker paces ~200-500 gpt-4o streams on time on one core
@@ -51,21 +51,20 @@ class Sequences:
         self.waiting = 0
         self._lines: dict[str, deque[_Waiter]] = {}  # keys with requests waiting, in the order of their turns
 
-    def check(self) -> None:
-        """Refuse a request that would find the queue full (before its answer starts, so it is an HTTP error)."""
-        if self.running >= self.limit and self.waiting >= self.queue_limit:
-            raise Overloaded()
+    @property
+    def full(self) -> bool:
+        """Whether a new request would find every slot taken and the queue full: it is refused before its answer
+        starts (an HTTP error)."""
+        return self.running >= self.limit and self.waiting >= self.queue_limit
 
     @contextmanager
     def slot(self, key: str, model: str) -> Iterator[bool]:
-        """Hold one sequence while the body runs; yields whether the request waited for it. Raises Overloaded
-        when the queue is full, ClientGone when the client leaves while it waits."""
+        """Hold one sequence while the body runs; yields whether the request waited for it. Raises ClientGone
+        when the client leaves while it waits."""
         queued = False
         if self.running < self.limit and not self.waiting:
             self.running += 1
         else:
-            if self.waiting >= self.queue_limit:
-                raise Overloaded()
             self._wait(key, model)
             queued = True
         try:
