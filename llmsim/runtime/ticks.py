@@ -5,8 +5,8 @@ tens of thousands of timers a second, each a wake-up of the event loop. Here a w
 a heap, and one timer wakes all whose time has come (due within half a tick), one after another in the
 same loop turn; each writes what it has ready and parks again. The timer is set for the earliest due,
 and at least a tick after the last wake: many streams share a wake every `TICK_SECONDS` (never more
-often), a few streams wake only when one is due (a periodic tick cost 10 streams three times the CPU per
-token of 1,000), and each is woken within half a tick of its time either way. A paced run's writer
+often), a few streams wake only when one is due (a periodic tick woke a worker pacing 10 streams 1,000 times a
+second for their ~400 tokens), and each is woken within half a tick of its time either way. A paced run's writer
 (release.py) parks no greenlet: the tick calls it, in the hub.
 
 Outside a gevent worker (tests with Flask's client, plain threads) and for long waits, `sleep` is

@@ -19,10 +19,6 @@ from typing import Protocol
 
 from llmsim.runtime import waits
 
-DEFAULT_MAX_NUM_SEQS = 256  # vLLM's default too; one worker paces ~200-500 gpt-4o streams on time on one core
-DEFAULT_MAX_QUEUE = 1024
-
-
 class Observer(Protocol):
     """Told when a request starts or stops waiting (the metrics' running/waiting gauges) and how long it waited."""
 
@@ -42,8 +38,9 @@ class _Waiter:
 class Sequences:
     """The slots of one worker process and its queue: FIFO per key, the keys in turn."""
 
-    def __init__(self, limit: int = DEFAULT_MAX_NUM_SEQS, queue_limit: int = DEFAULT_MAX_QUEUE,
-                 observer: Observer | None = None) -> None:
+    def __init__(self, limit: int, queue_limit: int, observer: Observer | None = None) -> None:
+        """`limit`: `--max-num-seqs` (256 by default, vLLM's too: one worker paces a few hundred gpt-4o streams on
+        time on a core); `queue_limit`: `--max-queue`."""
         self.limit = limit
         self.queue_limit = queue_limit
         self.observer = observer
