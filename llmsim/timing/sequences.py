@@ -19,6 +19,7 @@ from typing import Protocol
 
 from llmsim.runtime import waits
 
+
 class Observer(Protocol):
     """Told when a request starts or stops waiting (the metrics' running/waiting gauges) and how long it waited."""
 
