@@ -153,3 +153,30 @@ def test_past_max_num_seqs_streams_wait_and_past_the_queue_each_surface_says_ove
     waited = max(firsts, key=firsts.__getitem__)
     assert firsts[waited] > min(done[name] for name in done if name != waited) + 1.0
     assert _gauges(server) == {"vllm:num_requests_running": 0, "vllm:num_requests_waiting": 0}
+
+
+def test_the_dashboard_shows_the_queue(start_server: Callable[..., ServerProcess],
+                                       sdk_client: Callable[..., openai.OpenAI], tmp_path: Path) -> None:
+    from playwright.sync_api import expect
+
+    from chromium import launched
+
+    (tmp_path / "queued.yaml").write_text(PROFILE)
+    server = start_server("--speed", "1", "--profiles-dir", str(tmp_path), "--max-num-seqs", "1")
+    client = sdk_client(server)
+
+    def stream() -> None:
+        for _ in client.responses.create(model="queued-model", input="Hi", max_output_tokens=20, stream=True):
+            pass
+
+    threads = [threading.Thread(target=stream) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    with launched() as browser:
+        page = browser.new_page(viewport={"width": 1600, "height": 900})
+        page.goto(f"{server.url}/llmsim/ui")
+        expect(page.locator("#k-flight")).to_have_text("3", timeout=10_000)  # one running, two queued
+        expect(page.locator("#k-flight-sub")).to_have_text("2 queued")
+        expect(page.locator("#legend")).to_contain_text("queued-model3 in flight, 2 queued")
+    for thread in threads:
+        thread.join(timeout=30)
