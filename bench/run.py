@@ -43,6 +43,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import tracemalloc
 from pathlib import Path
@@ -230,11 +231,12 @@ def overload(args: argparse.Namespace, knee: int) -> str:
 def cpu_per_delta(args: argparse.Namespace) -> str:
     """(f) The server's CPU per streamed delta at each of `--cpu-streams` open streams of gpt-4o (none queued), the
     streams kept by bench/lazy_streams.py (each socket read once a second: a load of a tenth of a core)."""
-    body_file = Path(tempfile.mkdtemp(prefix="llmsim-cpd-")) / "stream.json"
-    body_file.write_text(json.dumps({"model": args.knee_model, "input": PROMPT, "stream": True,
-                                     "text": {"verbosity": args.verbosity}}))
     rows, per_delta = [], {}
-    with ServerProcess("--speed", "1", "--max-num-seqs", str(NO_LIMIT)) as server:
+    with (tempfile.TemporaryDirectory(prefix="llmsim-cpd-") as folder,
+          ServerProcess("--speed", "1", "--max-num-seqs", str(NO_LIMIT)) as server):
+        body_file = Path(folder) / "stream.json"
+        body_file.write_text(json.dumps({"model": args.knee_model, "input": PROMPT, "stream": True,
+                                         "text": {"verbosity": args.verbosity}}))
         assert server.process is not None
         pin(server.process.pid, args.server_cpu)
         for streams in args.cpu_streams:
@@ -250,7 +252,6 @@ def cpu_per_delta(args: argparse.Namespace) -> str:
             per_delta[streams] = spent / max(1, deltas) * 1e6
             rows.append([str(streams), f"{deltas / args.window:.0f}", f"{server_cpu.share():.0%}",
                          f"{per_delta[streams]:.1f}"])
-    body_file.unlink()
     low, high = min(per_delta.values()), max(per_delta.values())
     return (table(["open streams", "deltas/s", "server CPU", "server µs/delta"], rows) + "\n" +
             goal(f"CPU per delta, the most over the least of {args.cpu_streams} streams", high / low, 1.25,
@@ -261,8 +262,6 @@ class QueueWatch:
     """`vllm:num_requests_waiting` (summed over models) read every half second in the measured window."""
 
     def __init__(self, url: str, start: float, window: float) -> None:
-        import threading
-
         self.url, self.start, self.window = url, start, window
         self.values: list[float] = []
         self._thread = threading.Thread(target=self._watch, daemon=True)
