@@ -107,6 +107,13 @@ def create_app(settings: Settings | None = None) -> Flask:
     app.json.sort_keys = False
     app.json.ensure_ascii = False
     app.extensions["llmsim"] = Services(settings, catalog, pipeline)
+
+    @app.before_request
+    def _start() -> None:
+        """First of the hooks, so that an answer another hook gives (a 401) has its id and time too."""
+        request.environ[ARRIVED] = (stamp.request_id(), time.perf_counter())
+        waits.watch(client_socket())
+
     mount(app)
     messages_api.mount(app)
     writes.install(app, stores.batch, _store_unavailable)
@@ -118,14 +125,9 @@ def create_app(settings: Settings | None = None) -> Flask:
     app.register_blueprint(dashboard.bp)
     app.register_blueprint(dashboard.api)
 
-    @app.before_request
-    def _start() -> None:
-        request.environ[ARRIVED] = (stamp.request_id(), time.perf_counter())
-        waits.watch(client_socket())
-
     @app.after_request
     def _headers(response: Response) -> Response:
-        stamp.stamp(response.headers, *request.environ.get(ARRIVED, ("", 0)))
+        stamp.stamp(response.headers, *request.environ.get(ARRIVED) or (stamp.request_id(), time.perf_counter()))
         return response
 
     @app.errorhandler(APIError)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import errno
 import ipaddress
 import math
@@ -11,7 +12,7 @@ import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
 from llmsim import preflight
@@ -31,15 +32,74 @@ from llmsim.config import (
 # A worker imports what it serves with (llmsim/app.py). tests/test_startup.py checks what `serve` imports before.
 
 
+class _FromEnv(str):
+    """A flag's default read from its LLMSIM_* variable, which an error about it names."""
+
+    variable: str
+
+
 def _env(name: str, default: object) -> object:
-    return os.environ.get(f"LLMSIM_{name.upper()}", default)
+    variable = f"LLMSIM_{name.upper()}"
+    given = os.environ.get(variable)
+    if given is None:
+        return default
+    value = _FromEnv(given)
+    value.variable = variable
+    return value
 
 
 class _Parser(argparse.ArgumentParser):
-    """A bad flag is one line naming it and what it allows, not the usage and a traceback-like paragraph."""
+    """A bad flag is one line naming it and what it allows, not the usage and a traceback-like paragraph; a bad
+    value read from an LLMSIM_* variable names the variable, and an unknown flag gets the nearest known ones."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"llmsim: {message.removeprefix('argument ')} (see {self.prog} --help)\n")
+        self.exit(2, f"llmsim: {message.removeprefix('argument ')}{self._did_you_mean(message)} "
+                     f"(see {self.prog} --help)\n")
+
+    def _did_you_mean(self, message: str) -> str:
+        if not message.startswith("unrecognized arguments:"):
+            return ""
+        known = _options(self)
+        guesses = [close[0] for word in message.split()[2:] if word.startswith("-")
+                   for close in [difflib.get_close_matches(word.partition("=")[0], known, n=1)] if close]
+        return f"; did you mean {' or '.join(dict.fromkeys(guesses))}?" if guesses else ""
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        for name, value in vars(parsed).items():
+            if isinstance(value, _FromEnv):  # a plain string from here on
+                setattr(parsed, name, str.__str__(value))
+        return parsed, extras
+
+    def _get_value(self, action: argparse.Action, arg_string: str) -> object:
+        variable = _variable_of(action, arg_string)
+        try:
+            value = super()._get_value(action, arg_string)
+        except argparse.ArgumentError as exc:
+            if variable is None:
+                raise
+            raise argparse.ArgumentError(None, f"{variable}: {exc.message}") from None
+        if variable is not None and action.choices is not None and value not in action.choices:
+            raise argparse.ArgumentError(None, f"{variable}: invalid choice: {arg_string!r} (choose from "
+                                               f"{', '.join(map(repr, action.choices))})")
+        return value
+
+
+def _variable_of(action: argparse.Action, value: object) -> str | None:
+    """The LLMSIM_* variable `value` came from, when it is the flag's default read from one (argparse converts
+    a string default as if it were given, and would blame the flag)."""
+    return value.variable if isinstance(value, _FromEnv) else None
+
+
+def _options(parser: argparse.ArgumentParser) -> list[str]:
+    """Every long flag of `parser` and its subcommands."""
+    found: list[str] = []
+    for action in parser._actions:
+        found += [option for option in action.option_strings if option.startswith("--")]
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                found += _options(sub)
+    return list(dict.fromkeys(found))
 
 
 class _Version(argparse.Action):

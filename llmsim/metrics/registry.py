@@ -77,7 +77,7 @@ class Metrics:
         self.waiting = Gauge("vllm:num_requests_waiting", "Requests waiting in the model's queue (profiles with "
                              "a concurrency limit).", model, registry=r, multiprocess_mode="livesum")
         self.ttft = Histogram("vllm:time_to_first_token_seconds", "Time to first token, from admission to the "
-                              "first token written to the client (streams).", model, registry=r,
+                              "first token written to the client (streams) or made (JSON answers).", model, registry=r,
                               buckets=TTFT_BUCKETS)
         self.itl = Histogram("vllm:inter_token_latency_seconds", "Time between tokens written to the client "
                              "(streams).", model, registry=r, buckets=ITL_BUCKETS)

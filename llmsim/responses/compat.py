@@ -110,8 +110,10 @@ def _named(path: list[Any]) -> str:
 
 
 def headers(warnings: list[str]) -> dict[str, str]:
-    """The warnings as one header line (ASCII, bounded); none when there are none."""
+    """The warnings as one header line (bounded); none when there are none. They echo the client's names and
+    values, so every byte a header line may not hold (CR, LF, other controls, non-ASCII) is written as its
+    Python escape (`\\n`, `\\xe9`)."""
     if not warnings:
         return {}
     text = "; ".join(warnings[:MAX_WARNINGS])
-    return {WARNINGS_HEADER: text.encode("ascii", "backslashreplace").decode()[:4000]}
+    return {WARNINGS_HEADER: text.encode("unicode_escape").decode("ascii")[:4000]}
