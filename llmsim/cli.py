@@ -64,7 +64,7 @@ class _Parser(argparse.ArgumentParser):
                    for close in [difflib.get_close_matches(word.partition("=")[0], known, n=1)] if close]
         return f"; did you mean {' or '.join(dict.fromkeys(guesses))}?" if guesses else ""
 
-    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:  # noqa: ANN401
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
         parsed, extras = super().parse_known_args(args, namespace)
         for name, value in vars(parsed).items():
             if isinstance(value, _FromEnv):  # a plain string from here on
