@@ -21,6 +21,7 @@ from llmsim.chaos.faults import ConnectionDropped
 from llmsim.errors import APIError
 from llmsim.pipeline import Pipeline, dumps
 from llmsim.request import ApiRequest, Ticket, ticket_of
+from llmsim.responses import compat
 from llmsim.responses import create as responses
 from llmsim.runtime import shutdown
 from llmsim.runtime.wsconn import WholeFrames
@@ -164,30 +165,35 @@ class Session:
         if not isinstance(generate, bool):
             raise APIError("Invalid type for 'generate': expected a boolean.", param="generate", code="invalid_type")
         body.pop("type")
+        typed = replace(self.asked, body={**body, "stream": True})
         try:
-            answer = responses.create_streamed(self.pipeline, replace(self.asked, body={**body, "stream": True}),
-                                               self.recent, generate)
+            answer = responses.create_streamed(self.pipeline, typed, self.recent, generate)
         except BaseException as error:
             self.ticket = ticket_of(error) or self.ticket
             raise
         self.ticket = answer.ticket or self.ticket
+        warned = compat.event_fields(typed.warnings)  # what HTTP reports in a header: on the first event
         if answer.relayed is not None:  # proxy, replay: their own events, one after another on this socket
             for _, data in answer.relayed.events or iter([("", dumps(answer.relayed.body))]):
-                self.send(data, stream_id)
+                self.send(data, stream_id, warned)
+                warned = {}
             return
         run = answer.run
         assert run is not None
         events = run.events
         try:
             for _, data in events:
-                self.send(data, stream_id)
+                self.send(data, stream_id, warned)
+                warned = {}
         finally:
             events.close()  # type: ignore[attr-defined]  # a client gone mid-stream stops the backend too
         self.recent = run.record if run.response["status"] != "failed" else None
 
-    def send(self, data: str, stream_id: str | None) -> None:
-        if stream_id is not None:  # echo the lane into the already-serialized event
-            data = f'{data[:-1]},"stream_id":{dumps(stream_id)}}}'
+    def send(self, data: str, stream_id: str | None, fields: dict[str, Any] | None = None) -> None:
+        """`data`, an already-serialized event, with `fields` and the lane's `stream_id` added to it."""
+        extra = {**(fields or {}), **({"stream_id": stream_id} if stream_id is not None else {})}
+        if extra:
+            data = f'{data[:-1]},{dumps(extra)[1:]}'
         self.ws.send(data)
 
 
