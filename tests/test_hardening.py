@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
 import pytest
 
-from llmsim.testing import ServerProcess
+from llmsim.testing import RedisServer, ServerProcess
 
 ROUTES = [("/responses", {"model": "gpt-4o", "input": "hi"}),
           ("/chat/completions", {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}),
@@ -67,3 +67,59 @@ def test_a_401_has_its_request_id_and_processing_time(shared_server: Callable[..
         assert 0 <= int(answer.headers["openai-processing-ms"]) < 5000
     ids = {httpx.get(f"{server.base_url}/models", timeout=30).headers["x-request-id"] for _ in range(3)}
     assert len(ids) == 3
+
+
+ALPHA, BRAVO = "sk-alpha-000000001", "sk-bravo-000000002"
+
+
+def _transcript(server: ServerProcess, key: str) -> list[dict[str, Any]]:
+    answer = httpx.get(f"{server.url}/llmsim/admin/scenarios/transcript", headers={"Authorization": f"Bearer {key}"},
+                       timeout=30)
+    assert answer.status_code == 200, answer.text
+    return answer.json()["data"]
+
+
+def _send(server: ServerProcess, key: str, text: str, **extra: Any) -> None:
+    answer = httpx.post(f"{server.base_url}/responses", json={"model": "gpt-4o", "input": text, **extra},
+                        headers={"Authorization": f"Bearer {key}"}, timeout=30)
+    assert answer.status_code == 200, answer.text
+
+
+@pytest.mark.parametrize("store", ["memory", "redis"])
+def test_the_transcript_shows_a_key_its_own_and_the_admin_all_but_unstored_bodies(
+        shared_server: Callable[..., ServerProcess], redis_url: Callable[[], str], store: str) -> None:
+    """Issue 46, item 2: one key read another's prompts (store: false ones too) through the transcript."""
+    flags = ("--api-key", f"{ALPHA},{BRAVO}", *(("--store", redis_url()) if store == "redis" else ()))
+    keyed = shared_server(*flags)
+    _send(keyed, ALPHA, "alpha's secret", store=False)
+    _send(keyed, BRAVO, "bravo's own")
+    alpha, bravo = _transcript(keyed, ALPHA), _transcript(keyed, BRAVO)
+    assert [e["request"]["input"] for e in alpha] == ["alpha's secret"]  # its own, store: false or not
+    assert [e["request"]["input"] for e in bravo] == ["bravo's own"]
+    assert alpha[0]["owner"] and bravo[0]["owner"] and alpha[0]["owner"] != bravo[0]["owner"]
+
+    admin = shared_server(*flags, "--admin-key", "admin-secret")
+    httpx.post(f"{admin.url}/llmsim/admin/scenarios/reset", headers={"Authorization": "Bearer admin-secret"},
+               timeout=30).raise_for_status()
+    _send(admin, ALPHA, "alpha's secret", store=False)
+    _send(admin, BRAVO, "bravo's own")
+    seen = _transcript(admin, "admin-secret")
+    assert [e["request"] and e["request"]["input"] for e in seen] == [None, "bravo's own"]  # all, but not unstored
+    assert [e["owner"] for e in seen] == [alpha[0]["owner"], bravo[0]["owner"]]
+    denied = httpx.get(f"{admin.url}/llmsim/admin/scenarios/transcript", headers={"Authorization": f"Bearer {BRAVO}"})
+    assert denied.status_code == 401  # with an admin key, an API key is no admin credential
+
+
+@pytest.fixture(scope="module")
+def redis_url() -> Iterator[Callable[[], str]]:
+    """A real redis-server for the module, started when a test first asks for it."""
+    started: list[RedisServer] = []
+
+    def url() -> str:
+        if not started:
+            started.append(RedisServer().start())
+        return started[0].url
+
+    yield url
+    for redis in started:
+        redis.stop()
