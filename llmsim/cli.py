@@ -239,8 +239,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--cors-origins", type=_names, default=_names(str(_env("cors_origins", "loopback"))),
                        help="browser origins whose pages may call this server (comma-separated, e.g. "
                             "https://app.example.com; 'loopback' = http(s)://localhost or a loopback address on "
-                            "any port, for the API only: the admin API, dashboard and WebSockets take named origins only; "
-                            "'*' = any); others get a 403 (LLMSIM_CORS_ORIGINS)")
+                            "any port, for the API only (the admin API, dashboard and WebSockets take named origins "
+                            "only); '*' = any); others get a 403 (LLMSIM_CORS_ORIGINS)")
     serve.add_argument("--faults", type=Path, default=_env("faults", None),
                        help="YAML/JSON file of fault rules and rate limits (LLMSIM_FAULTS)")
     serve.add_argument("--fault", action="append", default=None,

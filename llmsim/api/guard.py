@@ -6,8 +6,9 @@ by naming its own host. So, as Jupyter does, a request whose `Host` does not nam
 (which browsers send on every cross-origin request and every WebSocket upgrade) is not allowed, gets a 403 here,
 before routing. Pages on any loopback origin may call the API (a local web app); the admin API, the dashboard and
 WebSocket upgrades are for the page's own origin and the origins named one by one: a page on another local port
-must not read every prompt, set faults, or hold a socket no CORS check covers. It wraps the whole WSGI app, so the lean proxy path (llmsim/api/forward.py) and the WebSocket
-upgrade are covered too. Allowed origins get CORS headers, and their preflights are answered here.
+must not read every prompt, set faults, or hold a socket no CORS check covers. It wraps the whole WSGI app, so
+the lean proxy path (llmsim/api/forward.py) and the WebSocket upgrade are covered too. Allowed origins get CORS
+headers, and their preflights are answered here.
 
 Bound beyond loopback (0.0.0.0 in a container, a pod's address), any `Host` is accepted unless `--allowed-hosts`
 names them: the binding asks for remote access, and a container's or Kubernetes service's names are not known
