@@ -248,7 +248,9 @@ function renderRates() {
     const past = history[Math.min(j, i - 1)];
     const dt = now.t - past.t;
     xs.push(now.t);
-    names.forEach((name, k) => ys[k].push(dt > 0 ? (now.finished[name] - (past.finished[name] || 0)) / dt : 0));
+    // a model is in a point's counts from its first request on: before that it finished 0 (never NaN, which
+    // would empty its whole series)
+    names.forEach((name, k) => ys[k].push(dt > 0 ? ((now.finished[name] || 0) - (past.finished[name] || 0)) / dt : 0));
   }
   plot.setData([xs, ...(names.length ? ys : [xs.map(() => 0)])]);
 }
