@@ -37,6 +37,7 @@ from llmsim.store.redis_client import unavailable_errors
 from llmsim.timing.pacing import Pacer, QueueObserver
 
 log = logging.getLogger("llmsim")
+MB = 1024 * 1024
 ARRIVED = "llmsim.arrived"  # the WSGI environ's key for the request's id and arrival time, for its headers
 
 
@@ -89,7 +90,8 @@ def create_app(settings: Settings | None = None) -> Flask:
     settings = settings or Settings()
     backend = load_backend(settings)
     catalog = load_models(backend, settings)
-    stores = open_stores(settings.store, settings.store_max_entries, settings.store_ttl_seconds, Replay.load)
+    stores = open_stores(settings.store, settings.store_max_entries, settings.store_ttl_seconds, Replay.load,
+                         min_free_bytes=int(settings.store_min_free_mb * MB))
     scenario = scenarios.load(settings.scenario_file) if settings.scenario_file else None
     chaos_state, player = shared_state(stores, settings, scenario)
     metrics = Metrics(shared_store=settings.store != "memory")

@@ -226,6 +226,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "0 stores nothing (LLMSIM_STORE_MAX_ENTRIES)")
     serve.add_argument("--store-ttl", type=_number(float, 0), default=_env("store_ttl", d.store_ttl_seconds),
                        help="seconds a stored response lives; 0 = forever (LLMSIM_STORE_TTL)")
+    serve.add_argument("--store-min-free", type=_number(float, 0), default=_env("store_min_free", d.store_min_free_mb),
+                       metavar="MB", help="SQLite: free space on the store's disk under which /llmsim/health reports "
+                                          "it low, before writes fail (LLMSIM_STORE_MIN_FREE)")
     serve.add_argument("--api-key", default=_env("api_key", None),
                        help="require this bearer key (LLMSIM_API_KEY); several comma-separated, each seeing only the "
                             "responses and conversations it made; unset = no auth, one shared scope")
@@ -321,7 +324,7 @@ TOPICS: dict[str, tuple[str, ...]] = {
                    "--text-mode", "--tool-call-rate"),
     "chaos: faults, rate limits, scenarios": ("--faults", "--fault", "--rpm", "--tpm", "--itpm", "--otpm",
                                                "--scenario"),
-    "store": ("--store", "--store-max-entries", "--store-ttl"),
+    "store": ("--store", "--store-max-entries", "--store-ttl", "--store-min-free"),
     "mlx backend": ("--model", "--allow-download", "--trust-remote-code", "--decode-concurrency",
                     "--prompt-concurrency"),
     "proxy, record and replay": ("--upstream", "--upstream-api-key-env", "--upstream-keyless", "--record",
@@ -364,6 +367,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         store=str(args.store),
         store_max_entries=int(args.store_max_entries),
         store_ttl_seconds=float(args.store_ttl),
+        store_min_free_mb=float(args.store_min_free),
         api_key=args.api_key or None,
         admin_key=args.admin_key or None,
         allowed_hosts=list(args.allowed_hosts),
