@@ -312,7 +312,31 @@ def build_parser() -> argparse.ArgumentParser:
     fit = profile_commands.add_parser("fit", help="fit each model's timing from recorded cassettes")
     fit.add_argument("cassettes", type=Path, metavar="DIR")
     fit.add_argument("-o", "--output", type=Path, required=True, metavar="FILE.yaml")
+    mlx = commands.add_parser("mlx", help="work with the mlx backend's models")
+    mlx_commands = mlx.add_subparsers(dest="action", required=True)
+    tiny = mlx_commands.add_parser("tiny", help="build a tiny random-weight qwen2 model (no download) in DIR, to try "
+                                                "--backend mlx with; it writes random words")
+    tiny.add_argument("dir", type=Path, metavar="DIR")
+    tiny.add_argument("--seed", type=_number(int), default=0, help="the weights' random seed")
     return parser
+
+
+def tiny_model_command(path: Path, seed: int) -> int:
+    """`llmsim mlx tiny DIR`: the random model the tests use (llmsim/backends/mlx/fixture.py), for a newcomer
+    without Apple hardware or a downloaded model; one line on success, one on failure (exit status 2)."""
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        print(f"llmsim: {path}: exists and is not an empty directory", file=sys.stderr)
+        return 2
+    try:
+        from llmsim.backends.mlx.fixture import build_random_model
+
+        path.mkdir(parents=True, exist_ok=True)
+        build_random_model(path, "tiny", seed)
+    except ImportError as error:
+        print(f"llmsim: the mlx backend is not installed ({error.name}): pip install 'llmsim[mlx]'", file=sys.stderr)
+        return 2
+    print(f"built a tiny random model in {path}: llmsim serve --backend mlx --model tiny={path}")
+    return 0
 
 
 # `serve --help` by topic. A flag named in no topic is listed last, under "other options": add it to one here.
@@ -440,6 +464,8 @@ def main(argv: list[str] | None = None) -> int:
         from llmsim.backends.fit import fit_command
 
         return fit_command(args.cassettes, args.output)
+    if args.command == "mlx":
+        return tiny_model_command(args.dir, int(args.seed))
     settings = settings_from_args(args)
     checks = preflight.start(settings)  # in a child, while this process imports gunicorn
     from llmsim.server import serve
