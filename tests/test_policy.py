@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from openai.types.responses import tool_param
+from openai.types.responses import response_create_params, tool_param
 from typing_extensions import is_typeddict
 
 from llmsim.testing import ServerProcess
@@ -55,6 +55,8 @@ def sample(tp: Any, name: str = "") -> Any:
         return {key: sample(hint, key) for key, hint in _hints(tp).items() if key in _required(tp)}
     if name == "parameters":
         return {"type": "object", "properties": {}, "additionalProperties": False}
+    if name == "vector_store_ids":
+        return ["vs_1"]
     if tp is str:
         return SAMPLE.get(name, "x")
     if tp in (int, float):
@@ -63,7 +65,7 @@ def sample(tp: Any, name: str = "") -> Any:
         return True
     if origin is not None and origin is not dict and typing.get_args(tp):
         return [sample(typing.get_args(tp)[0], name)]
-    return {}
+    return {"type": "function", "name": "lookup"} if name == "tools" else {}  # allowed_tools' free-form entries
 
 
 def _accepts(tp: Any, value: Any) -> bool:
@@ -121,13 +123,28 @@ def tool_cases() -> list[tuple[str, Any, str]]:
             for case in walk(tool, lambda v: {"tools": [v]}, f"tools[0]<{sample(tool)['type']}>", seen)]
 
 
-CASES = tool_cases()
+# Every tool a tool_choice may name, offered with it (a choice must name an offered tool).
+OFFERED = [{"type": "function", "name": "lookup", "parameters": sample(object, "parameters")},
+           {"type": "custom", "name": "lookup"}, {"type": "mcp", "server_label": "docs", "server_url": SAMPLE["url"]},
+           {"type": "file_search", "vector_store_ids": ["vs_1"]}, {"type": "programmatic_tool_calling"},
+           {"type": "apply_patch"}, {"type": "shell"}]
+
+
+def choice_cases() -> list[tuple[str, Any, str]]:
+    seen: set[tuple[type, str]] = set()
+    choice = typing.get_type_hints(response_create_params.ResponseCreateParamsBase)["tool_choice"]
+    return [case for kind in _members(choice) if is_typeddict(kind)
+            for case in walk(kind, lambda v: {"tools": OFFERED, "tool_choice": v},
+                             f"tool_choice<{sample(kind)['type']}>", seen)]
+
+
+CASES = tool_cases() + choice_cases()
 BODY = {"model": "gpt-4o", "input": "hi", "max_output_tokens": 16, "tool_choice": "none"}
 
 
 def test_the_walk_reaches_every_tool_type() -> None:
-    kinds = {label.split("<")[1].split(">")[0] for label, _, _ in CASES}
-    assert len(kinds) == len(_members(tool_param.ToolParam)) and len(CASES) > 100
+    kinds = {label.split("<")[1].split(">")[0] for label, _, _ in CASES if label.startswith("tools")}
+    assert len(kinds) == len(_members(tool_param.ToolParam)) and len(CASES) > 150
 
 
 def test_every_tool_field_of_a_wrong_type_is_a_400_and_every_unknown_name_a_warning(server: ServerProcess) -> None:

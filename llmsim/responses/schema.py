@@ -626,20 +626,46 @@ class ToolChoiceAllowed(Strict):
     tools: list[ToolRef]
 
 
+class ToolChoiceMcp(Strict):
+    type: Literal["mcp"]
+    server_label: str
+    name: str | None = None
+
+
+class ToolChoiceCustom(Strict):
+    type: Literal["custom"]
+    name: str
+
+
+# Tools a choice names by their type alone (the SDK's ToolChoiceTypes and the shell, apply_patch and programmatic
+# tool calling choices).
+TYPE_ONLY_CHOICES = ("file_search", "web_search_preview", "web_search_preview_2025_03_11", "computer",
+                     "computer_use_preview", "computer_use", "image_generation", "code_interpreter",
+                     "programmatic_tool_calling", "apply_patch", "shell")
+
+
+class ToolChoiceType(Strict):
+    type: Literal[TYPE_ONLY_CHOICES]  # type: ignore[valid-type]  # a tuple of literals, unpacked by Literal
+
+
 class ToolChoiceOther(Open):
-    """Hosted tool types, mcp, custom: carried through as sent."""
+    """A tool type not known here: carried through as sent (it must name an offered tool, toolspec.check_choice)."""
 
     type: str
 
 
+CHOICE_TAGS = {"function", "allowed_tools", "mcp", "custom"}
+
+
 def _choice_tag(value: Any) -> str:
     kind = value.get("type") if isinstance(value, dict) else None
-    return kind if kind in ("function", "allowed_tools") else "other"
+    return kind if kind in CHOICE_TAGS else "type_only" if kind in TYPE_ONLY_CHOICES else "other"
 
 
 ToolChoice = Literal["none", "auto", "required"] | Annotated[
     Annotated[ToolChoiceFunction, Tag("function")] | Annotated[ToolChoiceAllowed, Tag("allowed_tools")]
-    | Annotated[ToolChoiceOther, Tag("other")],
+    | Annotated[ToolChoiceMcp, Tag("mcp")] | Annotated[ToolChoiceCustom, Tag("custom")]
+    | Annotated[ToolChoiceType, Tag("type_only")] | Annotated[ToolChoiceOther, Tag("other")],
     Discriminator(_choice_tag),
 ]
 
@@ -739,7 +765,7 @@ _TAGS = ITEM_TAGS | {"builtin", "function", "other", "input_text", "input_image"
                      "allowed_tools", "grammar", "McpToolFilter", "McpApprovalFilter", "ContainerAuto", *CHECKED_TOOLS,
                      # tools' own unions: network policies, shell environments, skills, file search filters
                      "disabled", "allowlist", "container_auto", "local", "container_reference", "skill_reference",
-                     "inline", "ComparisonFilter", "CompoundFilter", "float", "bool"}
+                     "inline", "ComparisonFilter", "CompoundFilter", "float", "bool", "type_only"}
 _UNION_FIELDS = {"tool_choice", "format", "conversation", "output", "instructions", "allowed_tools",
                  "require_approval", "container", "network_policy", "environment", "filters", "value"}
 _TYPE_NAMES = {
