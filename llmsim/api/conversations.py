@@ -11,7 +11,8 @@ from pydantic import Field
 from llmsim import ids
 from llmsim.api.http import int_arg, json_body, owner, services, strict_params
 from llmsim.errors import APIError, not_found
-from llmsim.responses import compat, schema, translate
+from llmsim.responses import schema, translate
+from llmsim.shared import compat
 from llmsim.store import ConversationStore, StoredConversation
 
 bp = Blueprint("conversations", __name__)
@@ -36,7 +37,7 @@ M = TypeVar("M", bound=schema.Strict)
 
 
 def _parse(model: type[M], body: Any) -> tuple[M, dict[str, str]]:
-    """`body` as `model` under the rule /responses follows (llmsim/responses/compat.py): unknown names and enum
+    """`body` as `model` under the rule /responses follows (llmsim/shared/compat.py): unknown names and enum
     values dropped and reported in the answer's header, unless strict; and that header."""
     warnings: list[str] | None = None if strict_params() else []
     return schema.parse(model, body, warnings), compat.headers(warnings or [])

@@ -15,16 +15,19 @@ from typing import Any, Protocol
 
 from flask import Blueprint, Response, current_app, request
 
+from llmsim import orchestrate
 from llmsim.api import decode
 from llmsim.api.http import asked, services
 from llmsim.chaos.faults import ConnectionDropped
 from llmsim.errors import APIError
-from llmsim.pipeline import Pipeline, dumps
+from llmsim.pipeline import Pipeline
 from llmsim.request import ApiRequest, Ticket, ticket_of
-from llmsim.responses import compat
-from llmsim.responses import create as responses
+from llmsim.responses.create import Create
+from llmsim.responses.surface import RESPONSES
 from llmsim.runtime import shutdown
 from llmsim.runtime.wsconn import WholeFrames
+from llmsim.shared import compat
+from llmsim.shared.events import dumps
 from llmsim.store import StoredResponse
 
 # simple_websocket and wsproto (~4 MB, ~30 ms a worker start) are imported by the first WebSocket, not at start-up.
@@ -167,7 +170,8 @@ class Session:
         body.pop("type")
         typed = replace(self.asked, body={**body, "stream": True})
         try:
-            answer = responses.create_streamed(self.pipeline, typed, self.recent, generate)
+            turn = Create(RESPONSES, recent=self.recent, generate=generate, paced_runs=False, holds=False)
+            answer = orchestrate.create(self.pipeline, turn, typed, raw=False)
         except BaseException as error:
             self.ticket = ticket_of(error) or self.ticket
             raise
