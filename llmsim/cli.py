@@ -72,7 +72,9 @@ class _Parser(argparse.ArgumentParser):
         return parsed, extras
 
     def _get_value(self, action: argparse.Action, arg_string: str) -> object:
-        variable = _variable_of(action, arg_string)
+        """argparse converts a default read from a variable as if it were given: an error about it names the
+        variable, not the flag."""
+        variable = arg_string.variable if isinstance(arg_string, _FromEnv) else None
         try:
             value = super()._get_value(action, arg_string)
         except argparse.ArgumentError as exc:
@@ -83,12 +85,6 @@ class _Parser(argparse.ArgumentParser):
             raise argparse.ArgumentError(None, f"{variable}: invalid choice: {arg_string!r} (choose from "
                                                f"{', '.join(map(repr, action.choices))})")
         return value
-
-
-def _variable_of(action: argparse.Action, value: object) -> str | None:
-    """The LLMSIM_* variable `value` came from, when it is the flag's default read from one (argparse converts
-    a string default as if it were given, and would blame the flag)."""
-    return value.variable if isinstance(value, _FromEnv) else None
 
 
 def _options(parser: argparse.ArgumentParser) -> list[str]:
