@@ -472,7 +472,7 @@ class NamespaceTool(Strict):
     tools: list[Annotated[NamespaceFunction | CustomTool, Field(discriminator="type")]]
 
 
-# Built-in tools whose configuration the simulator reads: validated field by field as the real API does.
+# Built-in tools, every type the SDK declares: validated field by field as the real API does.
 CHECKED_TOOLS: dict[str, type[BaseModel]] = {
     "mcp": McpTool, "custom": CustomTool, "image_generation": ImageGenerationTool, "file_search": FileSearchTool,
     "code_interpreter": CodeInterpreterTool, **{kind: WebSearchTool for kind in (
@@ -484,7 +484,8 @@ CHECKED_TOOLS: dict[str, type[BaseModel]] = {
 
 
 class BuiltinTool(Open):
-    """The other built-in tools (computer, shell, apply_patch, ...): carried through as sent."""
+    """A tool of a type none of CHECKED_TOOLS is: refused with the list of the types there are (every type the SDK
+    declares is checked)."""
 
     type: str
 
