@@ -1,6 +1,6 @@
-# The image the Kubernetes example names (docs/fleet.md): LLMSim from its own wheel, with the Redis extra,
-# run as a non-root user. Build it from the repository's root:
-#   docker build -t registry.example.com/llmsim:latest .
+# The image the Kubernetes example names (deploy/kubernetes.yaml, docs/stores.md): LLMSim from its own wheel, with
+# the Redis extra, run as a non-root user. Build it from the repository's root, tagged with its version:
+#   docker build -t registry.example.com/llmsim:0.1.0 .
 # Stage 1 builds the wheel from the sources; stage 2 installs only that wheel, so the image holds no source tree.
 ARG PYTHON_IMAGE=python:3.12-slim
 

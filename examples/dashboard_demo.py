@@ -8,12 +8,14 @@ drives the system Chromium at /usr/bin/chromium, `apt-get install chromium`; nev
     python examples/dashboard_demo.py --seconds 5           # stop after 5 s (CI runs it so)
 
 Several clients stream and call three models at realistic speed; some requests get faults, a few hit an
-RPM limit. Ctrl-C stops it.
+RPM limit. Ctrl-C, or `kill` (SIGTERM) and a closed terminal (SIGHUP), stop it and its server.
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
+import sys
 import threading
 import time
 
@@ -59,7 +61,15 @@ def screenshot(url: str, path: str, seconds: float) -> None:
         browser.close()
 
 
+def exit_on(signum: int, _frame: object) -> None:
+    """SIGTERM and SIGHUP end the script as Ctrl-C does, through the `with` that stops its server (by default they
+    end Python at once, and the server ran on under PID 1)."""
+    sys.exit(128 + signum)
+
+
 def main() -> None:
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, exit_on)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--screenshot", help="save a 1920x1080 screenshot of the dashboard here, then stop")
     parser.add_argument("--seconds", type=float, help="stop after this long (default: on Ctrl-C; with --screenshot, "

@@ -36,6 +36,7 @@ from llmsim.timing.pacing import Pacer, QueueObserver
 from llmsim.timing.sequences import Sequences
 
 log = logging.getLogger("llmsim")
+MB = 1024 * 1024
 
 
 @runtime_checkable
@@ -60,7 +61,8 @@ def create_app(settings: Settings | None = None) -> Flask:
     settings = settings or Settings()
     backend = load_backend(settings)
     catalog = load_models(backend, settings)
-    stores = open_stores(settings.store, settings.store_max_entries, settings.store_ttl_seconds, Replay.load)
+    stores = open_stores(settings.store, settings.store_max_entries, settings.store_ttl_seconds, Replay.load,
+                         min_free_bytes=int(settings.store_min_free_mb * MB))
     scenario = scenarios.load(settings.scenario_file) if settings.scenario_file else None
     chaos_state, player = shared_state(stores, settings, scenario)
     metrics = Metrics(shared_store=settings.store != "memory")
@@ -80,6 +82,13 @@ def create_app(settings: Settings | None = None) -> Flask:
     app.json.sort_keys = False
     app.json.ensure_ascii = False
     app.extensions["llmsim"] = Services(settings, catalog, pipeline)
+
+    @app.before_request
+    def _start() -> None:
+        """First of the hooks, so that an answer another hook gives (a 401) has its id and time too."""
+        request.environ[ARRIVED] = (stamp.request_id(), time.perf_counter())
+        waits.watch(client_socket())
+
     mount(app)
     writes.install(app, stores.batch, errors.store_unavailable)
     chaos.install(app, chaos_state)
@@ -90,14 +99,9 @@ def create_app(settings: Settings | None = None) -> Flask:
     app.register_blueprint(dashboard.bp)
     app.register_blueprint(dashboard.api)
 
-    @app.before_request
-    def _start() -> None:
-        request.environ[ARRIVED] = (stamp.request_id(), time.perf_counter())
-        waits.watch(client_socket())
-
     @app.after_request
     def _headers(response: Response) -> Response:
-        request_id, started = request.environ.get(ARRIVED, ("", 0))
+        request_id, started = request.environ.get(ARRIVED) or (stamp.request_id(), time.perf_counter())
         which.surface().answer_headers(response.headers, request_id)
         stamp.stamp(response.headers, request_id, started)
         return response

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import errno
 import ipaddress
 import math
@@ -11,7 +12,7 @@ import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
 from llmsim import preflight
@@ -31,15 +32,70 @@ from llmsim.config import (
 # A worker imports what it serves with (llmsim/app.py). tests/test_startup.py checks what `serve` imports before.
 
 
+class _FromEnv(str):
+    """A flag's default read from its LLMSIM_* variable, which an error about it names."""
+
+    variable: str
+
+
 def _env(name: str, default: object) -> object:
-    return os.environ.get(f"LLMSIM_{name.upper()}", default)
+    variable = f"LLMSIM_{name.upper()}"
+    given = os.environ.get(variable)
+    if given is None:
+        return default
+    value = _FromEnv(given)
+    value.variable = variable
+    return value
 
 
 class _Parser(argparse.ArgumentParser):
-    """A bad flag is one line naming it and what it allows, not the usage and a traceback-like paragraph."""
+    """A bad flag is one line naming it and what it allows, not the usage and a traceback-like paragraph; a bad
+    value read from an LLMSIM_* variable names the variable, and an unknown flag gets the nearest known ones."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"llmsim: {message.removeprefix('argument ')} (see {self.prog} --help)\n")
+        self.exit(2, f"llmsim: {message.removeprefix('argument ')}{self._did_you_mean(message)} "
+                     f"(see {self.prog} --help)\n")
+
+    def _did_you_mean(self, message: str) -> str:
+        if not message.startswith("unrecognized arguments:"):
+            return ""
+        known = _options(self)
+        guesses = [close[0] for word in message.split()[2:] if word.startswith("-")
+                   for close in [difflib.get_close_matches(word.partition("=")[0], known, n=1)] if close]
+        return f"; did you mean {' or '.join(dict.fromkeys(guesses))}?" if guesses else ""
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        parsed, extras = super().parse_known_args(args, namespace)
+        for name, value in vars(parsed).items():
+            if isinstance(value, _FromEnv):  # a plain string from here on
+                setattr(parsed, name, str.__str__(value))
+        return parsed, extras
+
+    def _get_value(self, action: argparse.Action, arg_string: str) -> object:
+        """argparse converts a default read from a variable as if it were given: an error about it names the
+        variable, not the flag."""
+        variable = arg_string.variable if isinstance(arg_string, _FromEnv) else None
+        try:
+            value = super()._get_value(action, arg_string)
+        except argparse.ArgumentError as exc:
+            if variable is None:
+                raise
+            raise argparse.ArgumentError(None, f"{variable}: {exc.message}") from None
+        if variable is not None and action.choices is not None and value not in action.choices:
+            raise argparse.ArgumentError(None, f"{variable}: invalid choice: {arg_string!r} (choose from "
+                                               f"{', '.join(map(repr, action.choices))})")
+        return value
+
+
+def _options(parser: argparse.ArgumentParser) -> list[str]:
+    """Every long flag of `parser` and its subcommands."""
+    found: list[str] = []
+    for action in parser._actions:
+        found += [option for option in action.option_strings if option.startswith("--")]
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                found += _options(sub)
+    return list(dict.fromkeys(found))
 
 
 class _Version(argparse.Action):
@@ -166,6 +222,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "0 stores nothing (LLMSIM_STORE_MAX_ENTRIES)")
     serve.add_argument("--store-ttl", type=_number(float, 0), default=_env("store_ttl", d.store_ttl_seconds),
                        help="seconds a stored response lives; 0 = forever (LLMSIM_STORE_TTL)")
+    serve.add_argument("--store-min-free", type=_number(float, 0), default=_env("store_min_free", d.store_min_free_mb),
+                       metavar="MB", help="SQLite: free space on the store's disk under which /llmsim/health reports "
+                                          "it low, before writes fail (LLMSIM_STORE_MIN_FREE)")
     serve.add_argument("--api-key", default=_env("api_key", None),
                        help="require this bearer key (LLMSIM_API_KEY); several comma-separated, each seeing only the "
                             "responses and conversations it made; unset = no auth, one shared scope")
@@ -179,7 +238,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--cors-origins", type=_names, default=_names(str(_env("cors_origins", "loopback"))),
                        help="browser origins whose pages may call this server (comma-separated, e.g. "
                             "https://app.example.com; 'loopback' = http(s)://localhost or a loopback address on "
-                            "any port; '*' = any); others get a 403 (LLMSIM_CORS_ORIGINS)")
+                            "any port, for the API only (the admin API, dashboard and WebSockets take named origins "
+                            "only); '*' = any); others get a 403 (LLMSIM_CORS_ORIGINS)")
     serve.add_argument("--faults", type=Path, default=_env("faults", None),
                        help="YAML/JSON file of fault rules and rate limits (LLMSIM_FAULTS)")
     serve.add_argument("--fault", action="append", default=None,
@@ -254,7 +314,31 @@ def build_parser() -> argparse.ArgumentParser:
     fit = profile_commands.add_parser("fit", help="fit each model's timing from recorded cassettes")
     fit.add_argument("cassettes", type=Path, metavar="DIR")
     fit.add_argument("-o", "--output", type=Path, required=True, metavar="FILE.yaml")
+    mlx = commands.add_parser("mlx", help="work with the mlx backend's models")
+    mlx_commands = mlx.add_subparsers(dest="action", required=True)
+    tiny = mlx_commands.add_parser("tiny", help="build a tiny random-weight qwen2 model (no download) in DIR, to try "
+                                                "--backend mlx with; it writes random words")
+    tiny.add_argument("dir", type=Path, metavar="DIR")
+    tiny.add_argument("--seed", type=_number(int), default=0, help="the weights' random seed")
     return parser
+
+
+def tiny_model_command(path: Path, seed: int) -> int:
+    """`llmsim mlx tiny DIR`: the random model the tests use (llmsim/backends/mlx/fixture.py), for a newcomer
+    without Apple hardware or a downloaded model; one line on success, one on failure (exit status 2)."""
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        print(f"llmsim: {path}: exists and is not an empty directory", file=sys.stderr)
+        return 2
+    try:
+        from llmsim.backends.mlx.fixture import build_random_model
+
+        path.mkdir(parents=True, exist_ok=True)
+        build_random_model(path, "tiny", seed)
+    except ImportError as error:
+        print(f"llmsim: the mlx backend is not installed ({error.name}): pip install 'llmsim[mlx]'", file=sys.stderr)
+        return 2
+    print(f"built a tiny random model in {path}: llmsim serve --backend mlx --model tiny={path}")
+    return 0
 
 
 # `serve --help` by topic. A flag named in no topic is listed last, under "other options": add it to one here.
@@ -267,7 +351,7 @@ TOPICS: dict[str, tuple[str, ...]] = {
                    "--text-mode", "--tool-call-rate"),
     "chaos: faults, rate limits, scenarios": ("--faults", "--fault", "--rpm", "--tpm", "--itpm", "--otpm",
                                                "--scenario"),
-    "store": ("--store", "--store-max-entries", "--store-ttl"),
+    "store": ("--store", "--store-max-entries", "--store-ttl", "--store-min-free"),
     "mlx backend": ("--model", "--allow-download", "--trust-remote-code", "--decode-concurrency",
                     "--prompt-concurrency"),
     "proxy, record and replay": ("--upstream", "--upstream-api-key-env", "--upstream-keyless", "--record",
@@ -310,6 +394,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         store=str(args.store),
         store_max_entries=int(args.store_max_entries),
         store_ttl_seconds=float(args.store_ttl),
+        store_min_free_mb=float(args.store_min_free),
         api_key=args.api_key or None,
         admin_key=args.admin_key or None,
         allowed_hosts=list(args.allowed_hosts),
@@ -384,6 +469,8 @@ def main(argv: list[str] | None = None) -> int:
         from llmsim.backends.fit import fit_command
 
         return fit_command(args.cassettes, args.output)
+    if args.command == "mlx":
+        return tiny_model_command(args.dir, int(args.seed))
     settings = settings_from_args(args)
     checks = preflight.start(settings)  # in a child, while this process imports gunicorn
     from llmsim.server import serve

@@ -42,6 +42,7 @@ class Settings:
     store: str = "memory"  # or sqlite:///path.db
     store_max_entries: int = 1024
     store_ttl_seconds: float = 3600.0
+    store_min_free_mb: float = 64.0  # SQLite: /llmsim/health reports the disk's free space below this
     api_key: str | None = None  # comma-separated for several keys, each its own scope for stored objects
     admin_key: str | None = None
     allowed_hosts: list[str] = field(default_factory=list)  # Host names beyond loopback's (llmsim/api/guard.py)

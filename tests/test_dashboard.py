@@ -65,7 +65,7 @@ def test_dashboard_shows_live_traffic_and_controls_faults(
     expect(page.locator("#k-faults")).to_have_text("1")
     expect(page.locator("#k-rps-sub")).to_have_text("3 finished")
     expect(page.locator("#legend")).to_contain_text("gpt-4o-mini")
-    expect(page.locator("#ttft-compare")).to_contain_text("(2 streams)")
+    expect(page.locator("#ttft-compare")).to_contain_text("(2 requests)")
     bars = page.eval_on_selector_all("#hist-ttft rect.bar", "bars => bars.map(b => Number(b.dataset.count))")
     assert sum(bars) == 2  # the two streams' TTFT, drawn
     expect(page.locator("#ttft-compare")).to_contain_text("profile p50")
@@ -134,6 +134,39 @@ def test_dashboard_asks_for_the_admin_key(start_server: Callable[..., ServerProc
     expect(page.locator("#login")).to_be_hidden()
     expect(page.locator("#requests tbody tr")).to_have_count(1)
     expect(page.locator("#live")).to_have_class(re.compile(r"^live$"))
+
+
+DRAWN = """() => {  // per series: its points all numbers, and how many canvas pixels have its colour
+  const plot = charts["chart-rps"].plot;
+  const ctx = plot.ctx, {width, height} = ctx.canvas, pixels = ctx.getImageData(0, 0, width, height).data;
+  return plot.series.slice(1).map((series, i) => {
+    const hex = series._stroke || series.stroke, rgb = [1, 3, 5].map((k) => parseInt(hex.slice(k, k + 2), 16));
+    let painted = 0;
+    for (let p = 0; p < pixels.length; p += 4)
+      if ([0, 1, 2].every((c) => Math.abs(pixels[p + c] - rgb[c]) < 8)) painted++;
+    return {label: series.label, finite: plot.data[i + 1].every(Number.isFinite), painted};
+  });
+}"""
+
+
+def test_the_requests_per_second_chart_draws_every_model_that_came_later(
+        start_server: Callable[..., ServerProcess], sdk_client: Callable[..., openai.OpenAI], page: Page) -> None:
+    """Issue 46, item 7: a model is in the page's counts only from its first request; before, `undefined - 0` made
+    its rate NaN, and one NaN emptied its series: the chart stayed blank under the traffic of several models."""
+    server = start_server()
+    client = sdk_client(server)
+    client.responses.create(model="gpt-4o-mini", input="Hi")
+    page.goto(f"{server.url}/llmsim/ui")
+    expect(page.locator("#k-rps-sub")).to_have_text("1 finished")
+    expect_soon(lambda: page.evaluate("history.length") >= 3)  # points where the later models are not yet counted
+    for model in ("gpt-4o", "gpt-4.1", "gpt-4.1", "gpt-4.1"):  # rates apart: lines that do not cover each other
+        client.responses.create(model=model, input="Hi")
+    expect(page.locator("#k-rps-sub")).to_have_text("5 finished")
+    expect_soon(lambda: page.evaluate("charts['chart-rps'].plot.series.length") == 4)
+    series = page.evaluate(DRAWN)
+    assert sorted(s["label"] for s in series) == ["gpt-4.1", "gpt-4o", "gpt-4o-mini"]
+    assert all(s["finite"] for s in series), series
+    assert all(s["painted"] > 20 for s in series), series  # each model's line is on the canvas
 
 
 def test_dashboard_keeps_its_charts_across_a_reload_and_shows_a_cut_stream_as_a_fault(

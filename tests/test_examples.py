@@ -5,11 +5,16 @@ from __future__ import annotations
 import ast
 import os
 import re
+import signal
 import struct
 import subprocess
 import sys
+import time
 import tomllib
 from pathlib import Path
+
+import httpx
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -55,3 +60,32 @@ def test_dashboard_demo_makes_traffic_and_a_screenshot(tmp_path: Path) -> None:
     header = picture.read_bytes()[:24]
     assert header[:8] == b"\x89PNG\r\n\x1a\n"
     assert struct.unpack(">II", header[16:24]) == (1920, 1080)
+
+
+def test_killing_the_dashboard_demo_stops_its_server_too() -> None:
+    """Issue 46, item 8: `kill PID` ended the script and left its server running under PID 1."""
+    demo = subprocess.Popen([sys.executable, str(EXAMPLES / "dashboard_demo.py")], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    children: list[str] = []
+    try:
+        assert demo.stdout is not None
+        line = demo.stdout.readline()
+        assert line.startswith("dashboard: http://127.0.0.1:"), line
+        url = line.split()[1].removesuffix("/llmsim/ui")
+        children = Path(f"/proc/{demo.pid}/task/{demo.pid}/children").read_text().split()
+        assert children, "the demo runs its server as its child"
+        demo.send_signal(signal.SIGTERM)
+        assert demo.wait(timeout=30) == 128 + signal.SIGTERM
+        for pid in children:
+            deadline = time.monotonic() + 15
+            while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert not Path(f"/proc/{pid}").exists(), f"the server {pid} outlived the demo"
+        with pytest.raises(httpx.ConnectError):
+            httpx.get(f"{url}/llmsim/health", timeout=2)
+    finally:
+        if demo.poll() is None:
+            demo.kill()
+        for pid in children:  # an orphan left by a failure here is ended, not left to the machine
+            if Path(f"/proc/{pid}").exists():
+                os.kill(int(pid), signal.SIGKILL)

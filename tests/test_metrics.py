@@ -34,6 +34,12 @@ models:
       prefill_tokens_per_s: 1000000000
       reasoning_tokens_per_s: 1000
     pricing: {input: 1.0, output: 2.0}
+  - id: json-timing
+    timing:
+      ttft_ms: {kind: normal, mean: 300, stddev: 0}
+      itl_ms: {kind: normal, mean: 100, stddev: 0}
+      prefill_tokens_per_s: 1000000000
+      reasoning_tokens_per_s: 1000
   - id: slow-model
     timing:
       ttft_ms: {kind: normal, mean: 60000, stddev: 0}
@@ -139,7 +145,8 @@ def test_values_are_exact_across_two_workers(start_server: Callable[..., ServerP
     assert value(samples, "vllm:request_generation_tokens_sum", **mini) == expected["mini_output"]
     assert value(samples, "llmsim_cost_usd_total", **gpt4o) == pytest.approx(expected["4o_cost"], abs=1e-6)
     assert value(samples, "vllm:time_to_first_token_seconds_count", **mini) == 3 * rounds
-    assert value(samples, "vllm:time_to_first_token_seconds_count", **gpt4o) == 0  # not streamed
+    assert value(samples, "vllm:time_to_first_token_seconds_count", **gpt4o) == 2 * rounds  # not streamed: counted
+    assert value(samples, "vllm:inter_token_latency_seconds_count", **gpt4o) == 0  # ... but they have no gaps
     assert value(samples, "vllm:inter_token_latency_seconds_count", **mini) == deltas
     assert value(samples, "vllm:e2e_request_latency_seconds_count", **gpt4o) == 2 * rounds
     for model in ("gpt-4o-mini", "gpt-4o", "gpt-4.1", "gpt-4.1-mini"):
@@ -180,6 +187,21 @@ def test_ttft_and_itl_are_what_the_client_saw(timed_server: ServerProcess,
     assert value(samples, "vllm:time_to_first_token_seconds_bucket", le="1.0", **labels) == 1  # the first only
     assert value(samples, "vllm:time_to_first_token_seconds_bucket", le="1.25", **labels) == 2
     assert value(samples, "vllm:time_to_first_token_seconds_count", **labels) == 2
+
+
+def test_a_json_answers_first_token_is_timed_when_it_was_made(timed_server: ServerProcess,
+                                                             sdk_client: Callable[..., openai.OpenAI]) -> None:
+    """Issue 46, item 14: vLLM's TTFT counts every request; a non-streamed one's first token is timed when it was
+    made (300 ms here), not when the whole answer left (after 15 more tokens 100 ms apart)."""
+    response = sdk_client(timed_server).responses.create(model="json-timing", input="Hi", max_output_tokens=16)
+    assert response.usage is not None and response.usage.output_tokens == 16
+    samples = scrape(timed_server)
+    labels = {"model_name": "json-timing"}
+    assert value(samples, "vllm:time_to_first_token_seconds_count", **labels) == 1
+    assert value(samples, "vllm:time_to_first_token_seconds_bucket", le="0.25", **labels) == 0
+    assert value(samples, "vllm:time_to_first_token_seconds_bucket", le="1.0", **labels) == 1
+    assert value(samples, "vllm:e2e_request_latency_seconds_bucket", le="1.0", **labels) == 0  # 1.8 s
+    assert value(samples, "vllm:inter_token_latency_seconds_count", **labels) == 0
 
 
 def test_real_rate_limits_are_counted(start_server: Callable[..., ServerProcess],

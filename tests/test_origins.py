@@ -135,6 +135,64 @@ def test_a_page_on_an_allowed_origin_reads_the_api_through_cors(
     assert results == {"status": "completed", "done": True}  # preflighted (JSON, Authorization), then read
 
 
+NEIGHBOUR = """<!doctype html><html><body><script>
+const target = "%(target)s";
+window.results = {};
+async function status(path, options) {
+  try { return (await fetch(target + path, options)).status; } catch (e) { return "blocked"; }
+}
+async function probe() {
+  results.log = await status("/llmsim/admin/requests");
+  results.state = await status("/llmsim/ui/api/state");
+  results.faults = await status("/llmsim/admin/faults", {method: "PUT", headers: {"Content-Type": "application/json"},
+                                                         body: JSON.stringify({faults: []})});
+  try {  // a simple request: no preflight, the answer opaque, but the pause would land
+    await fetch(target + "/llmsim/admin/faults/pause", {method: "POST", mode: "no-cors"});
+  } catch (e) {}
+  results.api = await status("/v1/models");
+  results.ws = await new Promise((resolve) => {
+    const ws = new WebSocket(target.replace("http", "ws") + "/v1/responses");
+    ws.onopen = () => ws.send(JSON.stringify({type: "response.create", model: "gpt-4o", input: "hi"}));
+    ws.onmessage = (m) => { if (JSON.parse(m.data).type === "response.completed") resolve("read"); };
+    ws.onerror = () => resolve("error");
+    setTimeout(() => resolve("timeout"), 10000);
+  });
+  results.done = true;
+}
+probe();
+</script></body></html>"""
+
+
+@pytest.mark.parametrize("named", [False, True], ids=["default", "named-origin"])
+def test_a_page_on_another_localhost_port_reaches_only_the_api_unless_named(
+        start_server: Start, browser: Browser, pages: tuple[int, dict[str, str]], named: bool) -> None:
+    """Issue 46, item 1: the loopback default let any local page read the request log, pause faults and read an
+    answer over a WebSocket; now only the API answers it, and --cors-origins naming its origin opens the rest."""
+    port, served = pages
+    page_origin = f"http://localhost:{port}"
+    flags = ("--cors-origins", f"loopback,{page_origin}") if named else ()
+    server = start_server("--fault", "500;models=nothing-matches", *flags)
+    httpx.post(f"{server.base_url}/responses", json={"model": "gpt-4o", "input": "a private prompt"}).raise_for_status()
+    served["/neighbour"] = NEIGHBOUR % {"target": server.url}
+    context = browser.new_context()
+    page = context.new_page()
+    try:
+        page.goto(f"{page_origin}/neighbour")
+        page.wait_for_function("window.results && window.results.done", timeout=30_000)
+        results = page.evaluate("window.results")
+    finally:
+        context.close()
+    assert results["api"] == 200  # the API keeps loopback CORS
+    if named:
+        assert results == {"log": 200, "state": 200, "faults": 200, "api": 200, "ws": "read", "done": True}
+        return
+    assert results == {"log": "blocked", "state": "blocked", "faults": "blocked", "api": 200, "ws": "error",
+                       "done": True}
+    faults = httpx.get(f"{server.url}/llmsim/admin/faults").json()
+    assert [rule["kind"] for rule in faults["faults"]] == ["server_error"]  # neither replaced nor paused
+    assert len(httpx.get(f"{server.url}/llmsim/admin/requests").json()["data"]) == 1  # ours: the socket made none
+
+
 def raw(port: int, method: str, path: str, host: str, body: bytes = b"",
         headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
     """One request with the `Host` header as given (DNS rebinding: the browser names the attacker's host)."""

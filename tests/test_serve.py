@@ -166,13 +166,35 @@ def test_a_port_in_use_is_one_line_and_exit_2(monkeypatch: pytest.MonkeyPatch,
                                        "or choose another port\n")
 
 
-def test_a_bad_environment_variable_names_its_flag(monkeypatch: pytest.MonkeyPatch,
-                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setenv("LLMSIM_WORKERS", "0")
+BAD_VARIABLES = [("LLMSIM_WORKERS", "0", "expected an integer from 1 to 256, got '0'"),
+                 ("LLMSIM_SPEED", "abc", "speed must be 0 or a number from 0.01 to 10000, got 'abc'"),
+                 ("LLMSIM_BACKEND", "gpt", "invalid choice: 'gpt' (choose from 'sim', 'mlx', 'proxy', 'replay')")]
+
+
+@pytest.mark.parametrize(("variable", "value", "message"), BAD_VARIABLES, ids=[v for v, _, _ in BAD_VARIABLES])
+def test_a_bad_environment_variable_is_named_not_its_flag(variable: str, value: str, message: str,
+                                                          monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 46, item 11: the flag was not given, so the message names where the value came from."""
+    monkeypatch.setenv(variable, value)
     with pytest.raises(SystemExit) as exit_:
         cli.build_parser().parse_args(["serve"])
     assert exit_.value.code == 2
-    assert capsys.readouterr().err.startswith("llmsim: --workers: expected an integer from 1 to 256, got '0'")
+    assert capsys.readouterr().err == f"llmsim: {variable}: {message} (see llmsim serve --help)\n"
+    with pytest.raises(SystemExit):  # the same value given as the flag still names the flag
+        cli.build_parser().parse_args(["serve", f"--{variable[7:].lower().replace('_', '-')}", value])
+    assert capsys.readouterr().err.startswith(f"llmsim: --{variable[7:].lower().replace('_', '-')}: {message}")
+
+
+@pytest.mark.parametrize(("typed", "meant"), [(["--sped", "0"], "--speed"), (["--hots=x"], "--host"),
+                                             (["--portt", "1", "--storr", "x"], "--port or --store")])
+def test_an_unknown_flag_gets_did_you_mean(typed: list[str], meant: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        cli.build_parser().parse_args(["serve", *typed])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("llmsim: unrecognized arguments: ")
+    assert f"; did you mean {meant}? " in err
 
 
 def test_an_empty_upstream_variable_is_unset(monkeypatch: pytest.MonkeyPatch) -> None:

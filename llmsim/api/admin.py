@@ -3,6 +3,7 @@ take JSON only; an API key as admin credential sees only its own requests)."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from flask import Blueprint, current_app, jsonify, request
@@ -59,12 +60,24 @@ PAUSED = "llmsim.paused_faults"  # app extension: the config in force before a p
 @health_bp.get("/health")
 def health() -> ResponseReturnValue:
     """ok; a 503 while a shared store (Redis) cannot be reached, or the SQLite file cannot be written (full,
-    read-only, locked: `storage_unavailable` with the cause), so a load balancer routes around it."""
+    read-only, locked: `storage_unavailable` with the cause), so a load balancer routes around it. With SQLite,
+    its disk's space too: `degraded` under --store-min-free (still a 200: writes still succeed), and a 503 once
+    a write failed for space, though the probe's small write may still fit."""
     store = services().pipeline.store
     for probe in (getattr(store, "ping", None), getattr(store, "check", None)):
         if probe is not None:
             probe()
-    return jsonify({"status": "ok"})
+    space = getattr(store, "space", None)
+    if space is None:
+        return jsonify({"status": "ok"})
+    disk = space()
+    failed = disk["write_failed_for_space_at"]
+    if failed is not None:
+        error = APIError(f"The response store is unavailable: disk full (a write failed for space "
+                         f"{time.time() - failed:.0f} s ago; {disk['free_bytes']} bytes free).", status=503,
+                         type="server_error", code="storage_unavailable")
+        return jsonify({"status": "degraded", "storage": disk, **error.body()}), 503, {"retry-after": "1"}
+    return jsonify({"status": "degraded" if disk["low_space"] else "ok", "storage": disk})
 
 
 def _config() -> ResponseReturnValue:

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any, get_args
+from typing import Any, TypeVar, get_args
 
 from flask import Blueprint, jsonify, request
 from flask.typing import ResponseReturnValue
 from pydantic import Field
 
 from llmsim import ids
-from llmsim.api.http import int_arg, json_body, owner, services
+from llmsim.api.http import int_arg, json_body, owner, services, strict_params
 from llmsim.errors import APIError, not_found
 from llmsim.responses import schema, translate
+from llmsim.shared import compat
 from llmsim.store import ConversationStore, StoredConversation
 
 bp = Blueprint("conversations", __name__)
@@ -30,6 +31,16 @@ class UpdateConversation(schema.Strict):
 
 class CreateItems(schema.Strict):
     items: list[schema.InputItem]
+
+
+M = TypeVar("M", bound=schema.Strict)
+
+
+def _parse(model: type[M], body: Any) -> tuple[M, dict[str, str]]:
+    """`body` as `model` under the rule /responses follows (llmsim/shared/compat.py): unknown names and enum
+    values dropped and reported in the answer's header, unless strict; and that header."""
+    warnings: list[str] | None = None if strict_params() else []
+    return schema.parse(model, body, warnings), compat.headers(warnings or [])
 
 
 def _store() -> ConversationStore:
@@ -100,11 +111,11 @@ def _new_items(raw: list[Any] | None, history: list[dict[str, Any]]) -> list[dic
 def create() -> ResponseReturnValue:
     body = json_body()
     _check_count(body)
-    params = schema.parse(CreateConversation, body)
+    params, headers = _parse(CreateConversation, body)
     schema.check_metadata(params.metadata)
     conversation = StoredConversation(ids.new("conv"), params.metadata or {}, owner=owner())
     _store().create(conversation, _new_items(params.items, []))
-    return jsonify(conversation.public())
+    return jsonify(conversation.public()), headers
 
 
 @bp.get("/conversations/<conversation_id>")
@@ -115,12 +126,12 @@ def retrieve(conversation_id: str) -> ResponseReturnValue:
 @bp.post("/conversations/<conversation_id>")
 def update(conversation_id: str) -> ResponseReturnValue:
     _conversation(conversation_id)
-    params = schema.parse(UpdateConversation, json_body())
+    params, headers = _parse(UpdateConversation, json_body())
     schema.check_metadata(params.metadata)
     conversation = _store().set_metadata(conversation_id, params.metadata or {})
     if conversation is None:
         raise not_found("Conversation", conversation_id)
-    return jsonify(conversation.public())
+    return jsonify(conversation.public()), headers
 
 
 @bp.delete("/conversations/<conversation_id>")
@@ -136,11 +147,11 @@ def create_items(conversation_id: str) -> ResponseReturnValue:
     include = _include()
     body = json_body()
     _check_count(body)
-    params = schema.parse(CreateItems, body)
+    params, headers = _parse(CreateItems, body)
     items = _new_items(params.items, _items(conversation_id))
     if not _store().add_items(conversation_id, items):
         raise not_found("Conversation", conversation_id)
-    return jsonify(_page([_shown(item, include) for item in items]))
+    return jsonify(_page([_shown(item, include) for item in items])), headers
 
 
 @bp.get("/conversations/<conversation_id>/items")

@@ -4,8 +4,11 @@ A server on loopback is reachable by every web page its user opens. A page may s
 text/plain POST, a form, a WebSocket upgrade) with no CORS preflight, and DNS rebinding lets it read the answers
 by naming its own host. So, as Jupyter does, a request whose `Host` does not name this server, or whose `Origin`
 (which browsers send on every cross-origin request and every WebSocket upgrade) is not allowed, gets a 403 here,
-before routing. It wraps the whole WSGI app, so the lean proxy path (llmsim/api/forward.py) and the WebSocket
-upgrade are covered too. Allowed origins get CORS headers, and their preflights are answered here.
+before routing. Pages on any loopback origin may call the API (a local web app); the admin API, the dashboard and
+WebSocket upgrades are for the page's own origin and the origins named one by one: a page on another local port
+must not read every prompt, set faults, or hold a socket no CORS check covers. It wraps the whole WSGI app, so
+the lean proxy path (llmsim/api/forward.py) and the WebSocket upgrade are covered too. Allowed origins get CORS
+headers, and their preflights are answered here.
 
 Bound beyond loopback (0.0.0.0 in a container, a pod's address), any `Host` is accepted unless `--allowed-hosts`
 names them: the binding asks for remote access, and a container's or Kubernetes service's names are not known
@@ -26,6 +29,7 @@ from llmsim.errors import APIError
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 ANY = "*"
 LOOPBACK = "loopback"  # --cors-origins' name for http(s) origins on localhost or a loopback address, any port
+PRIVATE = "/llmsim/"  # the admin API and the dashboard: same-origin (or named origins) only
 METHODS = "GET, POST, PUT, PATCH, DELETE, OPTIONS"
 PREFLIGHT_MAX_AGE = "600"
 CACHED = 256  # decisions remembered per header
@@ -74,14 +78,17 @@ class Policy:
         # decisions by the header's value: parsing an address costs ~5 µs, a lookup ~0.1 (bounded: the values are
         # the client's to choose)
         self._hosts: dict[str | None, bool] = {}
-        self._origins: dict[tuple[str, str | None], bool] = {}
+        self._origins: dict[tuple[str, str | None, bool], bool] = {}
 
     def host_allowed(self, host: str | None) -> bool:
         return _cached(self._hosts, host, lambda: self._host_allowed(host))
 
-    def origin_allowed(self, origin: str, host: str | None) -> bool:
-        """`origin`: as the browser sent it. The page's own origin (the dashboard's) is always allowed."""
-        return _cached(self._origins, (origin, host), lambda: self._origin_allowed(origin, host))
+    def origin_allowed(self, origin: str, host: str | None, private: bool = False) -> bool:
+        """`origin`: as the browser sent it. The page's own origin (the dashboard's) is always allowed. `private`:
+        the admin API, the dashboard or a WebSocket (which no CORS guards: an open socket reads everything), which
+        only the page's own origin and the origins --cors-origins names one by one (or `*`) may use, never every
+        loopback origin."""
+        return _cached(self._origins, (origin, host, private), lambda: self._origin_allowed(origin, host, private))
 
     def _host_allowed(self, host: str | None) -> bool:
         """No `Host` at all is HTTP/1.0 from a tool, never a browser's."""
@@ -93,14 +100,15 @@ class Policy:
         return is_loopback(name) or any(name == h or h.startswith(".") and (name.endswith(h) or name == h[1:])
                                         for h in self.hosts)
 
-    def _origin_allowed(self, origin: str, host: str | None) -> bool:
+    def _origin_allowed(self, origin: str, host: str | None, private: bool) -> bool:
         origin = origin.strip().rstrip("/").lower()
         scheme, _, netloc = origin.partition("://")
         if scheme not in ("http", "https") or not netloc or (name := _hostname(netloc)) is None:
             return False  # "null" (a sandboxed frame, a file), or not an origin
         if host and netloc == host.lower():
             return True
-        return self.any_origin or origin in self.origins or self.loopback_origins and is_loopback(name)
+        return self.any_origin or origin in self.origins or not private and self.loopback_origins and \
+            is_loopback(name)
 
 
 K = TypeVar("K")
@@ -132,9 +140,13 @@ class Guard:
         origin = environ.get("HTTP_ORIGIN")
         if origin is None:
             return self.wsgi(environ, start_response)
-        if not self.policy.origin_allowed(origin, host):
+        private = environ.get("PATH_INFO", "").startswith(PRIVATE) or \
+            environ.get("HTTP_UPGRADE", "").lower() == "websocket"
+        if not self.policy.origin_allowed(origin, host, private):
             return _refuse(start_response, f"Origin '{origin[:200]}' is not allowed: add it with --cors-origins "
-                                           "to let its pages call this server.", "origin_not_allowed")
+                                           "to let its pages call this server" + (
+                                               " (the admin API, the dashboard and WebSockets: named origins only)"
+                                               if private else "") + ".", "origin_not_allowed")
         cors = [("Access-Control-Allow-Origin", origin), ("Vary", "Origin"),
                 ("Access-Control-Expose-Headers", "*")]
         if environ.get("REQUEST_METHOD") == "OPTIONS" and "HTTP_ACCESS_CONTROL_REQUEST_METHOD" in environ:

@@ -6,11 +6,13 @@ send). Mounted once (not under the API prefixes); the admin key guards it when o
 
 from __future__ import annotations
 
+from typing import Any
+
 from flask import Blueprint, jsonify, request
 from flask.typing import ResponseReturnValue
 
-from llmsim.api.admin import json_writes
-from llmsim.api.http import body_bytes, int_arg, json_body, require_admin_key, services
+from llmsim.api.admin import json_writes, sees_all
+from llmsim.api.http import body_bytes, int_arg, json_body, owner, require_admin_key, services
 from llmsim.chaos import scenarios
 from llmsim.errors import APIError
 
@@ -60,6 +62,19 @@ def reset() -> ResponseReturnValue:
 @bp.get("/transcript")
 def transcript() -> ResponseReturnValue:
     """The requests received since the last load or reset, oldest first, each with the step that answered it
-    (`rules[i]`, `turns[i]`, or null when the simulator did)."""
+    (`rules[i]`, `turns[i]`, or null when the simulator did) and its owner (its API key's scope). An API key
+    sees its own; the admin key (or anyone, on a server without keys) sees all, but a `store: false` body only
+    its owner sees (`request` is null to the others)."""
     limit = int_arg("limit", scenarios.TRANSCRIPT, low=1, high=scenarios.TRANSCRIPT)
-    return jsonify({"object": "list", "data": _player().recent(limit)})
+    mine = owner()
+    if sees_all():
+        entries = _player().recent(limit)
+    else:
+        entries = [e for e in _player().recent(scenarios.TRANSCRIPT) if e.get("owner", "") == mine][-limit:]
+    return jsonify({"object": "list", "data": [_shown(entry, mine) for entry in entries]})
+
+
+def _shown(entry: dict[str, Any], viewer: str) -> dict[str, Any]:
+    request = entry.get("request")
+    unstored = isinstance(request, dict) and request.get("store") is False
+    return {**entry, "request": None} if unstored and entry.get("owner", "") != viewer else entry

@@ -26,6 +26,7 @@ from llmsim.responses.create import Create
 from llmsim.responses.surface import RESPONSES
 from llmsim.runtime import shutdown
 from llmsim.runtime.wsconn import WholeFrames
+from llmsim.shared import compat
 from llmsim.shared.events import dumps
 from llmsim.store import StoredResponse
 
@@ -167,31 +168,36 @@ class Session:
         if not isinstance(generate, bool):
             raise APIError("Invalid type for 'generate': expected a boolean.", param="generate", code="invalid_type")
         body.pop("type")
+        typed = replace(self.asked, body={**body, "stream": True})
         try:
             turn = Create(RESPONSES, recent=self.recent, generate=generate, paced_runs=False, holds=False)
-            answer = orchestrate.create(self.pipeline, turn, replace(self.asked, body={**body, "stream": True}),
-                                        raw=False)
+            answer = orchestrate.create(self.pipeline, turn, typed, raw=False)
         except BaseException as error:
             self.ticket = ticket_of(error) or self.ticket
             raise
         self.ticket = answer.ticket or self.ticket
+        warned = compat.event_fields(typed.warnings)  # what HTTP reports in a header: on the first event
         if answer.relayed is not None:  # proxy, replay: their own events, one after another on this socket
             for _, data in answer.relayed.events or iter([("", dumps(answer.relayed.body))]):
-                self.send(data, stream_id)
+                self.send(data, stream_id, warned)
+                warned = {}
             return
         run = answer.run
         assert run is not None
         events = run.events
         try:
             for _, data in events:
-                self.send(data, stream_id)
+                self.send(data, stream_id, warned)
+                warned = {}
         finally:
             events.close()  # type: ignore[attr-defined]  # a client gone mid-stream stops the backend too
         self.recent = run.record if run.response["status"] != "failed" else None
 
-    def send(self, data: str, stream_id: str | None) -> None:
-        if stream_id is not None:  # echo the lane into the already-serialized event
-            data = f'{data[:-1]},"stream_id":{dumps(stream_id)}}}'
+    def send(self, data: str, stream_id: str | None, fields: dict[str, Any] | None = None) -> None:
+        """`data`, an already-serialized event, with `fields` and the lane's `stream_id` added to it."""
+        extra = {**(fields or {}), **({"stream_id": stream_id} if stream_id is not None else {})}
+        if extra:
+            data = f'{data[:-1]},{dumps(extra)[1:]}'
         self.ws.send(data)
 
 

@@ -67,7 +67,7 @@ class Gate:
         player = self.scenarios
         if player.deferred():  # Redis, no scenario loaded: the admission's own script records the request
             try:
-                directed, scripted_fault = player.direct(prompt, request.body, stream)
+                directed, scripted_fault = player.direct(prompt, request.body, stream, request.owner)
                 admission = check(directed)
             except ScenarioMoved:  # the fleet loaded a scenario as this request came in: it plays that one, below
                 pass
@@ -83,10 +83,10 @@ class Gate:
         try:
             admission = check(prompt)  # the scripted reply changes nothing admission looks at
         except BaseException as error:
-            player.refused(prompt, request.body, error)
+            player.refused(prompt, request.body, error, request.owner)
             raise
         try:
-            directed, scripted_fault = player.direct(prompt, request.body, stream)
+            directed, scripted_fault = player.direct(prompt, request.body, stream, request.owner)
         except BaseException as error:  # a scripted HTTP fault, an exhausted scenario: the request ends here
             attach(error, admission.ticket)
             if admission.on_finish is not None:  # nothing is generated: its reserved tokens go back

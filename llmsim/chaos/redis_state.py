@@ -62,7 +62,7 @@ class _Turns(threading.local):
     """Per greenlet: a request's scenario turn that RedisPlayer.direct left to RedisChaosState.decide to record."""
 
     pending: list[Any] | None = None  # the scenario's gen and the transcript entry's parts
-    request: tuple[Prompt, Any, bool]  # the request's prompt, body and stream flag, to direct it again
+    request: tuple[Prompt, Any, bool, str]  # the request's prompt, body, stream flag and owner, to direct it again
     moved: bool = False  # decide found a scenario loaded since: direct must play it
 
 
@@ -88,8 +88,8 @@ for i = 2, #KEYS do redis.call('DEL', KEYS[i]) end
 return 1
 """
 
-# A transcript entry, as the process's own Player writes it (`mark`: ',"refused":{...}' or nil); the latest `keep`
-# are kept.
+# A transcript entry, as the process's own Player writes it (`model`: the model's JSON and its owner's, `_model`;
+# `mark`: ',"refused":{...}' or nil); the latest `keep` are kept.
 _RECORD = """
 local function record(key, turn, time, model, step, request, keep, mark)
   redis.call('RPUSH', key, '{"index":' .. turn .. ',"time":' .. time .. ',"model":' .. model ..
@@ -429,6 +429,11 @@ return 1
 """
 
 
+def _model(prompt: Prompt, owner: str) -> str:
+    """A transcript entry's model and owner, as the scripts' `record` writes them after `"model":`."""
+    return f'{dumps(prompt.model)},"owner":{dumps(owner)}'
+
+
 class RedisPlayer(Player):
     """A scenario played fleet-wide: one position, one set of rule counts, one transcript."""
 
@@ -467,8 +472,8 @@ class RedisPlayer(Player):
             self._refresh()
         return self.scenario is None
 
-    def refused(self, prompt: Prompt, body: Any, error: BaseException) -> None:
-        self._refused(keys=[SCENARIO, TRANSCRIPT_KEY], args=[repr(time.time()), dumps(prompt.model), dumps(body),
+    def refused(self, prompt: Prompt, body: Any, error: BaseException, owner: str = "") -> None:
+        self._refused(keys=[SCENARIO, TRANSCRIPT_KEY], args=[repr(time.time()), _model(prompt, owner), dumps(body),
                                                              TRANSCRIPT, ',"refused":' + dumps(refusal(error))])
 
     def flush(self, refused: BaseException | None = None) -> None:
@@ -479,7 +484,8 @@ class RedisPlayer(Player):
             return
         _turns.pending = None
         if refused is not None:
-            self.refused(*_turns.request[:2], refused)
+            prompt, body, _, owner = _turns.request
+            self.refused(prompt, body, refused, owner)
             return
         try:
             self._play(*_turns.request)
@@ -495,7 +501,7 @@ class RedisPlayer(Player):
     def recent(self, limit: int) -> list[dict[str, Any]]:
         return [json.loads(entry) for entry in self.client.lrange(TRANSCRIPT_KEY, -limit, -1)]
 
-    def direct(self, prompt: Prompt, body: Any, stream: bool) -> tuple[Prompt, StreamFault | None]:
+    def direct(self, prompt: Prompt, body: Any, stream: bool, owner: str = "") -> tuple[Prompt, StreamFault | None]:
         """With no scenario loaded (as this process last saw), the request's turn is recorded by its admission's
         script (one round trip less), which refuses, doing nothing, if the fleet has loaded one since: the
         request then comes back here (ScenarioMoved) and plays it."""
@@ -503,12 +509,12 @@ class RedisPlayer(Player):
             _turns.moved = False
             self._refresh()
         elif self.scenario is None:
-            _turns.pending = [self._gen, repr(time.time()), dumps(prompt.model), dumps(body), TRANSCRIPT]
-            _turns.request = (prompt, body, stream)
+            _turns.pending = [self._gen, repr(time.time()), _model(prompt, owner), dumps(body), TRANSCRIPT]
+            _turns.request = (prompt, body, stream, owner)
             return play(prompt, None, stream)
-        return self._play(prompt, body, stream)
+        return self._play(prompt, body, stream, owner)
 
-    def _play(self, prompt: Prompt, body: Any, stream: bool) -> tuple[Prompt, StreamFault | None]:
+    def _play(self, prompt: Prompt, body: Any, stream: bool, owner: str) -> tuple[Prompt, StreamFault | None]:
         for _ in range(MAX_STALE):
             scenario = self.scenario
             rules: list[Any] = []
@@ -518,7 +524,7 @@ class RedisPlayer(Player):
                           ",".join(map(str, turns)) or "-1" if turns is not None else ""]
             result = self._direct(keys=[SCENARIO, FIRED, TRANSCRIPT_KEY], args=[
                 self._gen, len(scenario.rules) if scenario else 0, len(scenario.turns) if scenario else 0,
-                scenario.on_exhausted if scenario else "", repr(time.time()), dumps(prompt.model), dumps(body),
+                scenario.on_exhausted if scenario else "", repr(time.time()), _model(prompt, owner), dumps(body),
                 TRANSCRIPT, *rules])
             if result[0] == b"ok":
                 break

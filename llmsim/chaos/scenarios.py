@@ -241,22 +241,24 @@ class Player:
         with self._lock:
             return self.transcript.entries()[-limit:]
 
-    def direct(self, prompt: Prompt, body: Any, stream: bool) -> tuple[Prompt, StreamFault | None]:
+    def direct(self, prompt: Prompt, body: Any, stream: bool, owner: str = "") -> tuple[Prompt, StreamFault | None]:
         """The prompt with its scripted reply, and a scripted stream fault to apply; a scripted HTTP fault or
-        an exhausted `error` scenario raises. Every request is recorded, scenario or not."""
+        an exhausted `error` scenario raises. Every request is recorded, scenario or not, with its `owner` (the
+        scope of its API key, llmsim/api/http.py `owner`): the transcript shows a key only its own."""
         with self._lock:
             turn = self.requests
             self.requests += 1
             step, reply = self._pick(prompt, turn)
-            self.transcript.append({"index": turn, "time": time.time(), "model": prompt.model, "step": step}, body)
+            self.transcript.append({"index": turn, "time": time.time(), "model": prompt.model, "owner": owner,
+                                    "step": step}, body)
         return play(prompt, reply, stream)
 
-    def refused(self, prompt: Prompt, body: Any, error: BaseException) -> None:
+    def refused(self, prompt: Prompt, body: Any, error: BaseException, owner: str = "") -> None:
         """A request refused before generation (a fault, a rate limit): recorded, marked, at the turn it did not
         take; the scenario does not move (its retry gets the reply it would have had)."""
         with self._lock:
-            self.transcript.append({"index": self.requests, "time": time.time(), "model": prompt.model, "step": None,
-                                    "refused": refusal(error)}, body)
+            self.transcript.append({"index": self.requests, "time": time.time(), "model": prompt.model,
+                                    "owner": owner, "step": None, "refused": refusal(error)}, body)
 
     def deferred(self) -> bool:
         """Whether the request's admission records its turn (Redis with no scenario loaded); here, never."""

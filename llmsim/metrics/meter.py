@@ -65,6 +65,7 @@ class Meter:
         self.at_edge = False
         self.paced: Any = None  # the last paced TextRun (llmsim/timing/pacing.py), sent chunk by chunk
         self.closed = False
+        self.first_made: float | None = None  # when the backend gave the first token: a JSON answer's first token
 
     def deltas(self, deltas: Iterator[Any]) -> Iterator[Any]:
         try:
@@ -72,7 +73,10 @@ class Meter:
                 if isinstance(delta, Finish):
                     self.usage.append(delta)
                 else:
-                    self.streamed_tokens += getattr(delta, "tokens", 0)
+                    tokens = getattr(delta, "tokens", 0)
+                    if tokens and self.first_made is None:
+                        self.first_made = time.perf_counter()
+                    self.streamed_tokens += tokens
                     if getattr(delta, "pace", None) is not None:
                         self.paced = delta
                 yield delta
@@ -167,13 +171,15 @@ class Meter:
         m, series = self.metrics, self.series
         end = time.perf_counter()
         series.e2e.observe(end - self.started)
+        if not self.stream:  # vLLM times every request's first token, a JSON answer's too: when it was made (a
+            first = self.first_made or (end if self.usage else None)  # relayed answer: when it came, whole)
         ttft = None
-        if self.stream and first is not None:
+        if first is not None:
             ttft = first - self.started
             series.ttft.observe(ttft)
-            if gaps is not None and gaps.values:
-                gaps.write(series.itl)
-                series.tpot.observe((last - first) / len(gaps.values))
+        if self.stream and first is not None and gaps is not None and gaps.values:
+            gaps.write(series.itl)
+            series.tpot.observe((last - first) / len(gaps.values))
         reason = FINISHED.get(self.usage[-1].reason, "abort") if self.usage else "abort"
         prompt, output, reasoning, cached = self._tokens()
         series.success(reason).inc()

@@ -78,7 +78,7 @@ class Metrics:
                              "--max-num-seqs, or the model's concurrency).", model, registry=r,
                              multiprocess_mode="livesum")
         self.ttft = Histogram("vllm:time_to_first_token_seconds", "Time to first token, from admission to the "
-                              "first token written to the client (streams).", model, registry=r,
+                              "first token written to the client (streams) or made (JSON answers).", model, registry=r,
                               buckets=TTFT_BUCKETS)
         self.itl = Histogram("vllm:inter_token_latency_seconds", "Time between tokens written to the client "
                              "(streams).", model, registry=r, buckets=ITL_BUCKETS)

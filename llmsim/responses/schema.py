@@ -178,33 +178,6 @@ class OtherItem(Open):
     id: str | None = None
 
 
-ITEM_TAGS = {"message", "function_call", "function_call_output", "reasoning", "item_reference", "other"}
-
-
-def _item_tag(value: Any) -> str | None:
-    if not isinstance(value, dict):
-        return None
-    kind = value.get("type")
-    if not isinstance(kind, str | None):
-        return None  # reported as an invalid type, not matched against the tags
-    if kind is None:
-        return "message" if "role" in value else "item_reference" if "id" in value else None
-    if kind in OTHER_ITEM_TYPES:
-        return "other"
-    return kind if kind in ITEM_TAGS else None
-
-
-InputItem = Annotated[
-    Annotated[Message, Tag("message")]
-    | Annotated[FunctionCall, Tag("function_call")]
-    | Annotated[FunctionCallOutput, Tag("function_call_output")]
-    | Annotated[Reasoning, Tag("reasoning")]
-    | Annotated[ItemReference, Tag("item_reference")]
-    | Annotated[OtherItem, Tag("other")],
-    Discriminator(_item_tag, custom_error_type="invalid_item", custom_error_message="Invalid input item"),
-]
-
-
 # --- tools and configuration -------------------------------------------------------------------
 
 
@@ -277,6 +250,20 @@ class CustomTool(Strict):
     async_: bool | None = Field(None, alias="async")
 
 
+class ImageMask(Strict):
+    file_id: str | None = None
+    image_url: str | None = None
+
+
+class SvgReasoning(Strict):
+    effort: Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"] | None = None
+
+
+class SvgOptions(Strict):
+    model: str | None = None
+    reasoning: SvgReasoning | None = None
+
+
 class ImageGenerationTool(Strict):
     type: Literal["image_generation"]
     action: Literal["generate", "edit", "auto"] | None = None
@@ -285,7 +272,7 @@ class ImageGenerationTool(Strict):
     frame_count: int | None = Field(None, ge=1)
     frame_duration_ms: int | None = Field(None, ge=1)
     input_fidelity: Literal["high", "low"] | None = None
-    input_image_mask: dict[str, str] | None = None
+    input_image_mask: ImageMask | None = None
     model: str | None = None
     moderation: Literal["auto", "low"] | None = None
     output_compression: int | None = Field(None, ge=0, le=100)
@@ -293,15 +280,45 @@ class ImageGenerationTool(Strict):
     partial_images: int | None = Field(None, ge=0, le=3)
     quality: Literal["low", "medium", "high", "xhigh", "max", "auto"] | None = None
     size: str | None = None
-    svg: dict[str, Any] | None = None
+    svg: SvgOptions | None = None
+
+
+class ComparisonFilter(Strict):
+    type: Literal["eq", "ne", "gt", "gte", "lt", "lte", "in", "nin"]
+    key: str
+    value: str | float | bool | list[str | float]
+
+
+class CompoundFilter(Strict):
+    type: Literal["and", "or"]
+    filters: list[ComparisonFilter | dict[str, Any]]  # the SDK's `Union[ComparisonFilter, object]`
+
+
+def _filter_tag(value: Any) -> str:
+    return "CompoundFilter" if isinstance(value, dict) and value.get("type") in ("and", "or") else "ComparisonFilter"
+
+
+Filters = Annotated[Annotated[ComparisonFilter, Tag("ComparisonFilter")] | Annotated[CompoundFilter,
+                    Tag("CompoundFilter")], Discriminator(_filter_tag)]
+
+
+class HybridSearch(Strict):
+    embedding_weight: float
+    text_weight: float
+
+
+class RankingOptions(Strict):
+    hybrid_search: HybridSearch | None = None
+    ranker: Literal["auto", "default-2024-11-15"] | None = None
+    score_threshold: float | None = None
 
 
 class FileSearchTool(Strict):
     type: Literal["file_search"]
     vector_store_ids: list[str]
-    filters: dict[str, Any] | None = None
+    filters: Filters | None = None
     max_num_results: int | None = Field(None, ge=1, le=50)
-    ranking_options: dict[str, Any] | None = None
+    ranking_options: RankingOptions | None = None
 
 
 class WebSearchFilters(Strict):
@@ -327,11 +344,30 @@ class WebSearchTool(Strict):
     user_location: UserLocation | None = None
 
 
+class NetworkPolicyDisabled(Strict):
+    type: Literal["disabled"]
+
+
+class DomainSecret(Strict):
+    domain: str
+    name: str
+    value: str
+
+
+class NetworkPolicyAllowlist(Strict):
+    type: Literal["allowlist"]
+    allowed_domains: list[str]
+    domain_secrets: list[DomainSecret] | None = None
+
+
+NetworkPolicy = Annotated[NetworkPolicyDisabled | NetworkPolicyAllowlist, Field(discriminator="type")]
+
+
 class ContainerAuto(Strict):
     type: Literal["auto"]
     file_ids: list[str] | None = None
     memory_limit: Literal["1g", "4g", "16g", "64g"] | None = None
-    network_policy: dict[str, Any] | None = None
+    network_policy: NetworkPolicy | None = None
 
 
 class CodeInterpreterTool(Strict):
@@ -340,16 +376,116 @@ class CodeInterpreterTool(Strict):
     allowed_callers: Callers = None
 
 
-# Built-in tools whose configuration the simulator reads: validated field by field as the real API does.
+class SkillReference(Strict):
+    type: Literal["skill_reference"]
+    skill_id: str
+    version: str | None = None
+
+
+class InlineSkillSource(Strict):
+    type: Literal["base64"]
+    data: str
+    media_type: Literal["application/zip"]
+
+
+class InlineSkill(Strict):
+    type: Literal["inline"]
+    name: str
+    description: str
+    source: InlineSkillSource
+
+
+class LocalSkill(Strict):
+    name: str
+    description: str
+    path: str
+
+
+class ShellContainerAuto(Strict):
+    type: Literal["container_auto"]
+    file_ids: list[str] | None = None
+    memory_limit: Literal["1g", "4g", "16g", "64g"] | None = None
+    network_policy: NetworkPolicy | None = None
+    skills: list[Annotated[SkillReference | InlineSkill, Field(discriminator="type")]] | None = None
+
+
+class ShellLocal(Strict):
+    type: Literal["local"]
+    skills: list[LocalSkill] | None = None
+
+
+class ShellContainerReference(Strict):
+    type: Literal["container_reference"]
+    container_id: str
+
+
+class ShellTool(Strict):
+    type: Literal["shell"]
+    allowed_callers: Callers = None
+    environment: Annotated[ShellContainerAuto | ShellLocal | ShellContainerReference,
+                           Field(discriminator="type")] | None = None
+
+
+class TypeOnlyTool(Strict):
+    """Tools configured by their type alone."""
+
+    type: Literal["computer", "local_shell", "programmatic_tool_calling"]
+
+
+class ComputerUsePreviewTool(Strict):
+    type: Literal["computer_use_preview"]
+    display_height: int
+    display_width: int
+    environment: Literal["windows", "mac", "linux", "ubuntu", "browser"]
+
+
+class ApplyPatchTool(Strict):
+    type: Literal["apply_patch"]
+    allowed_callers: Callers = None
+
+
+class ToolSearchTool(Strict):
+    type: Literal["tool_search"]
+    description: str | None = None
+    execution: Literal["server", "client"] | None = None
+    parameters: Any = None  # a JSON Schema: any JSON value the SDK's `object` allows
+
+
+class NamespaceFunction(Strict):
+    """A function inside a namespace: the SDK's `namespace_tool_param.ToolFunction`."""
+
+    type: Literal["function"]
+    name: str
+    description: str | None = None
+    parameters: Any = None
+    strict: bool | None = None
+    defer_loading: bool | None = None
+    allowed_callers: Callers = None
+    output_schema: dict[str, Any] | None = None
+    async_: bool | None = Field(None, alias="async")
+
+
+class NamespaceTool(Strict):
+    type: Literal["namespace"]
+    name: str
+    description: str
+    tools: list[Annotated[NamespaceFunction | CustomTool, Field(discriminator="type")]]
+
+
+# Built-in tools, every type the SDK declares: validated field by field as the real API does.
 CHECKED_TOOLS: dict[str, type[BaseModel]] = {
     "mcp": McpTool, "custom": CustomTool, "image_generation": ImageGenerationTool, "file_search": FileSearchTool,
     "code_interpreter": CodeInterpreterTool, **{kind: WebSearchTool for kind in (
         "web_search", "web_search_2025_08_26", "web_search_preview", "web_search_preview_2025_03_11")},
+    "shell": ShellTool, "computer_use_preview": ComputerUsePreviewTool, "apply_patch": ApplyPatchTool,
+    "tool_search": ToolSearchTool, "namespace": NamespaceTool,
+    **{kind: TypeOnlyTool for kind in ("computer", "local_shell", "programmatic_tool_calling")},
 }
 
 
 class BuiltinTool(Open):
-    """The other built-in tools (computer, shell, apply_patch, ...): carried through as sent."""
+    """A tool of a type none of CHECKED_TOOLS is: refused with the list of the types there are (every type the SDK
+    declares is checked)."""
 
     type: str
 
@@ -379,6 +515,49 @@ else:
         ],
         Discriminator(_tool_tag),
     ]
+
+
+class AdditionalToolsAgent(Strict):
+    agent_name: str
+
+
+class AdditionalTools(Strict):
+    """Tools declared as an input item (Codex's): the request's tools, checked as `tools` are."""
+
+    type: Literal["additional_tools"]
+    tools: list[Tool]
+    role: Literal["developer"] | None = None
+    id: str | None = None
+    agent: AdditionalToolsAgent | None = None
+
+
+ITEM_TAGS = {"message", "function_call", "function_call_output", "reasoning", "item_reference", "additional_tools",
+             "other"}
+
+
+def _item_tag(value: Any) -> str | None:
+    if not isinstance(value, dict):
+        return None
+    kind = value.get("type")
+    if not isinstance(kind, str | None):
+        return None  # reported as an invalid type, not matched against the tags
+    if kind is None:
+        return "message" if "role" in value else "item_reference" if "id" in value else None
+    if kind in OTHER_ITEM_TYPES and kind != "additional_tools":
+        return "other"
+    return kind if kind in ITEM_TAGS else None
+
+
+InputItem = Annotated[
+    Annotated[Message, Tag("message")]
+    | Annotated[FunctionCall, Tag("function_call")]
+    | Annotated[FunctionCallOutput, Tag("function_call_output")]
+    | Annotated[Reasoning, Tag("reasoning")]
+    | Annotated[ItemReference, Tag("item_reference")]
+    | Annotated[AdditionalTools, Tag("additional_tools")]
+    | Annotated[OtherItem, Tag("other")],
+    Discriminator(_item_tag, custom_error_type="invalid_item", custom_error_message="Invalid input item"),
+]
 
 
 class TextFormatText(Strict):
@@ -449,20 +628,46 @@ class ToolChoiceAllowed(Strict):
     tools: list[ToolRef]
 
 
+class ToolChoiceMcp(Strict):
+    type: Literal["mcp"]
+    server_label: str
+    name: str | None = None
+
+
+class ToolChoiceCustom(Strict):
+    type: Literal["custom"]
+    name: str
+
+
+# Tools a choice names by their type alone (the SDK's ToolChoiceTypes and the shell, apply_patch and programmatic
+# tool calling choices).
+TYPE_ONLY_CHOICES = ("file_search", "web_search_preview", "web_search_preview_2025_03_11", "computer",
+                     "computer_use_preview", "computer_use", "image_generation", "code_interpreter",
+                     "programmatic_tool_calling", "apply_patch", "shell")
+
+
+class ToolChoiceType(Strict):
+    type: Literal[TYPE_ONLY_CHOICES]  # type: ignore[valid-type]  # a tuple of literals, unpacked by Literal
+
+
 class ToolChoiceOther(Open):
-    """Hosted tool types, mcp, custom: carried through as sent."""
+    """A tool type not known here: carried through as sent (it must name an offered tool, toolspec.check_choice)."""
 
     type: str
 
 
+CHOICE_TAGS = {"function", "allowed_tools", "mcp", "custom"}
+
+
 def _choice_tag(value: Any) -> str:
     kind = value.get("type") if isinstance(value, dict) else None
-    return kind if kind in ("function", "allowed_tools") else "other"
+    return kind if kind in CHOICE_TAGS else "type_only" if kind in TYPE_ONLY_CHOICES else "other"
 
 
 ToolChoice = Literal["none", "auto", "required"] | Annotated[
     Annotated[ToolChoiceFunction, Tag("function")] | Annotated[ToolChoiceAllowed, Tag("allowed_tools")]
-    | Annotated[ToolChoiceOther, Tag("other")],
+    | Annotated[ToolChoiceMcp, Tag("mcp")] | Annotated[ToolChoiceCustom, Tag("custom")]
+    | Annotated[ToolChoiceType, Tag("type_only")] | Annotated[ToolChoiceOther, Tag("other")],
     Discriminator(_choice_tag),
 ]
 
@@ -559,9 +764,12 @@ _TAGS = ITEM_TAGS | {"builtin", "function", "other", "input_text", "input_image"
                      "refusal", "text", "json_object", "json_schema", "str", "ConversationRef",
                      # llmsim/chat/schema.py's branches: message roles and chat content parts
                      "system", "developer", "user", "assistant", "tool", "image_url", "input_audio", "file", "custom",
-                     "allowed_tools", "grammar", "McpToolFilter", "McpApprovalFilter", "ContainerAuto", *CHECKED_TOOLS}
+                     "allowed_tools", "grammar", "McpToolFilter", "McpApprovalFilter", "ContainerAuto", *CHECKED_TOOLS,
+                     # tools' own unions: network policies, shell environments, skills, file search filters
+                     "disabled", "allowlist", "container_auto", "local", "container_reference", "skill_reference",
+                     "inline", "ComparisonFilter", "CompoundFilter", "float", "bool", "type_only"}
 _UNION_FIELDS = {"tool_choice", "format", "conversation", "output", "instructions", "allowed_tools",
-                 "require_approval", "container"}
+                 "require_approval", "container", "network_policy", "environment", "filters", "value"}
 _TYPE_NAMES = {
     "string_type": "a string", "int_type": "an integer", "float_type": "a decimal", "bool_type": "a boolean",
     "dict_type": "an object", "model_type": "an object", "list_type": "an array", "model_attributes_type": "an object",

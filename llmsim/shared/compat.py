@@ -3,7 +3,8 @@
 The live API changes faster than any simulator, and a false 400 stops a user dead where a missed 400 only weakens
 a test. So by default an unknown parameter, an unknown field of a known item or content part, and an unknown value
 of a known enum are accepted (dropped: the default applies) and reported: the `x-llmsim-warnings` header, the
-request log (and the dashboard), the pytest handle's `llmsim.warnings`. `--strict-params` (or the
+request log (and the dashboard), the pytest handle's `llmsim.warnings`; in WebSocket mode, which has no header
+per response, the `llmsim_warnings` field of the response's first event. `--strict-params` (or the
 `X-LLMSim-Strict-Params: true` header) gives the live API's 400 for them instead.
 
 Each surface says which names are known to be wrong on it (its `refused`, llmsim/surface.py): another API's
@@ -19,6 +20,7 @@ from typing import Any
 from pydantic_core import ErrorDetails
 
 WARNINGS_HEADER = "x-llmsim-warnings"
+WARNINGS_FIELD = "llmsim_warnings"  # where an answer with no headers of its own (a WebSocket's) lists them
 STRICT_HEADER = "X-LLMSim-Strict-Params"
 MAX_WARNINGS = 20  # per request: bounded, whatever a body holds
 MAX_FORGIVEN = 64  # fields dropped from one body before it is refused as it stands
@@ -80,8 +82,16 @@ def _named(path: list[Any]) -> str:
 
 
 def headers(warnings: list[str]) -> dict[str, str]:
-    """The warnings as one header line (ASCII, bounded); none when there are none."""
+    """The warnings as one header line (bounded); none when there are none. They echo the client's names and
+    values, so every byte a header line may not hold (CR, LF, other controls, non-ASCII) is written as its
+    Python escape (`\\n`, `\\xe9`)."""
     if not warnings:
         return {}
     text = "; ".join(warnings[:MAX_WARNINGS])
-    return {WARNINGS_HEADER: text.encode("ascii", "backslashreplace").decode()[:4000]}
+    return {WARNINGS_HEADER: text.encode("unicode_escape").decode("ascii")[:4000]}
+
+
+def event_fields(warnings: list[str]) -> dict[str, list[str]]:
+    """The warnings as a field of an answer sent without headers of its own (WebSocket mode's first event of a
+    response): a list, each warning as it is (JSON holds any text); none when there are none."""
+    return {WARNINGS_FIELD: warnings[:MAX_WARNINGS]} if warnings else {}

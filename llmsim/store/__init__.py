@@ -109,9 +109,10 @@ def _redis_failure(url: str) -> str:
 
 
 def open_stores(url: str, max_entries: int, ttl_seconds: float,
-                load_replay: Callable[[bytes], Replayable] | None = None) -> Stores:
+                load_replay: Callable[[bytes], Replayable] | None = None, min_free_bytes: int = 0) -> Stores:
     """The stores behind `--store`; every kind applies the same entry and TTL limits. `load_replay`: how a store
-    other processes read (Redis) gets a response's replay back from its `dump` (without it, it keeps the events)."""
+    other processes read (Redis) gets a response's replay back from its `dump` (without it, it keeps the events).
+    `min_free_bytes`: SQLite's disk is reported low on space under it."""
     if is_redis_url(url):
         from llmsim.store.redis_client import Batch, Heartbeat, Scripts, connect
         from llmsim.store.redis_store import RedisConversations, RedisStore
@@ -128,5 +129,5 @@ def open_stores(url: str, max_entries: int, ttl_seconds: float,
         return Stores(MemoryStore(max_entries, ttl_seconds), MemoryConversations(max_entries, ttl_seconds))
     from llmsim.store.sqlite import Database, SQLiteConversations, SQLiteStore
 
-    db = Database(path)
+    db = Database(path, min_free_bytes=min_free_bytes)
     return Stores(SQLiteStore(db, max_entries, ttl_seconds), SQLiteConversations(db, max_entries, ttl_seconds))

@@ -8,6 +8,8 @@ cached in the process: each read goes to the database, so no worker ever sees st
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import sqlite3
 import threading
 import time
@@ -60,11 +62,24 @@ def _dumps(data: Any) -> str:
     return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
 
 
-class Database:
-    """One connection per process, used under a lock (greenlet-aware once gevent has patched threading)."""
+FULL = "disk full"
+REGAINED = 64 * 1024  # bytes: with twice the space free a write failed in, and this much more, there is room again
 
-    def __init__(self, path: str | Path, busy_timeout_s: float = 30.0) -> None:
+
+class Database:
+    """One connection per process, used under a lock (greenlet-aware once gevent has patched threading).
+
+    It watches its disk's space for /llmsim/health: a write that failed for space (SQLite's SQLITE_FULL, which is
+    how it reports ENOSPC) marks the store full until room is made (the health probe's own small write may still
+    fit where a response did not): `min_free_bytes` free, or twice what was free then and REGAINED more. Under
+    `min_free_bytes` free the disk is reported low before any write fails. The mark is this process's; the free
+    space is every worker's to read."""
+
+    def __init__(self, path: str | Path, busy_timeout_s: float = 30.0, min_free_bytes: int = 0) -> None:
         self.path = str(path)
+        self.min_free_bytes = min_free_bytes
+        self.full_since: float | None = None  # when a write last failed for space
+        self.free_then = 0  # ... and the bytes free then
         self._lock = threading.Lock()
         with _unavailable():
             self._conn = sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None,
@@ -85,7 +100,7 @@ class Database:
     def write(self) -> Iterator[sqlite3.Connection]:
         """A write transaction: taken at once (no upgrade deadlocks between processes), committed or rolled back.
         A failure of the storage itself is StorageUnavailable, with its cause."""
-        with self._lock, _unavailable():
+        with self._lock, self._watched(), _unavailable():
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 yield self._conn
@@ -94,6 +109,32 @@ class Database:
                     self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
+
+    @contextmanager
+    def _watched(self) -> Iterator[None]:
+        try:
+            yield
+        except StorageUnavailable as error:
+            if error.cause == FULL:
+                self.full_since, self.free_then = time.time(), self._free() or 0
+            raise
+
+    def _free(self) -> int | None:
+        try:
+            return shutil.disk_usage(os.path.dirname(os.path.abspath(self.path))).free
+        except OSError:
+            return None
+
+    def space(self) -> dict[str, Any]:
+        """The disk as /llmsim/health reports it: free bytes (None when unknown), the threshold, whether it is
+        under it, and when a write failed for space with no room made since (else None)."""
+        free = self._free()
+        low = free is not None and free < self.min_free_bytes
+        if self.full_since is not None and free is not None and \
+                (not low or free >= 2 * self.free_then + REGAINED):
+            self.full_since = None  # room was made since
+        return {"free_bytes": free, "min_free_bytes": self.min_free_bytes, "low_space": low,
+                "write_failed_for_space_at": self.full_since}
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
@@ -118,7 +159,7 @@ class Database:
 
 
 # SQLite's primary result codes that mean the storage, not the request, failed → the cause a client is told.
-_CAUSES = {sqlite3.SQLITE_FULL: "disk full", sqlite3.SQLITE_READONLY: "read-only", sqlite3.SQLITE_BUSY: "locked",
+_CAUSES = {sqlite3.SQLITE_FULL: FULL, sqlite3.SQLITE_READONLY: "read-only", sqlite3.SQLITE_BUSY: "locked",
            sqlite3.SQLITE_LOCKED: "locked", sqlite3.SQLITE_IOERR: "I/O error", sqlite3.SQLITE_CANTOPEN: "cannot open",
            sqlite3.SQLITE_PERM: "read-only"}
 
@@ -173,6 +214,10 @@ class SQLiteStore:
     def check(self) -> None:
         """StorageUnavailable unless the file takes a write now (/llmsim/health)."""
         self.db.check()
+
+    def space(self) -> dict[str, Any]:
+        """The disk's space as /llmsim/health reports it (Database.space)."""
+        return self.db.space()
 
     def put(self, record: StoredResponse) -> None:
         if self.limits.max_entries <= 0:

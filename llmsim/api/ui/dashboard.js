@@ -185,7 +185,7 @@ function renderKpis(state, finished, faults, limited) {
   const itl = mergeHistograms(state.models.map((m) => histogramOf(m, "itl")));
   $("k-ttft").textContent = ms(quantile(ttft, 0.5));
   $("k-itl").textContent = ms(quantile(itl, 0.5));
-  $("k-ttft-sub").textContent = ttft.count ? `p95 ${ms(quantile(ttft, 0.95))}` : "streamed requests";
+  $("k-ttft-sub").textContent = ttft.count ? `p95 ${ms(quantile(ttft, 0.95))}` : "every request";
   $("k-itl-sub").textContent = itl.count ? `p95 ${ms(quantile(itl, 0.95))}` : "streamed requests";
 
   const kinds = Object.entries(faults).filter(([, n]) => n > 0).sort((a, b) => b[1] - a[1]);
@@ -248,7 +248,9 @@ function renderRates() {
     const past = history[Math.min(j, i - 1)];
     const dt = now.t - past.t;
     xs.push(now.t);
-    names.forEach((name, k) => ys[k].push(dt > 0 ? (now.finished[name] - (past.finished[name] || 0)) / dt : 0));
+    // a model is in a point's counts from its first request on: before that it finished 0 (never NaN, which
+    // would empty its whole series)
+    names.forEach((name, k) => ys[k].push(dt > 0 ? ((now.finished[name] || 0) - (past.finished[name] || 0)) / dt : 0));
   }
   plot.setData([xs, ...(names.length ? ys : [xs.map(() => 0)])]);
 }
@@ -285,7 +287,7 @@ function renderHistograms(models) {
     const compare = $(`${key}-compare`);
     compare.innerHTML = "";
     const measured = document.createElement("span");
-    measured.innerHTML = `measured p50 <b></b> · p95 <b></b> <small>(${count(hist.count)} ${key === "ttft" ? "streams" : "gaps"})</small>`;
+    measured.innerHTML = `measured p50 <b></b> · p95 <b></b> <small>(${count(hist.count)} ${key === "ttft" ? "requests" : "gaps"})</small>`;
     measured.querySelectorAll("b")[0].textContent = ms(p50);
     measured.querySelectorAll("b")[1].textContent = ms(p95);
     compare.append(measured);
