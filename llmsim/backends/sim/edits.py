@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 MAX_SCAN_CHARS = 2000
 MAX_FILE_CHARS = 200_000  # of a file's text read back from a tool result
-_PATH = r"(?P<path>[`\"']?(?:[\w.-]+/)*[\w-][\w.-]*\.\w{1,10}[`\"']?)"
+_PATH = r"[`\"']?(?P<path>/?(?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z]\w{0,9})\b[`\"']?"
 _TEXT = r"(?P<text>`[^`\n]+`|\"[^\"\n]+\"|'[^'\n]+'|[^\n]+?)"
 _CREATE = re.compile(r"\b(?:create|make|write|add)\s+(?:a\s+)?(?:new\s+)?(?:file\s+)?(?:called\s+|named\s+)?" + _PATH +
                      r"\s+(?:saying|containing|that says|with(?: the)?(?: contents?| text)?)\s*:?\s*" + _TEXT +
@@ -47,7 +47,7 @@ def _unquote(text: str) -> str:
 
 def requested(request: str) -> Edit | None:
     """The literal edit the request spells out, or None: anything vaguer is not an edit a careful model makes."""
-    text = request.strip()[:MAX_SCAN_CHARS]
+    text = _unquote(request.strip()[:MAX_SCAN_CHARS])  # opencode's `run` sends the message quoted
     if match := _REPLACE.search(text):
         old, new = _unquote(match.group("old")), _unquote(match.group("new"))
         return Edit("replace", _unquote(match.group("path")), new, old) if old and old != new else None
@@ -62,7 +62,7 @@ def paths(request: str) -> list[str]:
     """The file paths a request names ("Read calc.py", "look at `src/app.ts`"), in order, at most four."""
     found = [_unquote(m.group("path")) for m in re.finditer(r"(?<![\w/.@:-])" + _PATH + r"(?![\w/-])",
                                                               request[:MAX_SCAN_CHARS])]
-    return [p for p in dict.fromkeys(found) if not re.fullmatch(r"\d+\.\d+|e\.g|i\.e", p)][:4]
+    return [p for p in dict.fromkeys(found) if not re.fullmatch(r"e\.g|i\.e", p)][:4]
 
 
 def cwd(instructions: str) -> str | None:
