@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from llmsim.backends.sim import agent, edits, hosted, intent, jsongen, shell, toolkind
+from llmsim.backends.sim import agent, edits, hosted, intent, jsongen, mentions, shell, toolkind
 from llmsim.generation import Prompt, Turn, pending
 from llmsim.responses.toolspec import WEB_SEARCH_TYPES
 
@@ -94,12 +94,11 @@ def asked(turns: list[Turn]) -> tuple[str, list[str]]:
 
 
 def question_hints(question: str) -> dict[str, str]:
-    """String values a model would take from the question: the question itself, and the place it names."""
+    """String values a model would take from the question: the question itself, and what it names (a place, a
+    date, numbers, a file path: mentions.py)."""
     text = question.strip()
     hints = dict.fromkeys(("query", "q", "question", "prompt"), text) if text else {}
-    places = re.findall(r"\b(?:in|at|for|from|to|near) ((?:[A-Z][\w'-]+)(?: [A-Z][\w'-]+)*)", text[:2000])
-    if places:
-        hints.update(dict.fromkeys(("city", "location", "place", "town"), places[0]))
+    hints.update(mentions.hints(text))
     return hints
 
 
