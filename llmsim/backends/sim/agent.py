@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from llmsim.backends.sim import edits, shell, toolkind
+from llmsim.backends.sim import edits, larkgen, shell, toolkind
 from llmsim.generation import Turn
 
 PATH_KEYS = ("file_path", "filePath", "path", "file", "filename", "target_file", "absolute_path")
@@ -64,7 +64,8 @@ def plan(tools: list[dict[str, Any]], question: str, turns: list[Turn], instruct
         if call is not None:
             stages.append([call])
     for stage in stages:
-        todo = [p for p in stage if (p.tool.get("name"), _normal(p.text)) not in made]
+        todo = [p for p in stage if (p.tool.get("name"), _normal(p.text)) not in made and
+                (p.tool.get("type") != "custom" or larkgen.accepts(p.tool.get("format") or {}, p.text))]
         if todo:
             return todo
     return []

@@ -102,11 +102,14 @@ def call_arguments(parameters: dict[str, Any] | None, chosen: str, lang: str = "
     if key is None:
         return None
     prop = (schema.get("properties") or {}).get(key) or {}
+    command_line = chosen
     if lang != "shell":
         chosen = program(lang, chosen, description)
     out: dict[str, Any] = {key: ["bash", "-lc", chosen] if prop.get("type") == "array" else chosen}
     for name in schema.get("required") or []:
-        if name not in out:
+        if name in ("description", "justification", "reason", "summary"):  # what the call does, in words
+            out[name] = f"Run `{command_line}`, which only reads"
+        elif name not in out:
             out[name] = _default((schema.get("properties") or {}).get(name) or {})
     return out
 

@@ -15,7 +15,7 @@ from llmsim.backends.sim import shell
 
 Kind = Literal["read", "write", "execute", "meta", "other"]
 
-# Name words, tried in this order: a tool that says it writes is a writer, whatever else its name holds.
+# Name words, tried in this order: one that steers the agent, then one that writes, whatever else its name holds.
 _WRITE = frozenset("write writes edit edits multiedit patch apply_patch str_replace replace create delete remove rm "
                    "move mv rename insert update append overwrite save put upload notebookedit mkdir touch "
                    "cron destroy drop".split())
@@ -53,10 +53,10 @@ def _kind(type_: str, name: str, description: str, keys: str) -> Kind:
     if type_ not in ("function", "custom"):
         return "read"  # web and file search, MCP listings: the hosted tools look things up
     named = set(words(name))
+    if named & _META:  # before the writers: a todo list's `TodoWrite` writes no file
+        return "meta"
     if named & _WRITE:
         return "write"
-    if named & _META:
-        return "meta"
     if shell.is_shell({"type": type_, "name": name, "description": description,
                        "parameters": {"properties": dict.fromkeys(json.loads(keys) if keys else [])}}):
         return "execute"

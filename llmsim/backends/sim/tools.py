@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from llmsim.backends.sim import agent, edits, hosted, intent, jsongen, mentions, shell, toolkind
+from llmsim.backends.sim import agent, edits, hosted, intent, jsongen, larkgen, mentions, shell, toolkind
 from llmsim.generation import Prompt, Turn, pending
 from llmsim.responses.toolspec import WEB_SEARCH_TYPES
 
@@ -394,10 +394,12 @@ class Planner:
     def _custom_input(self, tool: dict[str, Any]) -> str:
         fmt = tool.get("format") or {}
         matching = None
-        if shell.is_shell(tool):
-            return shell.command(self.question)
+        if shell.is_shell(tool):  # in the tool's own language: Codex's `exec` runs JavaScript
+            return shell.program(shell.language(tool), shell.command(self.question), str(tool.get("description") or ""))
         if fmt.get("type") == "grammar" and fmt.get("syntax") == "regex":
             matching = jsongen.from_regex(str(fmt.get("definition", "")), self.rng)
+        elif fmt.get("type") == "grammar" and fmt.get("syntax") == "lark":
+            matching = larkgen.generate(str(fmt.get("definition", "")), self.rng)
         return matching if matching is not None else self.fake.sentence(nb_words=self.rng.randint(4, 10))
 
     def _from_outputs(self, outputs: list[Turn]) -> str:
