@@ -93,9 +93,10 @@ def output_for(call: Call) -> str:
     return "ok"
 
 
-def run(tools: list[dict[str, Any]], request: str, rounds: int = 8, seed: int = 0,
-        tool_choice: str = "auto") -> tuple[list[Call], str | None]:
-    """The calls an agent loop makes against the planner, and its final answer text."""
+def run(tools: list[dict[str, Any]], request: str, rounds: int = 8, seed: int = 0, tool_choice: str = "auto",
+        echo: dict[str, Any] | None = None) -> tuple[list[Call], str | None]:
+    """The calls an agent loop makes against the planner, and its final answer text; `echo`: arguments the
+    client adds to each call it sends back (Claude Code's `replace_all: false`)."""
     turns = [Turn("system", SYSTEM), Turn("user", request)]
     calls: list[Call] = []
     fake = Faker()
@@ -110,7 +111,8 @@ def run(tools: list[dict[str, Any]], request: str, rounds: int = 8, seed: int = 
         for call in made:
             calls.append(call)
             if call.kind == "function_call":
-                turns += [Turn("assistant", call.text, "function_call", call.name, call.call_id),
+                sent = json.dumps({**(echo or {}), **json.loads(call.text)})
+                turns += [Turn("assistant", sent, "function_call", call.name, call.call_id),
                           Turn("tool", output_for(call), "function_call_output", call_id=call.call_id)]
             else:
                 turns += [Turn("assistant", json.dumps({"type": "custom_tool_call", "name": call.name,
@@ -181,6 +183,11 @@ def test_an_append_reads_then_edits_through_the_agents_own_tool(request_text: st
     calls, _ = run(OPENCODE, request_text)
     assert [c.name for c in calls] == ["read", "edit"]
     assert json.loads(calls[1].text)["newString"] == "    return a + b\n# done"
+
+
+def test_an_edit_echoed_back_with_defaults_added_is_not_made_again() -> None:
+    calls, answer = run(CLAUDE_CODE, "add the line # done to calc.py", echo={"replace_all": False})
+    assert [c.name for c in calls] == ["Read", "Edit"] and answer is not None  # once: it was applied 200 times
 
 
 def test_a_new_file_is_written_whole_without_a_read() -> None:

@@ -21,6 +21,7 @@ from llmsim.generation import Turn
 
 PATH_KEYS = ("file_path", "filePath", "path", "file", "filename", "target_file", "absolute_path")
 MAX_READS = 4
+MAX_CALLS = 12  # client-run calls per conversation (as tools.MAX_CALLS): past this, answer with what it has
 _IMAGE = re.compile(r"image|screenshot|photo|picture", re.I)
 
 
@@ -63,12 +64,39 @@ def plan(tools: list[dict[str, Any]], question: str, turns: list[Turn], instruct
         call = _edit_call(writers, edit, current, directory)
         if call is not None:
             stages.append([call])
+    if len(made) >= MAX_CALLS:
+        return []
     for stage in stages:
-        todo = [p for p in stage if (p.tool.get("name"), _normal(p.text)) not in made and
+        todo = [p for p in stage if _find(made, p) is None and
                 (p.tool.get("type") != "custom" or larkgen.accepts(p.tool.get("format") or {}, p.text))]
         if todo:
             return todo
     return []
+
+
+def _find(made: dict[tuple[str | None, str], str], planned: Planned) -> str | None:
+    """The id of the call in the conversation that made `planned`: the same tool, and every argument planned
+    there as planned (a client may echo a call back with its defaults added: Claude Code's `replace_all`)."""
+    name = planned.tool.get("name")
+    exact = made.get((name, _normal(planned.text)))
+    if exact is not None:
+        return exact
+    try:
+        wanted = json.loads(planned.text)
+    except ValueError:
+        return None
+    if not isinstance(wanted, dict):
+        return None
+    for (made_name, text), call_id in made.items():
+        if made_name != name:
+            continue
+        try:
+            sent = json.loads(text)
+        except ValueError:
+            continue
+        if isinstance(sent, dict) and all(sent.get(k) == v for k, v in wanted.items()):
+            return call_id
+    return None
 
 
 def _edit_call(writers: list[dict[str, Any]], edit: edits.Edit, current: str | None, directory: str | None
@@ -93,7 +121,7 @@ def _read_back(path: str, reads: list[Planned], made: dict[tuple[str | None, str
                outputs: dict[str, str]) -> str | None:
     """The text of `path` as a read call of this turn returned it, or None when it is not read yet."""
     for planned in reads:
-        call_id = made.get((planned.tool.get("name"), _normal(planned.text)))
+        call_id = _find(made, planned)
         if call_id is not None and call_id in outputs:
             text = outputs[call_id]
             if text.startswith("Error") or "does not exist" in text[:200] or "not found" in text[:200].lower():

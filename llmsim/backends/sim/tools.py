@@ -292,12 +292,11 @@ class Planner:
             final = [t for t in pool if FINAL_TOOL.match(str(t.get("name") or ""))]
             if final:  # an agent that ends its loop with a final-answer tool (smolagents' ToolCallingAgent)
                 return final[:1]
-        shells = [t for t in pool if t.get("type") in ("function", "custom") and shell.is_shell(t)]
+        shells = [t for t in pool if t.get("type") in ("function", "custom") and toolkind.kind(t) == "execute"]
         if shells and shell.fits(self.question):  # a coding agent's request about its workspace: look first
             return shells[:1]
         query = _words(self.question)
-        safe = [t for t in pool if toolkind.kind(t) not in ("write", "meta")] or \
-            ([t for t in pool if toolkind.kind(t) == "meta"] if mode == "required" else [])
+        safe = [t for t in pool if toolkind.kind(t) != "write"]  # a handoff the user asks for is a meta tool
         ranked = sorted(((s, -i, t) for i, t in enumerate(safe) if (s := _score(query, t)) >= THRESHOLD),
                         key=lambda x: (x[0], x[1]), reverse=True)
         picked = [t for _, _, t in ranked]
@@ -418,7 +417,7 @@ class Planner:
                 item = _loads(turn.text)
                 call_id, text = item.get("call_id"), _output_text(item.get("output", turn.text))
             name, arguments = calls.get(call_id) or (None, "")
-            parts.append(_described(name, arguments, text))
+            parts.append(_described(name, arguments, text).rstrip(". "))
         parts.extend(f"the tool returned {' '.join(text.split())[:400]}" for text in self.observed[-3:])
         return f"Here is what I found: {'; '.join(parts)}. {self._sentence()}"
 
