@@ -2,7 +2,7 @@
 temporary git repository: `opencode run` with a provider whose baseURL is the server (Chat Completions through
 `@ai-sdk/openai-compatible`, bundled with opencode), its config, data and cache in a temporary home, and nothing
 fetched from anywhere else. A read-and-test task reads the file it names and runs one read-only command; the
-turn finishes and the repository is as it was."""
+turn finishes and the repository is as it was; a literal edit goes through its `edit` tool, once."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from agentkit import git, read_only, repo, trajectory
+from agentkit import CALC, git, read_only, repo, trajectory
 from llmsim.pytest_plugin import LLMSim
 from matrix import NODE_DIR
 
@@ -51,3 +51,11 @@ def test_a_read_and_test_task_only_reads_and_finishes(llmsim: LLMSim, tmp_path: 
     assert steps[0].arguments == {"filePath": str(work / "calc.py")}  # the file the request names, no invented offset
     assert "return a + b" in done.stdout + done.stderr and "Here is what I found" in done.stdout + done.stderr
     assert git(work, "status", "--porcelain") == ""  # nothing written, nothing left behind
+
+
+def test_a_literal_edit_reads_then_edits_once(llmsim: LLMSim, tmp_path: Path) -> None:
+    work = repo(tmp_path / "repo")
+    opencode(llmsim, tmp_path, work, "add the line # done to calc.py")
+    assert [step.name for step in trajectory(llmsim.requests)] == ["read", "edit"]
+    assert (work / "calc.py").read_text() == CALC + "# done\n"
+    assert git(work, "status", "--porcelain") == " M calc.py\n"  # nothing else written
