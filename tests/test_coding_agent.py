@@ -78,7 +78,13 @@ DOMAIN = [
     function("move_file", "Move or rename a file.", path=dict(STRING), destination=dict(STRING)),
     function("create_invoice", "Create an invoice.", amount={"type": "number"}),
 ]
-CATALOGUE = CLAUDE_CODE + OPENCODE + CODEX + DOMAIN
+CODEX_DEFAULT = [{"type": "custom", "name": "exec", "namespace": "functions",
+                  "description": "Run JavaScript code to orchestrate/compose tool calls. Nested tools: "
+                                 "`await tools.exec_command({cmd})`, `await tools.apply_patch(input)`; text(value).",
+                  "format": {"type": "grammar", "syntax": "lark",
+                             "definition": "start: SOURCE\nSOURCE: /[\\s\\S]+/\n"}},
+                 function("wait", "Wait for a running exec cell.", cell_id=dict(STRING))]
+CATALOGUE = CLAUDE_CODE + OPENCODE + CODEX + DOMAIN + CODEX_DEFAULT
 CALC = "def add(a, b):\n    return a + b\n"
 SYSTEM = "You are a coding agent.\nWorking directory: /work/demo\n"
 
@@ -206,6 +212,15 @@ def test_codex_patches_with_a_block_its_grammar_accepts() -> None:
     assert created[-1].text == "*** Begin Patch\n*** Add File: notes.md\n+remember the milk\n*** End Patch\n"
 
 
+def test_codex_default_model_patches_through_its_nested_apply_patch() -> None:
+    calls, answer = run(CODEX_DEFAULT, "add the line # done to calc.py")
+    assert [c.name for c in calls] == ["exec", "exec"] and all(c.namespace == "functions" for c in calls)
+    assert command_of(calls[0]) == "cat calc.py"
+    assert calls[1].text.startswith('const result = await tools.apply_patch("*** Begin Patch\\n*** Update File: '
+                                     'calc.py\\n@@\\n-    return a + b\\n+    return a + b\\n+# done\\n')
+    assert answer is not None and "I edited calc.py" in answer
+
+
 def test_a_replace_of_text_the_file_lacks_makes_no_edit() -> None:
     calls, answer = run(CLAUDE_CODE, "replace x * y with y * x in calc.py")
     assert [c.name for c in calls] == ["Read"] and answer is not None
@@ -260,7 +275,9 @@ def test_no_write_tool_is_called_unless_the_request_names_the_file_and_its_conte
         if kind == "write":
             assert edit is not None, (request_text, str(call))
             assert edit.path in call.text and (edit.text in call.text or edit.action == "append"), str(call)
-        if kind == "execute":
+        if kind == "execute" and "tools.apply_patch(" in call.text:  # Codex's nested edit tool
+            assert edit is not None and f"File: {edit.path}" in call.text, (request_text, str(call))
+        elif kind == "execute":
             assert shell.reads_only(command_of(call)), str(call)
 
 

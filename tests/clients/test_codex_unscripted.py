@@ -1,7 +1,8 @@
 """Codex CLI against the plain simulator, with no scenario, in a temporary git repository: a read-and-test turn
 completes, every call only reads (the file the request names through `cat`, then `git ls-files`), and on Codex's
 default model, whose `exec` tool runs JavaScript, the program the simulator writes runs without error. On gpt-5 a
-call to a tool inside a `namespace` comes back with it, so Codex routes it. Needs the pinned `@openai/codex` of
+call to a tool inside a `namespace` comes back with it, so Codex routes it. A literal edit on the default model
+goes through the `apply_patch` its `exec` exposes. Needs the pinned `@openai/codex` of
 tests/clients/node (npm ci there)."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from agentkit import git, read_only, repo, trajectory
+from agentkit import CALC, git, read_only, repo, trajectory
 from clientkit import texts
 from llmsim.pytest_plugin import LLMSim
 
@@ -21,7 +22,8 @@ CODEX = Path(__file__).parent / "node" / "node_modules" / ".bin" / "codex"
 DEFAULT_MODEL = "gpt-6.2-sol"  # Codex 0.171.0's default (`codex debug models`)
 
 
-def codex(llmsim: LLMSim, tmp_path: Path, prompt: str, model: str | None) -> tuple[Path, str]:
+def codex(llmsim: LLMSim, tmp_path: Path, prompt: str, model: str | None, sandbox: str = "read-only"
+          ) -> tuple[Path, str]:
     if not CODEX.exists():
         pytest.fail(f"{CODEX} missing: run `npm ci` in {CODEX.parents[2]}")
     work = repo(tmp_path / "repo")
@@ -30,7 +32,7 @@ def codex(llmsim: LLMSim, tmp_path: Path, prompt: str, model: str | None) -> tup
     provider = (f'model_providers.llmsim={{ name = "llmsim", base_url = "{llmsim.base_url}", '
                 'wire_api = "responses", env_key = "LLMSIM_API_KEY", supports_websockets = false }')
     result = subprocess.run(
-        [str(CODEX), "exec", "--skip-git-repo-check", "--sandbox", "read-only", *(["-m", model] if model else []),
+        [str(CODEX), "exec", "--skip-git-repo-check", "--sandbox", sandbox, *(["-m", model] if model else []),
          "-c", 'model_provider="llmsim"', "-c", provider, prompt],
         cwd=work, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
         env={**os.environ, "LLMSIM_API_KEY": "sk-test", "CODEX_HOME": str(home), "NO_COLOR": "1"})
@@ -68,3 +70,14 @@ def test_a_namespaced_call_carries_its_namespace(llmsim: LLMSim, tmp_path: Path)
     assert call["name"] == "close_agent" and call["namespace"] == "multi_agent_v1"
     [out] = outputs(llmsim.requests)
     assert "unsupported call" not in out, out
+
+
+def test_a_literal_edit_on_the_default_model_goes_through_its_nested_apply_patch(llmsim: LLMSim,
+                                                                                 tmp_path: Path) -> None:
+    work, answer = codex(llmsim, tmp_path, "add the line # done to calc.py", None, sandbox="workspace-write")
+    steps = trajectory(llmsim.requests)
+    assert [step.command() for step in steps][0] == "cat calc.py" and len(steps) == 2
+    assert "tools.apply_patch(" in str(steps[1].arguments)  # its own edit tool, as its exec exposes it
+    assert all("Script completed" in out for out in outputs(llmsim.requests))
+    assert (work / "calc.py").read_text() == CALC + "# done\n" and "I edited calc.py" in answer
+    assert git(work, "status", "--porcelain") == " M calc.py\n"

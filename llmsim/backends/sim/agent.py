@@ -59,9 +59,9 @@ def plan(tools: list[dict[str, Any]], question: str, turns: list[Turn], instruct
     stages.append(reads if parallel else reads[:1])
     if runners and (shell.fits(question) or shell.asks_to_run(question)) and not (edit and not shell.fits(question)):
         stages.append([_run(runners[0], shell.command(question), instructions)])
-    if edit and writers:
+    if edit:
         current = _read_back(edit.path, reads, made, outputs)
-        call = _edit_call(writers, edit, current, directory)
+        call = _edit_call(writers, edit, current, directory) if writers else _nested_patch(runners, edit, current)
         if call is not None:
             stages.append([call])
     if len(made) >= MAX_CALLS:
@@ -114,6 +114,19 @@ def _edit_call(writers: list[dict[str, Any]], edit: edits.Edit, current: str | N
         made = edits.tool_arguments(tool, edit, current, directory)
         if made is not None:
             return Planned(tool, made if isinstance(made, str) else json.dumps(made))
+    return None
+
+
+def _nested_patch(runners: list[dict[str, Any]], edit: edits.Edit, current: str | None) -> Planned | None:
+    """The edit through an `apply_patch` nested in a JavaScript exec tool (Codex's default model offers it
+    only there): the program calls it with the patch and prints what it returned."""
+    for tool in runners:
+        description = str(tool.get("description") or "")
+        if tool.get("type") == "custom" and shell.language(tool) == "javascript" and "apply_patch(" in description:
+            patch = edits.patch(edit, current if edit.action == "create" or current is not None else None)
+            if patch is not None:
+                return Planned(tool, f"const result = await tools.apply_patch({json.dumps(patch)});\n"
+                                     "text(typeof result === \"string\" ? result : JSON.stringify(result));")
     return None
 
 

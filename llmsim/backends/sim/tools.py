@@ -189,6 +189,11 @@ def _described(name: str | None, arguments: str, output: str) -> str:
     command = next((args[k] for k in shell.COMMAND_KEYS if isinstance(args.get(k), str)), None)
     if name and path and toolkind.kind({"type": "function", "name": name}) == "read":
         return f"{os.path.basename(path)} holds {_readable(edits.file_text(output)) or 'nothing'}"
+    patched = re.search(r"\*\*\* (?:Update|Add) File: (\S+)", arguments)
+    if name and (patched or path) and toolkind.kind({"type": "function", "name": name}) == "write" or \
+            patched and "tools.apply_patch(" in arguments:
+        target = os.path.basename(patched.group(1) if patched else str(path))
+        return f"I edited {target} as you asked, and {name} answered {quoted}"
     if command:
         return f"running `{command}` printed {quoted}"
     if name and not args and arguments and toolkind.kind({"type": "custom", "name": name}) == "execute":
