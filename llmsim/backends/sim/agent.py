@@ -44,7 +44,8 @@ def plan(tools: list[dict[str, Any]], question: str, turns: list[Turn], instruct
     kinds = {id(t): toolkind.kind(t) for t in tools}
     readers = [t for t in tools if kinds[id(t)] == "read" and t.get("type") == "function" and _path_key(t)
                and not _IMAGE.search(str(t.get("name") or ""))]  # view_image reads images, not text
-    runners = [t for t in tools if kinds[id(t)] == "execute" and t.get("type") in ("function", "custom")]
+    runners = [t for t in tools if kinds[id(t)] == "execute" and (t.get("type") == "custom" or
+               shell.call_arguments(t.get("parameters"), "ls") is not None)]  # ones that take a command
     writers = [t for t in tools if kinds[id(t)] == "write" and t.get("type") in ("function", "custom")]
     directory = edits.cwd(instructions)
     edit = edits.requested(question)
@@ -56,8 +57,8 @@ def plan(tools: list[dict[str, Any]], question: str, turns: list[Turn], instruct
              for p in named[:MAX_READS]] if readers else []
     if not reads and named and runners:
         reads = [_run(runners[0], "cat " + " ".join(_quoted(p) for p in named[:MAX_READS]), instructions)]
-    stages.append(reads if parallel else reads[:1])
-    if runners and (shell.fits(question) or shell.asks_to_run(question)) and not (edit and not shell.fits(question)):
+    stages.append(reads)
+    if runners and (shell.fits(question) or shell.asks_to_run(question) and not edit):
         stages.append([_run(runners[0], shell.command(question), instructions)])
     if edit:
         current = _read_back(edit.path, reads, made, outputs)
@@ -70,7 +71,7 @@ def plan(tools: list[dict[str, Any]], question: str, turns: list[Turn], instruct
         todo = [p for p in stage if _find(made, p) is None and
                 (p.tool.get("type") != "custom" or larkgen.accepts(p.tool.get("format") or {}, p.text))]
         if todo:
-            return todo
+            return todo if parallel else todo[:1]
     return []
 
 
