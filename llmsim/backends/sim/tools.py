@@ -144,6 +144,17 @@ def _refers(ref: dict[str, Any], tool: dict[str, Any]) -> bool:
     return tool["type"] == kind
 
 
+def _harmless(tool: dict[str, Any]) -> bool:
+    """A tool the model may pick unprompted: no writer, and a runner only when it takes the command it gets (one
+    that only reads); a meta tool stays (a handoff the user asks for)."""
+    if tool["type"] not in ("function", "custom"):
+        return True  # a built-in tool: the simulator plays it (a client-side shell gets no call from it)
+    kind = toolkind.kind(tool)
+    if kind == "execute":
+        return tool["type"] == "custom" or shell.call_arguments(tool.get("parameters"), "ls") is not None
+    return kind != "write"
+
+
 def _loads(text: str) -> dict[str, Any]:
     try:
         value = json.loads(text)
@@ -297,11 +308,12 @@ class Planner:
             final = [t for t in pool if FINAL_TOOL.match(str(t.get("name") or ""))]
             if final:  # an agent that ends its loop with a final-answer tool (smolagents' ToolCallingAgent)
                 return final[:1]
-        shells = [t for t in pool if t.get("type") in ("function", "custom") and toolkind.kind(t) == "execute"]
+        shells = [t for t in pool if t.get("type") in ("function", "custom") and toolkind.kind(t) == "execute"
+                  and _harmless(t)]
         if shells and shell.fits(self.question):  # a coding agent's request about its workspace: look first
             return shells[:1]
         query = _words(self.question)
-        safe = [t for t in pool if toolkind.kind(t) != "write"]  # a handoff the user asks for is a meta tool
+        safe = [t for t in pool if _harmless(t)]
         ranked = sorted(((s, -i, t) for i, t in enumerate(safe) if (s := _score(query, t)) >= THRESHOLD),
                         key=lambda x: (x[0], x[1]), reverse=True)
         picked = [t for _, _, t in ranked]
