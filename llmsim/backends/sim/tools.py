@@ -439,7 +439,7 @@ class Planner:
 
     def _sentence(self) -> str:
         """A closing sentence that names what the question was about (never filler words)."""
-        topics = intent.key_nouns(self.question)
+        topics = tuple(edits.paths(self.question)) or intent.key_nouns(self.question)  # the files, when it names them
         if not topics:
             return "Let me know if you need anything else."
         subject = " and ".join(topics[:2])
