@@ -360,3 +360,37 @@ def test_a_namespaced_call_carries_its_namespace(llmsim: LLMSim) -> None:
     with llmsim.openai_client().responses.stream(model="gpt-5", input="Close a1.", tools=tools) as stream:  # type: ignore
         final = stream.get_final_response()
     assert [item.namespace for item in final.output if item.type == "function_call"] in ([], ["multi_agent_v1"])
+
+
+def test_json_is_claimed_only_when_the_prompt_asks_for_it() -> None:
+    mentions_json = "If the file holds data escaped in json/xml/quotes, edit the literal contents."
+    assert not (respond(prompt(mentions_json, "What is a closure?")) or "").lstrip().startswith("{")
+    asked = respond(prompt("", 'Is this spam? Respond in JSON with the keys "is_spam", "rating" and "tags".'))
+    value = json.loads(asked or "")
+    assert isinstance(value["is_spam"], bool) and isinstance(value["rating"], int) and isinstance(value["tags"], list)
+
+
+def test_a_schema_in_the_prompt_types_optional_and_enum_keys() -> None:
+    schema = {"type": "object", "required": ["rating", "ok", "tone"], "properties": {
+        "rating": {"anyOf": [{"type": "integer"}, {"type": "null"}]}, "ok": {"type": "boolean"},
+        "tone": {"type": "string", "enum": ["dry", "silly"]}}}
+    for seed in range(10):
+        value = json.loads(respond(prompt(f"Respond with a JSON object matching this schema: {json.dumps(schema)}",
+                                          "Rate this silly joke."), seed) or "")
+        assert isinstance(value["rating"], int) and isinstance(value["ok"], bool) and value["tone"] == "silly"
+
+
+@pytest.mark.parametrize(("request_text", "expected"), [
+    ("what is the weather in sf", {"city": "sf"}),
+    ("Weather in New York tomorrow?", {"city": "New York"}),
+    ("forecast for 3 days in Paris on 2026-03-04", {"city": "Paris", "days": 3, "date": "2026-03-04"}),
+    ("show me the first 20 lines of notes/todo.md", {"path": "notes/todo.md", "lines": 20}),
+])
+def test_arguments_come_from_the_request(request_text: str, expected: dict[str, Any]) -> None:
+    tool = function("get_things", "Get the weather forecast, or show lines of a file.",
+                    **{key: {"type": "integer"} if isinstance(value, int) else
+                       {"type": "string", "format": "date"} if key == "date" else dict(STRING)
+                       for key, value in expected.items()})
+    p = prompt("", request_text, tools=[tool], tool_choice="required")
+    [call] = [s for s in Planner(p, random.Random(0), Faker()).plan() if isinstance(s, Call)]
+    assert json.loads(call.text) == expected
