@@ -110,6 +110,7 @@ class ToolCallStart:
     call_id: str
     name: str
     kind: str = "function_call"
+    namespace: str | None = None  # the tool's namespace, which the Responses item carries as the live API does
 
 
 @dataclass(frozen=True)

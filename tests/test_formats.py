@@ -259,7 +259,7 @@ def test_a_plain_request_is_not_claimed(question: str) -> None:
 
 def test_the_order_is_fixed_and_the_specific_comes_first() -> None:
     names = [name for name, _ in formats.RECOGNISERS]
-    assert names == ["dspy_chat", "dspy_json", "code_agent", "react", "xml_tags", "json_words"]
+    assert names == ["dspy_chat", "dspy_json", "edit_blocks", "code_agent", "react", "xml_tags", "json_words"]
     # a llama-index ReAct prompt mentions JSON for its action input: react claims it, not json_words
     assert (respond(prompt(LLAMA_SYSTEM, "What is the weather in Paris?")) or "").startswith("Thought:")
 

@@ -16,7 +16,7 @@ import pytest
 from llmsim.backends.sim import shell, tools
 from llmsim.testing import ServerProcess
 
-READ_ONLY = {"ls", "ls -la", "pwd", "git status", "git log --oneline -5", "cat README.md"}
+READ_ONLY = {"ls", "ls -la", "pwd", "git status", "git log --oneline -5", "git ls-files", "cat README.md"}
 CODEX_SHELL = {  # the shape of Codex CLI's `shell` function tool
     "type": "function", "name": "shell", "description": "Runs a shell command and returns its output.",
     "parameters": {"type": "object", "properties": {
@@ -45,7 +45,7 @@ def function_calls(response: object) -> list:
 @pytest.mark.parametrize(("request_text", "command"), [
     ("List the files in this project", "ls -la"), ("What changed in the repo? Check git.", "git status"),
     ("Which directory am I in? Print the working directory", "pwd"), ("Summarise this project", "cat README.md"),
-    ("Delete every file here with rm -rf and then run it", "ls -la"), ("Run the tests", "ls")])
+    ("Delete every file here with rm -rf and then run it", "ls -la"), ("Run the tests", "git ls-files")])
 def test_a_shell_tool_gets_a_read_only_command_that_fits(client: openai.OpenAI, request_text: str,
                                                          command: str) -> None:
     for tool in (CODEX_SHELL, EXEC_COMMAND):

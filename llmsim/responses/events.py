@@ -372,6 +372,8 @@ class EventBuilder:
             reasoning = next((i for i in reversed(self.response["output"]) if i["type"] == "reasoning"), None)
             item = {"id": self._new_id("fc", reasoning and reasoning["id"]), "type": "function_call",
                     "status": "in_progress", "arguments": "", "call_id": delta.call_id, "name": delta.name}
+        if delta.namespace:
+            item["namespace"] = delta.namespace
         yield self._open(item)
 
     def _hosted(self, delta: ToolItem) -> Iterator[Event]:

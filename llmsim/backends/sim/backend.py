@@ -118,7 +118,7 @@ class SimBackend:
                         yield TextAnnotation(note)
                 spent += visible.tokens
             elif isinstance(step, Call):
-                yield ToolCallStart(step.call_id, step.name, step.kind)
+                yield ToolCallStart(step.call_id, step.name, step.kind, step.namespace)
                 for piece in self._stream_text(text.tokenize(step.text, encoding), rng, prompt):
                     yield ToolArgsDelta(piece.text, piece.tokens)
                 spent += self._step_tokens(step, encoding)

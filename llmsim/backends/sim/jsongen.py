@@ -32,6 +32,7 @@ MAX_NESTING = 32  # past this every value is null, so required parts that recurs
 MAX_ITEMS = 1_000  # items (or extra properties) of one array (object), whatever minItems says
 MAX_LENGTH = 10_000  # characters a string is padded to, whatever minLength says
 MAX_VALUES = 20_000  # values in one instance: past this, arrays and objects stop growing
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _HUGE_REPEAT = re.compile(r"\{\s*\d{5,}")  # a pattern with a repeat count of 10,000 or more
 OPTIONAL_SHARE = 0.5  # of optional properties filled: about what models do when nothing asks for them
 # Property names whose numbers are whole (Codex's `timeout_ms`, `max_output_tokens` are u64 in its Rust types).
@@ -80,7 +81,7 @@ class Generator:
         if "const" in schema:
             return schema["const"]
         if "enum" in schema:
-            return self.rng.choice(schema["enum"]) if schema["enum"] else None
+            return self._choice(schema["enum"], hint) if schema["enum"] else None
         if "allOf" in schema:
             return self.value(self._merge(schema), hint, depth)
         for key in ("anyOf", "oneOf"):
@@ -88,6 +89,9 @@ class Generator:
                 branches = schema[key]
                 if depth >= MAX_DEPTH:
                     branches = sorted(branches, key=self._weight)[:1]
+                else:  # Optional[X] is filled with an X, as a model fills it
+                    branches = [b for b in branches if not (isinstance(b, dict) and b.get("type") == "null")] \
+                        or branches
                 base = {k: v for k, v in schema.items() if k != key}
                 return self.value({**base, **self.rng.choice(branches)}, hint, depth + 1)
         kind = schema.get("type")
@@ -101,7 +105,7 @@ class Generator:
         if kind == "array":
             return self._array(schema, hint, depth)
         if kind == "integer":
-            return self._integer(schema)
+            return self._integer(schema, hint)
         if kind == "number":
             return self._number(schema, hint)
         if kind == "boolean":
@@ -203,11 +207,41 @@ class Generator:
             high = low + 100
         return low, max(low, high)  # empty ranges answer their lower bound, as a model would, invalid or not
 
-    def _integer(self, schema: dict[str, Any]) -> int:
+    def _choice(self, options: list[Any], hint: str) -> Any:
+        """The option the request names (its own words: "in sf" picks "sf"), else a seeded pick."""
+        named = self.hints.get(hint.lower())
+        if named in options:
+            return named
+        question = self.hints.get("question", "")
+        if question:
+            lowered = question.lower()
+            for option in options:
+                if isinstance(option, str) and option and \
+                        re.search(r"(?<![\w-])" + re.escape(option.lower()) + r"(?![\w-])", lowered):
+                    return option
+        return self.rng.choice(options)
+
+    def _hinted_number(self, schema: dict[str, Any], hint: str) -> float | None:
+        """A number the request gives for this property ("3 days" for `days`), when it fits the bounds."""
+        text = self.hints.get(hint.lower())
+        try:
+            value = float(text) if text is not None else None
+        except ValueError:
+            return None
+        low, high = self._bounds(schema, 1)
+        return value if value is not None and low <= value <= high else None
+
+    def _integer(self, schema: dict[str, Any], hint: str = "") -> int:
+        hinted = self._hinted_number(schema, hint)
+        if hinted is not None and hinted.is_integer():
+            return int(hinted)
         low, high = self._bounds(schema, 1)
         return int(self._multiple(math.ceil(low), math.floor(high), schema.get("multipleOf") or 1))
 
     def _number(self, schema: dict[str, Any], hint: str = "") -> float | int:
+        hinted = self._hinted_number(schema, hint)
+        if hinted is not None:
+            return int(hinted) if hinted.is_integer() else hinted
         step = schema.get("multipleOf")
         if not step and _COUNT_NAME.search(hint):  # a number that counts (tokens, ms, items) is whole
             low, high = self._bounds(schema, 1)
@@ -231,7 +265,8 @@ class Generator:
         matching = from_regex(schema["pattern"], self.rng) if "pattern" in schema else None
         if matching is not None:
             text = matching
-        elif "format" in schema:
+        elif "format" in schema and not (schema["format"] == "date" and _DATE.fullmatch(self.hints.get(hint.lower(),
+                                                                                                        ""))):
             text = self._format(schema["format"])
         elif hint.lower() in self.hints:
             text = self.hints[hint.lower()]

@@ -20,8 +20,21 @@ MAX_ATTEMPTS = 256  # JSON decodes tried: bounded work whatever the prompt holds
 KEYS = re.compile(r"\b(?:keys?|fields?|properties|attributes)\b"  # the list ends where a clause about one key starts
                   r"(?P<list>(?:(?!\b(?:where|which|whose|one of|should|must)\b)[^.\n{])*)", re.IGNORECASE)
 QUOTED = re.compile(r"[`\"']([A-Za-z_][A-Za-z0-9_]{0,63})[`\"']"  # a key, and the type a sentence may give it
-                    r"(?:\s*(?:\(|:|,?\s*as\s+(?:an?\s+)?)\s*(string|str|text|integer|int|number|float|decimal|"
-                    r"boolean|bool|array|list|object)\b)?", re.IGNORECASE)
+                    r"(?:\s*(?:\(|:|,?\s*as\s+(?:an?\s+)?)\s*(?:optional\s+|an?\s+)?(string|str|text|integer|int|"
+                    r"number|float|decimal|boolean|bool|array|list|object)\b)?", re.IGNORECASE)
+# "with `setup`, `punchline`, and `rating` keys": the keys listed before the word
+KEYS_BEFORE = re.compile(r"(?P<list>(?:[`\"'][A-Za-z_]\w{0,63}[`\"']\s*(?:,\s*(?:and\s+|or\s+)?|and\s+|or\s+)?){1,32})"
+                         r"\s*(?:keys|fields|properties|attributes)\b", re.IGNORECASE)
+# Keys no sentence types, typed by their name as a model reads it: `rating` holds a number, `is_spam` a truth.
+NAMED_TYPES = ((re.compile(r"^(?:rating|score|count|age|year|stars|rank|quantity|total|votes|num_\w+|\w+_count|"
+                           r"number_of_\w+|n_\w+|page|pages|priority|level|minutes|hours|days|seconds)$", re.I),
+                "integer"),
+               (re.compile(r"^(?:confidence|probability|price|amount|percentage|percent|temperature|ratio|"
+                           r"\w+_score)$", re.I), "number"),
+               (re.compile(r"^(?:is|has|can|should|was|were|needs)_\w+$|^(?:valid|correct|success|approved|done)$",
+                           re.I), "boolean"),
+               (re.compile(r"^(?:tags|keywords|items|steps|ingredients|examples|topics|labels|\w+_list)$", re.I),
+                "array"))
 _TYPED = re.compile(r"[`\"']?(?P<key>[A-Za-z_]\w{0,63})[`\"']?\s+(?:is|should be|must be|as)\s+(?:an?\s+)?"
                     r"(?P<kind>string|str|text|integer|int|number|float|decimal|boolean|bool|array|list)\b"
                     r"(?:[^.\n]{0,20}?\b(?:from|between)\s+(?P<low>-?\d{1,9})\s+(?:to|and)\s+(?P<high>-?\d{1,9}))?",
@@ -50,13 +63,22 @@ def _schema_in(text: str) -> dict[str, Any] | None:
     if examples:
         return _schema_of(examples[-1])
     keys = [(key, kind.lower()) for match in KEYS.finditer(text) for key, kind in QUOTED.findall(match.group("list"))]
+    keys += [(key, kind.lower()) for match in KEYS_BEFORE.finditer(text)
+             for key, kind in QUOTED.findall(match.group("list"))]
     if keys:
-        types = {key: TYPES.get(kind, kind or "string") for key, kind in reversed(keys)}  # the first mention wins
+        types = {key: TYPES.get(kind, kind or _named_type(key)) for key, kind in reversed(keys)}  # the first wins
         unique = list(dict.fromkeys(key for key, _ in keys))
         properties: dict[str, dict[str, Any]] = {key: {"type": types[key]} for key in unique}
+        for prop in properties.values():
+            if prop["type"] == "array":
+                prop["items"] = {"type": "string"}
         _refine(text, properties)
         return {"type": "object", "properties": properties, "required": unique}
     return None
+
+
+def _named_type(key: str) -> str:
+    return next((kind for pattern, kind in NAMED_TYPES if pattern.match(key)), "string")
 
 
 def _refine(text: str, properties: dict[str, dict[str, Any]]) -> None:

@@ -1,9 +1,12 @@
 """Shell- and exec-like tools get what a careful model sends them: one harmless, read-only command that fits
 the request (`ls`, `pwd`, `git status`, `cat README.md`), never one that writes or deletes, and only the
-arguments the tool requires besides the command (a made-up working directory or timeout would break it)."""
+arguments the tool requires besides the command (a made-up working directory or timeout would break it).
+A tool that runs JavaScript or Python rather than a shell (Codex's `exec`, a `run_python`) gets a program in
+that language that does the same read and prints it."""
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -14,6 +17,7 @@ _SHELL_WORDS = re.compile(r"\b(?:shell|terminal|bash|command line|run (?:a )?com
 COMMAND_KEYS = ("command", "cmd", "commands", "script", "input", "code")
 # (request words, command): the first whose words the request uses; all of them only read.
 COMMANDS = (
+    (re.compile(r"\btests?\b|\bpytest\b|\bspecs?\b", re.I), "git ls-files"),
     (re.compile(r"\bgit\b|\bstatus\b|\bchanges?\b|\bmodified\b|\bbranch", re.I), "git status"),
     (re.compile(r"\blog\b|\bhistory\b|\bcommits?\b|\brecent\b", re.I), "git log --oneline -5"),
     (re.compile(r"\bwhere am i\b|\bcurrent (?:directory|folder)\b|\bpwd\b|\bworking directory\b", re.I), "pwd"),
@@ -22,6 +26,10 @@ COMMANDS = (
      "cat README.md"),
 )
 DEFAULT_COMMAND = "ls"
+_RUN = re.compile(r"\b(?:run|execute|check|test|build|lint)\b|\bwith (?:bash|the shell|a command)\b", re.I)
+_JAVASCRIPT = re.compile(r"\bjavascript\b|\bnode(?:\.js)?\b|\bjs\b|\bV8\b|\bdeno\b|\btypescript\b", re.I)
+_PYTHON = re.compile(r"\bpython\b|\bipython\b|\bjupyter\b", re.I)
+_CAT = re.compile(r"cat (?:[\w./-]+|'[^']*')(?: (?:[\w./-]+|'[^']*'))*")
 
 
 def is_shell(tool: dict[str, Any]) -> bool:
@@ -35,6 +43,42 @@ def fits(request: str) -> bool:
     return any(words.search(request[:2000]) for words, _ in COMMANDS)
 
 
+def asks_to_run(request: str) -> bool:
+    """Whether the request asks for something run ("run the tests", "check it with bash")."""
+    return bool(_RUN.search(request[:2000]))
+
+
+def reads_only(command: str) -> bool:
+    """Whether `command` is one this module sends: every one of them only reads."""
+    return command in {c for _, c in COMMANDS} | {DEFAULT_COMMAND} or bool(_CAT.fullmatch(command))
+
+
+def language(tool: dict[str, Any]) -> str:
+    """The language the tool runs, from its description or grammar: `javascript`, `python` or `shell`."""
+    fmt = tool.get("format") or {}
+    text = f"{tool.get('name') or ''} {str(tool.get('description') or '')[:300]} {fmt.get('definition') or ''}"
+    if _JAVASCRIPT.search(text):
+        return "javascript"
+    if _PYTHON.search(text) and not re.search(r"\b(?:bash|shell)\b", text, re.I):
+        return "python"
+    return "shell"
+
+
+def program(language: str, command: str, description: str = "") -> str:
+    """`command` as a program in `language` that runs it (or does its read) and prints what it found."""
+    if language == "javascript":
+        if "exec_command" in description:  # Codex's exec: nested tools on `tools`, output through text()
+            return f"const result = await tools.exec_command({{ cmd: {json.dumps(command)} }});\ntext(result.output);"
+        out = "text" if re.search(r"\btext\(", description) else "console.log"
+        return f"{out}({json.dumps('Ready to run: ' + command)});"
+    if language == "python":
+        if command.startswith("cat "):
+            names = [n.strip("'") for n in command[4:].split()]
+            return "\n".join(f"print(open({json.dumps(n)}).read())" for n in names)
+        return "import os\n\nprint('\\n'.join(sorted(os.listdir('.'))))"
+    return command
+
+
 def command(request: str) -> str:
     """The read-only command that fits the request best."""
     for words, chosen in COMMANDS:
@@ -44,17 +88,28 @@ def command(request: str) -> str:
 
 
 def arguments(parameters: dict[str, Any] | None, request: str) -> dict[str, Any] | None:
-    """The call's arguments: the command under the key the schema names (an argv array where it asks for
-    one), plus defaults for any other required property; None when the schema has no command-like key."""
+    """The call's arguments for the command that fits the request (see `call_arguments`)."""
+    return call_arguments(parameters, command(request))
+
+
+def call_arguments(parameters: dict[str, Any] | None, chosen: str, lang: str = "shell", description: str = ""
+                   ) -> dict[str, Any] | None:
+    """The call's arguments: the command (or a program in the tool's language) under the key the schema names
+    (an argv array where it asks for one), plus defaults for any other required property; None when the schema
+    has no command-like key."""
     schema = parameters or {}
     key = _command_key(schema)
     if key is None:
         return None
-    chosen = command(request)
     prop = (schema.get("properties") or {}).get(key) or {}
+    command_line = chosen
+    if lang != "shell":
+        chosen = program(lang, chosen, description)
     out: dict[str, Any] = {key: ["bash", "-lc", chosen] if prop.get("type") == "array" else chosen}
     for name in schema.get("required") or []:
-        if name not in out:
+        if name in ("description", "justification", "reason", "summary"):  # what the call does, in words
+            out[name] = f"Run `{command_line}`, which only reads"
+        elif name not in out:
             out[name] = _default((schema.get("properties") or {}).get(name) or {})
     return out
 

@@ -9,13 +9,14 @@ under tool_choice auto, for agents that must cope with unprompted calls.
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from llmsim.backends.sim import hosted, intent, jsongen, shell
+from llmsim.backends.sim import agent, edits, hosted, intent, jsongen, larkgen, mentions, shell, toolkind
 from llmsim.generation import WEB_SEARCH_TYPES, Prompt, Turn, pending
 
 if TYPE_CHECKING:
@@ -46,6 +47,7 @@ class Call:
     name: str
     text: str
     call_id: str
+    namespace: str | None = None  # the namespace a tool was offered in (Codex's `multi_agent_v1`)
 
 
 @dataclass
@@ -91,12 +93,11 @@ def asked(turns: list[Turn]) -> tuple[str, list[str]]:
 
 
 def question_hints(question: str) -> dict[str, str]:
-    """String values a model would take from the question: the question itself, and the place it names."""
+    """String values a model would take from the question: the question itself, and what it names (a place, a
+    date, numbers, a file path: mentions.py)."""
     text = question.strip()
     hints = dict.fromkeys(("query", "q", "question", "prompt"), text) if text else {}
-    places = re.findall(r"\b(?:in|at|for|from|to|near) ((?:[A-Z][\w'-]+)(?: [A-Z][\w'-]+)*)", text[:2000])
-    if places:
-        hints.update(dict.fromkeys(("city", "location", "place", "town"), places[0]))
+    hints.update(mentions.hints(text))
     return hints
 
 
@@ -142,6 +143,80 @@ def _refers(ref: dict[str, Any], tool: dict[str, Any]) -> bool:
     return tool["type"] == kind
 
 
+def _harmless(tool: dict[str, Any]) -> bool:
+    """A tool the model may pick unprompted: no writer, and a runner only when it takes the command it gets (one
+    that only reads); a meta tool stays (a handoff the user asks for)."""
+    if tool["type"] not in ("function", "custom"):
+        return True  # a built-in tool: the simulator plays it (a client-side shell gets no call from it)
+    kind = toolkind.kind(tool)
+    if kind == "execute":
+        return tool["type"] == "custom" or shell.call_arguments(tool.get("parameters"), "ls") is not None
+    return kind != "write"
+
+
+def _loads(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _output_text(output: Any) -> str:
+    """A tool output's text: a string, or the texts of its content parts."""
+    if isinstance(output, str):
+        return output
+    if isinstance(output, list):
+        return "\n".join(str(p.get("text", "")) for p in output if isinstance(p, dict) and p.get("text"))
+    return json.dumps(output)
+
+
+def _readable(text: str) -> str:
+    """A result as a model would quote it: a shell's preamble dropped (Codex's `Output:`), JSON read out as
+    `key: value` pairs, whitespace folded, 400 characters at most."""
+    if "\nOutput:\n" in text[:2000]:
+        text = text.split("\nOutput:\n", 1)[1]
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    if isinstance(value, dict):
+        inner = next((value[k] for k in ("output", "stdout", "content", "text", "result")
+                      if isinstance(value.get(k), str)), None)
+        text = inner if inner is not None else ", ".join(f"{k}: {json.dumps(v, ensure_ascii=False).strip(chr(34))}"
+                                                         for k, v in list(value.items())[:12])
+    elif isinstance(value, list):
+        text = ", ".join(json.dumps(v, ensure_ascii=False).strip('"') for v in value[:12])
+    flat = " ".join(text.split())
+    return flat if len(flat) <= 400 else flat[:400].rsplit(" ", 1)[0] + "…"
+
+
+def _described(name: str | None, arguments: str, output: str) -> str:
+    """One result in words: what was read or run, and what came back."""
+    args = _loads(arguments) if arguments.startswith("{") else {}
+    quoted = _readable(output) or "nothing"
+    path = next((args[k] for k in agent.PATH_KEYS if isinstance(args.get(k), str)), None)
+    command = next((args[k] for k in shell.COMMAND_KEYS if isinstance(args.get(k), str)), None)
+    if name and path and toolkind.kind({"type": "function", "name": name}) == "read":
+        return f"{os.path.basename(path)} holds {_readable(edits.file_text(output)) or 'nothing'}"
+    patched = re.search(r"\*\*\* (?:Update|Add) File: (\S+)", arguments)
+    if name and (patched or path) and toolkind.kind({"type": "function", "name": name}) == "write" or \
+            patched and "tools.apply_patch(" in arguments:
+        target = os.path.basename(patched.group(1) if patched else str(path))
+        return f"I edited {target} as you asked, and {name} answered {quoted}"
+    if command:
+        return f"running `{command}` printed {quoted}"
+    if name and not args and arguments and toolkind.kind({"type": "custom", "name": name}) == "execute":
+        ran = re.search(r"cmd: (\"(?:[^\"\\]|\\.)*\")", arguments)  # a program that runs a command (shell.program)
+        return f"running `{json.loads(ran.group(1))}` printed {quoted}" if ran else f"{name} printed {quoted}"
+    return f"{name or 'the tool'} returned {quoted}"
+
+
+def _instructions(turns: list[Turn]) -> str:
+    """The system text and the client's context messages, where an agent says its working directory."""
+    return "\n".join(t.text[:20_000] for t in turns if t.kind == "message" and t.role in ("system", "user"))[-200_000:]
+
+
 def _joined(answers: list[hosted.Cited]) -> Say:
     """One message from several tools' answers, their annotations shifted to the joined text."""
     text, annotations = "", []
@@ -174,6 +249,16 @@ class Planner:
         if approvals:
             return steps + self._approved(approvals)
         outputs = [t for t in waiting if t.kind in CLIENT_OUTPUTS]
+        if self._workspace():
+            planned = agent.plan(self._pool(), self.question, prompt.turns, _instructions(prompt.turns),
+                                 prompt.parallel_tool_calls)
+            if planned:
+                return steps + [self._planned(p) for p in planned[:prompt.max_tool_calls or None]]
+            if self.prompt.tool_choice != "required" or outputs or self.observed:
+                outputs = [t for t in prompt.turns if t.kind in CLIENT_OUTPUTS][-8:] if outputs else outputs
+                if (outputs or self.observed) and prompt.text_format.get("type", "text") == "text":
+                    return steps + [Say(self._from_outputs(outputs), summary=True)]
+                return steps + [Say(hints=self._hints(outputs))]
         chosen = self._choose(answered=bool(outputs or self.observed))
         if chosen:
             return steps + self._calls(chosen)
@@ -182,6 +267,26 @@ class Planner:
         return steps + [Say(hints=self._hints(outputs))]  # prose, or JSON (as text.format asks) using the outputs
 
     # --- choosing -----------------------------------------------------------------------------
+
+    def _pool(self) -> list[dict[str, Any]]:
+        """The tools tool_choice lets the model pick from unprompted."""
+        choice = self.prompt.tool_choice
+        if choice == "none":
+            return []
+        if isinstance(choice, dict) and choice.get("type") == "allowed_tools":
+            return [t for t in self.prompt.tools if any(_refers(ref, t) for ref in choice.get("tools", []))]
+        return self.prompt.tools
+
+    def _workspace(self) -> bool:
+        """A coding agent's turn (agent.py plans it): tools that act on a workspace, no specific tool forced."""
+        choice = self.prompt.tool_choice
+        return not (isinstance(choice, dict) and choice.get("type") != "allowed_tools") and \
+            agent.workspace(self._pool())
+
+    def _planned(self, planned: agent.Planned) -> Call:
+        tool = planned.tool
+        kind = "custom_tool_call" if tool["type"] == "custom" else "function_call"
+        return Call(kind, tool["name"], planned.text, self._call_id(), tool.get("namespace"))
 
     def _choose(self, answered: bool) -> list[dict[str, Any]]:
         prompt, choice = self.prompt, self.prompt.tool_choice
@@ -202,16 +307,19 @@ class Planner:
             final = [t for t in pool if FINAL_TOOL.match(str(t.get("name") or ""))]
             if final:  # an agent that ends its loop with a final-answer tool (smolagents' ToolCallingAgent)
                 return final[:1]
-        shells = [t for t in pool if t.get("type") in ("function", "custom") and shell.is_shell(t)]
+        shells = [t for t in pool if t.get("type") in ("function", "custom") and toolkind.kind(t) == "execute"
+                  and _harmless(t)]
         if shells and shell.fits(self.question):  # a coding agent's request about its workspace: look first
             return shells[:1]
         query = _words(self.question)
-        ranked = sorted(((s, -i, t) for i, t in enumerate(pool) if (s := _score(query, t)) >= THRESHOLD),
+        safe = [t for t in pool if _harmless(t)]
+        ranked = sorted(((s, -i, t) for i, t in enumerate(safe) if (s := _score(query, t)) >= THRESHOLD),
                         key=lambda x: (x[0], x[1]), reverse=True)
         picked = [t for _, _, t in ranked]
-        if not picked and pool and (mode == "required" or (self.call_rate and self.rng.random() < self.call_rate)):
-            picked = [self.rng.choice(pool)]
-        if not prompt.parallel_tool_calls:
+        if not picked and safe and (mode == "required" or (self.call_rate and self.rng.random() < self.call_rate)):
+            picked = [self.rng.choice(safe)]
+        if not prompt.parallel_tool_calls or any(toolkind.kind(t) != "read" for t in picked[1:]) or \
+                (picked and toolkind.kind(picked[0]) != "read"):
             picked = picked[:1]
         return picked[:prompt.max_tool_calls] if prompt.max_tool_calls else picked
 
@@ -231,7 +339,7 @@ class Planner:
                     continue
                 made.add((tool["name"], text))
                 steps.append(Call(f"{kind}_tool_call" if kind == "custom" else "function_call", tool["name"], text,
-                                  self._call_id()))
+                                  self._call_id(), tool.get("namespace")))
                 continue
             if kind in WEB_SEARCH_TYPES:
                 result = hosted.web_search(query, prompt.include, rng, fake)
@@ -261,8 +369,10 @@ class Planner:
         return steps + [_joined(answers)]
 
     def _scripted_call(self, name: str, arguments: str) -> Call:
-        custom = any(t["type"] == "custom" and t.get("name") == name for t in self.prompt.tools)
-        return Call("custom_tool_call" if custom else "function_call", name, arguments, self._call_id())
+        tool = next((t for t in self.prompt.tools if t.get("name") == name and t["type"] in ("function", "custom")),
+                    {})
+        return Call("custom_tool_call" if tool.get("type") == "custom" else "function_call", name, arguments,
+                    self._call_id(), tool.get("namespace"))
 
     def _call_id(self) -> str:
         return "call_" + hosted.token(self.rng, 24)
@@ -299,29 +409,37 @@ class Planner:
     def _custom_input(self, tool: dict[str, Any]) -> str:
         fmt = tool.get("format") or {}
         matching = None
-        if shell.is_shell(tool):
-            return shell.command(self.question)
+        if shell.is_shell(tool):  # in the tool's own language: Codex's `exec` runs JavaScript
+            return shell.program(shell.language(tool), shell.command(self.question), str(tool.get("description") or ""))
         if fmt.get("type") == "grammar" and fmt.get("syntax") == "regex":
             matching = jsongen.from_regex(str(fmt.get("definition", "")), self.rng)
+        elif fmt.get("type") == "grammar" and fmt.get("syntax") == "lark":
+            matching = larkgen.generate(str(fmt.get("definition", "")), self.rng)
         return matching if matching is not None else self.fake.sentence(nb_words=self.rng.randint(4, 10))
 
     def _from_outputs(self, outputs: list[Turn]) -> str:
-        """An answer that quotes what the tools returned, so an agent test can see the round trip."""
-        names = {t.call_id: t.name for t in self.prompt.turns if t.kind == "function_call"}
+        """An answer that quotes what the tools returned, in prose (a JSON result read out, never pasted), so an
+        agent test can see the round trip."""
+        calls = {t.call_id: (t.name, t.text) for t in self.prompt.turns if t.kind == "function_call"}
+        for turn in self.prompt.turns:
+            if turn.kind == "custom_tool_call":
+                item = _loads(turn.text)
+                calls[item.get("call_id")] = (item.get("name"), str(item.get("input") or ""))
         parts = []
         for turn in outputs:
             if turn.kind == "function_call_output":
-                name, text = names.get(turn.call_id) or "the tool", turn.text
+                call_id, text = turn.call_id, turn.text
             else:
-                item = json.loads(turn.text)
-                name, text = "the tool", item.get("output") if isinstance(item.get("output"), str) else turn.text
-            parts.append(f"{name} returned {text[:400]}")
+                item = _loads(turn.text)
+                call_id, text = item.get("call_id"), _output_text(item.get("output", turn.text))
+            name, arguments = calls.get(call_id) or (None, "")
+            parts.append(_described(name, arguments, text).rstrip(". "))
         parts.extend(f"the tool returned {' '.join(text.split())[:400]}" for text in self.observed[-3:])
         return f"Here is what I found: {'; '.join(parts)}. {self._sentence()}"
 
     def _sentence(self) -> str:
         """A closing sentence that names what the question was about (never filler words)."""
-        topics = intent.key_nouns(self.question)
+        topics = tuple(edits.paths(self.question)) or intent.key_nouns(self.question)  # the files, when it names them
         if not topics:
             return "Let me know if you need anything else."
         subject = " and ".join(topics[:2])

@@ -12,7 +12,7 @@ import random
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from llmsim.backends.sim.formats import code_agent, dspy_chat, dspy_json, json_words, react, xml_tags
+from llmsim.backends.sim.formats import code_agent, dspy_chat, dspy_json, edit_blocks, json_words, react, xml_tags
 from llmsim.backends.sim.formats.request import Request
 from llmsim.generation import Prompt
 
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 RECOGNISERS: tuple[tuple[str, Callable[[Request], str | None]], ...] = (
     ("dspy_chat", dspy_chat.respond),
     ("dspy_json", dspy_json.respond),
+    ("edit_blocks", edit_blocks.respond),
     ("code_agent", code_agent.respond),
     ("react", react.respond),
     ("xml_tags", xml_tags.respond),

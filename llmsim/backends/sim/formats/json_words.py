@@ -14,7 +14,7 @@ from llmsim.backends.sim.formats.request import Request
 FALLBACK = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
 _ASKS = re.compile(r"(?:^|[.!?:\n]\s*|\b(?:please|must|should|always|only|and|then|will)\s+)"
                    r"(?:respond|reply|answer|return|output|provide|give|produce|format|write|generate|emit)\b"
-                   r"[^.\n]{0,80}?\bJSON\b|\b(?:in|as|using)\s+(?:valid\s+|a\s+|strict\s+)?JSON\b|"
+                   r"[^.\n]{0,80}?\bJSON\b(?![/-])|\b(?:in|as|using)\s+(?:valid\s+|a\s+|strict\s+)?JSON\b(?![/-])|"
                    r"\bJSON\s+only\b|```json|\bjson\s+code\s?block", re.IGNORECASE | re.MULTILINE)
 _SENTENCE_END = re.compile(r"[.!?\n]")
 _FENCE = re.compile(r"```json|\bjson\s+code\s?block|\bcode\s?block\b|\bmarkdown\b", re.IGNORECASE)
