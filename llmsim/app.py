@@ -10,7 +10,7 @@ from flask import Flask, Response, jsonify, request
 from flask.json.provider import DefaultJSONProvider
 from werkzeug.exceptions import HTTPException
 
-from llmsim.api import admin, chaos, dashboard, forward, guard, mount, stamp, writes
+from llmsim.api import admin, chaos, dashboard, files, forward, guard, message_batches, mount, stamp, writes
 from llmsim.api import messages as messages_api
 from llmsim.api import metrics as api_metrics
 from llmsim.api import scenarios as scenarios_api
@@ -24,6 +24,8 @@ from llmsim.chaos.rules import fault_config
 from llmsim.chaos.state import ChaosState
 from llmsim.config import Settings
 from llmsim.errors import APIError, internal_error
+from llmsim.jobs.service import Jobs
+from llmsim.metrics.answers import answered
 from llmsim.metrics.meter import Measured
 from llmsim.metrics.registry import Metrics
 from llmsim.pipeline import Pipeline
@@ -106,9 +108,14 @@ def create_app(settings: Settings | None = None) -> Flask:
     assert isinstance(app.json, DefaultJSONProvider)
     app.json.sort_keys = False
     app.json.ensure_ascii = False
-    app.extensions["llmsim"] = Services(settings, catalog, pipeline)
+    jobs = Jobs(pipeline, stores.objects, settings.max_body_bytes,
+                on_answer=lambda endpoint, status: answered(metrics, pipeline, endpoint, status, gauges=True))
+    pipeline.files = jobs.files.prompt_text
+    app.extensions["llmsim"] = Services(settings, catalog, pipeline, jobs)
     mount(app)
     messages_api.mount(app)
+    message_batches.mount(app)
+    files.mount(app)
     writes.install(app, stores.batch, _store_unavailable)
     chaos.install(app, chaos_state)
     api_metrics.install(app, metrics, pipeline)

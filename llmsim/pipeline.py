@@ -23,7 +23,7 @@ from llmsim.chaos.faults import Admission
 from llmsim.errors import APIError, not_found
 from llmsim.generation import Backend, Delta, Finish, Prompt, Usage, expand
 from llmsim.request import ApiRequest, attach
-from llmsim.responses import rawsse, schema, toolspec, translate
+from llmsim.responses import files, rawsse, schema, toolspec, translate
 from llmsim.responses.events import TERMINAL, EventBuilder, PacedEvent, SerializedEvent, dumps, dumps_event
 from llmsim.responses.relayed import RelayedStream
 from llmsim.responses.replay import DeltaLog, Replay
@@ -81,6 +81,7 @@ class Pipeline:
         self.pacer = pacer or Pacer(speed=0.0)
         self.gate = gate or Gate()
         self.batch = batch
+        self.files: Callable[[str, str, str], str | None] | None = None  # (kind, owner, file id) → its words
 
     def create(self, asked: ApiRequest, *, recent: StoredResponse | None = None, generate: bool = True,
                paced_runs: bool = False, admitted: Admission | None = None) -> Run:
@@ -102,7 +103,8 @@ class Pipeline:
         if profile.reasoning is not None:
             translate.require_reasoning(items, history)
         effort, summary = translate.resolve_reasoning(request, profile)
-        prompt = translate.build_prompt(request, profile, history + items, self.seed if seed is None else seed,
+        read = items if self.files is None else files.read(items, functools.partial(self.files, "file", owner))
+        prompt = translate.build_prompt(request, profile, history + read, self.seed if seed is None else seed,
                                         effort, summary)
         if asked.text_mode:
             prompt = replace(prompt, text_mode=asked.text_mode)

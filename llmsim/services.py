@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llmsim.config import Settings
+from llmsim.jobs.service import Jobs
 from llmsim.pipeline import Pipeline
 from llmsim.timing.profiles import Catalog
 
@@ -16,3 +17,4 @@ class Services:
     settings: Settings
     catalog: Catalog
     pipeline: Pipeline
+    jobs: Jobs | None = None  # files and batches (llmsim/jobs/)

@@ -5,8 +5,9 @@ headers under Anthropic's names too (llmsim/messages/envelope.py)."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
-from flask import Blueprint, Flask, Response, jsonify, request
+from flask import Blueprint, Flask, Response, current_app, jsonify, request
 from flask.typing import ResponseReturnValue
 from werkzeug.exceptions import HTTPException
 
@@ -73,3 +74,23 @@ def _http_error(error: HTTPException) -> Response:
 def _unexpected(error: Exception) -> Response:
     log.exception("unhandled error")
     return settled(_error(internal_error()), error)
+
+
+def speaks_anthropic(blueprint: Blueprint) -> None:
+    """Another blueprint of Anthropic's API (Message Batches): its errors in Anthropic's envelope, its headers."""
+    blueprint.after_request(_headers)
+    blueprint.register_error_handler(APIError, _api_error)
+    blueprint.register_error_handler(HTTPException, _http_error)
+    blueprint.register_error_handler(Exception, _unexpected)
+
+
+def anthropic_answer(view: Callable[[], ResponseReturnValue]) -> Response:
+    """A view's answer as Anthropic's (a route OpenAI's API shares, /v1/files): its errors in Anthropic's
+    envelope, its headers."""
+    try:
+        response = current_app.make_response(view())
+    except APIError as error:
+        response = _api_error(error)
+    except HTTPException as error:
+        response = _http_error(error)
+    return _headers(response)

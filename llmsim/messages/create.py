@@ -3,6 +3,7 @@ and faults as /responses and /chat/completions, on the one pipeline; its transpo
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from llmsim.chaos.faults import Admission
 from llmsim.errors import APIError
-from llmsim.messages import schema, translate
+from llmsim.messages import files, schema, translate
 from llmsim.messages.events import MessageBuilder, dumps
 from llmsim.request import Answer, ApiRequest, SerializedEvent, attach, error_of
 from llmsim.runtime.fairness import fair
@@ -19,6 +20,7 @@ if TYPE_CHECKING:  # the pipeline runs what this module asks of it; nothing belo
     from llmsim.pipeline import Pipeline
 
 ENDPOINT = "messages"
+FILES = "anthropic_file"  # the store's kind of the files a request names (llmsim/jobs/files.py)
 
 
 @dataclass
@@ -36,6 +38,8 @@ def create(pipeline: Pipeline, asked: ApiRequest) -> Answer:
     if relayed is not None:
         return Answer(relayed=relayed, ticket=admitted.ticket if admitted else None)
     request = schema.parse(schema.CreateRequest, asked.body)
+    if pipeline.files is not None:
+        files.read(request, functools.partial(pipeline.files, FILES, asked.owner))
     profile = pipeline.catalog.resolve(request.model)
     translated = translate.build_prompt(request, profile, pipeline.seed if asked.seed is None else asked.seed,
                                         asked.owner)
@@ -82,4 +86,6 @@ def _made(pipeline: Pipeline, asked: ApiRequest, request: schema.CreateRequest,
 
 def count_tokens(pipeline: Pipeline, asked: ApiRequest) -> dict[str, int]:
     request = schema.parse(schema.CountTokensRequest, asked.body)
+    if pipeline.files is not None:
+        files.read(request, functools.partial(pipeline.files, FILES, asked.owner))
     return {"input_tokens": translate.count_tokens(request, pipeline.catalog.resolve(request.model))}
