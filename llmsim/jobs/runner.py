@@ -4,7 +4,7 @@
 What a job is (its lines, its result lines, its fields at each step) is its Kind's (llmsim/jobs/openai_batches.py,
 llmsim/jobs/message_batches.py); the runner only moves it along: validating (a kind that has it), in progress,
 finalizing, ended, each step written to the store as it happens, so any process reads where it stands. A step
-waits STEP_SECONDS times the job's speed (speed 0: none), and each line is paced as its request would be.
+waits STEP_SECONDS divided by the job's speed (speed 0: none), and each line is paced as its request would be.
 
 Everything a job needs is in the store: a cancel is a field the runner reads before each line; a job whose process
 died (a restart) is adopted by the next process that reads it, which runs the lines that have no result yet.
@@ -30,8 +30,9 @@ if TYPE_CHECKING:
     from llmsim.pipeline import Pipeline
 
 log = logging.getLogger("llmsim")
-STEP_SECONDS = 1.0  # a step's wait (validating, finalizing) at speed 1
+STEP_SECONDS = 1.0  # a step's wait (validating, finalizing) at speed 1; speed divides it, as every wait
 LINES_AT_ONCE = 8  # a paced job's lines in flight together (at speed 0 one by one: nothing to overlap)
+LINE_PAUSE_SECONDS = 0.001  # a pause after each line: a turn (sleep 0) lets ready work in, a pause lets in IO
 WINDOW_SECONDS = 24 * 3600  # the completion window both providers give a job
 WORKER, STATE, CANCEL, REQUEST = "_worker", "_state", "_cancel", "_request"  # the runner's own fields
 
@@ -180,7 +181,8 @@ class Runner:
                                                  "_outcome": outcome})
             if record is None:
                 return
-            self._pause(speed)
+            if kind.validates:  # a kind that shows its steps (OpenAI's finalizing) holds each a while
+                self._pause(speed)
         results = self.store.lines(kind.kind, job_id)
         tally = self._tally(kind, results)
         self._end(kind, job_id, kind.ended(record, outcome, results, tally, self.clock()))
@@ -219,6 +221,7 @@ class Runner:
                 with lock:
                     tally.add(category, usage)
                     self.store.update(kind.kind, job_id, kind.progress(record, tally))
+                time.sleep(LINE_PAUSE_SECONDS)  # the worker's other requests go on between lines
 
         workers = 1 if speed == 0 else LINES_AT_ONCE
         threads = [threading.Thread(target=self._worker, args=(work,), daemon=True) for _ in range(workers - 1)]
@@ -260,7 +263,7 @@ class Runner:
     @staticmethod
     def _pause(speed: float) -> None:
         if speed > 0:
-            waits.wait(STEP_SECONDS * speed)
+            waits.wait(STEP_SECONDS / speed)
 
     def _tally(self, kind: Kind, results: dict[int, str]) -> Tally:
         tally = Tally()

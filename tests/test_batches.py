@@ -1,0 +1,380 @@
+"""Files and Batches on both providers, driven by the official SDKs against a real server: OpenAI's `files.*` and
+`batches.*` (an uploaded JSONL of /v1/chat/completions and /v1/responses lines), Anthropic's
+`messages.batches.*` and `beta.files.*`; the states a job moves through, cancel, delete, a line that fails in the
+error file or as an `errored` result, the size bounds, keys that never see each other's files or batches, a restart
+on SQLite and on Redis, and `file_id` in an Anthropic document block and an OpenAI `input_file`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import httpx
+import openai
+import pytest
+from openai.types.batch_request_counts import BatchRequestCounts as Counts
+from openai.types.chat import ChatCompletion
+from openai.types.responses import Response
+
+from llmsim.testing import RedisServer, ServerProcess
+from stateful import kill_hard, until
+
+Start = Callable[..., ServerProcess]
+CLAUDE = "claude-sonnet-4-6"
+FINAL = ("completed", "failed", "expired", "cancelled")
+
+
+def chat_line(custom_id: str, text: str, **body: Any) -> dict[str, Any]:
+    return {"custom_id": custom_id, "method": "POST", "url": "/v1/chat/completions",
+            "body": {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": text}], **body}}
+
+
+def jsonl(lines: list[Any]) -> bytes:
+    return "\n".join(json.dumps(line) for line in lines).encode()
+
+
+def message_request(custom_id: str, text: str, **params: Any) -> dict[str, Any]:
+    return {"custom_id": custom_id,
+            "params": {"model": CLAUDE, "max_tokens": 64, "messages": [{"role": "user", "content": text}], **params}}
+
+
+def openai_client(server: ServerProcess, api_key: str = "sk-test", **options: Any) -> openai.OpenAI:
+    return openai.OpenAI(base_url=server.base_url, api_key=api_key, max_retries=0, **options)
+
+
+def anthropic_client(server: ServerProcess, api_key: str = "sk-test", **options: Any) -> anthropic.Anthropic:
+    return anthropic.Anthropic(base_url=server.url, api_key=api_key, max_retries=0, **options)
+
+
+def finished(client: openai.OpenAI, batch_id: str) -> openai.types.Batch:
+    return until(lambda: (b := client.batches.retrieve(batch_id)).status in FINAL and b, every=0.05)
+
+
+def ended(client: anthropic.Anthropic, batch_id: str) -> anthropic.types.messages.MessageBatch:
+    return until(lambda: (b := client.messages.batches.retrieve(batch_id)).processing_status == "ended" and b,
+                 every=0.05)
+
+
+def lines_of(client: openai.OpenAI, file_id: str | None) -> list[dict[str, Any]]:
+    assert file_id is not None
+    return [json.loads(line) for line in client.files.content(file_id).text.splitlines()]
+
+
+@pytest.fixture(scope="module")
+def server(shared_server: Start) -> ServerProcess:
+    return shared_server()
+
+
+def test_an_openai_batch_runs_every_line_through_its_endpoint(server: ServerProcess) -> None:
+    client = openai_client(server)
+    lines = [chat_line(f"chat-{i}", f"Say hello number {i}.") for i in range(3)]
+    uploaded = client.files.create(file=("requests.jsonl", jsonl(lines)), purpose="batch")
+    assert (uploaded.object, uploaded.purpose, uploaded.status) == ("file", "batch", "processed")
+    assert uploaded.bytes == len(jsonl(lines)) and client.files.retrieve(uploaded.id) == uploaded
+    assert client.files.content(uploaded.id).content == jsonl(lines)
+
+    batch = client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions",
+                                  completion_window="24h", metadata={"run": "one"})
+    assert batch.status == "validating" and batch.metadata == {"run": "one"}
+    done = finished(client, batch.id)
+    assert done.status == "completed" and done.error_file_id is None and done.errors is None
+    assert done.request_counts is not None and (done.request_counts.total, done.request_counts.completed,
+                                                done.request_counts.failed) == (3, 3, 0)
+    assert done.in_progress_at and done.finalizing_at and done.completed_at and done.model == "gpt-4o-mini"
+    results = lines_of(client, done.output_file_id)
+    assert [r["custom_id"] for r in results] == ["chat-0", "chat-1", "chat-2"]
+    completions = [ChatCompletion.model_validate(r["response"]["body"]) for r in results]
+    assert all(r["response"]["status_code"] == 200 and r["error"] is None for r in results)
+    assert done.usage is not None and done.usage.output_tokens == sum(
+        c.usage.completion_tokens for c in completions if c.usage)
+    output = client.files.retrieve(done.output_file_id or "")
+    assert output.purpose == "batch_output" and output.filename.endswith(".jsonl")
+    assert batch.id in [b.id for b in client.batches.list()]
+
+
+def test_a_responses_batch_and_a_line_that_fails(shared_server: Start) -> None:
+    """The first request a fault rule fires on (`first=1`) fails: its line lands in the error file with the
+    error's status and body, the others in the output file; a line with a bad body gets its 400 there too."""
+    client = openai_client(shared_server("--fault", "server_error;first=1"))
+    lines = [{"custom_id": f"r-{i}", "method": "POST", "url": "/v1/responses",
+              "body": {"model": "gpt-4o", "input": f"Question {i}?"}} for i in range(3)]
+    lines.append({"custom_id": "bad", "method": "POST", "url": "/v1/responses", "body": {"input": "no model"}})
+    uploaded = client.files.create(file=("responses.jsonl", jsonl(lines)), purpose="batch")
+    done = finished(client, client.batches.create(input_file_id=uploaded.id, endpoint="/v1/responses",
+                                                  completion_window="24h").id)
+    assert done.status == "completed"
+    assert done.request_counts is not None and (done.request_counts.completed, done.request_counts.failed) == (2, 2)
+    errors = {line["custom_id"]: line["response"] for line in lines_of(client, done.error_file_id)}
+    assert errors["r-0"]["status_code"] == 500 and errors["r-0"]["body"]["error"]["type"] == "server_error"
+    assert errors["bad"]["status_code"] == 400 and errors["bad"]["body"]["error"]["param"] == "model"
+    output = lines_of(client, done.output_file_id)
+    assert [line["custom_id"] for line in output] == ["r-1", "r-2"]
+    assert all(Response.model_validate(line["response"]["body"]).status == "completed" for line in output)
+
+
+def test_an_anthropic_batch_through_the_sdk(shared_server: Start) -> None:
+    client = anthropic_client(shared_server("--fault", "overloaded;first=1"))
+    requests = [message_request(f"m-{i}", f"Tell me about number {i}.") for i in range(3)]
+    requests.append({"custom_id": "bad-role", "params": {"model": CLAUDE, "max_tokens": 10,
+                                                         "messages": [{"role": "robot", "content": "hi"}]}})
+    batch = client.messages.batches.create(requests=requests)  # type: ignore[arg-type]
+    assert batch.processing_status == "in_progress" and batch.results_url is None
+    assert batch.request_counts.processing == 4
+    done = ended(client, batch.id)
+    assert (done.request_counts.succeeded, done.request_counts.errored, done.request_counts.processing) == (2, 2, 0)
+    assert done.ended_at is not None and done.results_url and done.results_url.endswith(f"{batch.id}/results")
+    results = {r.custom_id: r.result for r in client.messages.batches.results(batch.id)}
+    assert set(results) == {"m-0", "m-1", "m-2", "bad-role"}
+    assert results["m-0"].type == "errored" and results["m-0"].error.error.type == "overloaded_error"
+    assert results["bad-role"].type == "errored" and results["bad-role"].error.error.type == "invalid_request_error"
+    assert results["m-1"].type == "succeeded" and results["m-1"].message.content[0].type == "text"
+    assert batch.id in [b.id for b in client.messages.batches.list()]
+    assert client.beta.messages.batches.retrieve(batch.id).id == batch.id  # the beta path too
+
+    assert client.messages.batches.delete(batch.id).type == "message_batch_deleted"
+    with pytest.raises(anthropic.NotFoundError) as missing:
+        client.messages.batches.retrieve(batch.id)
+    assert missing.value.body["error"]["type"] == "not_found_error"  # type: ignore[index]
+    assert missing.value.response.headers.get("request-id")
+
+
+def test_cancel_stops_both_kinds_between_lines(server: ServerProcess) -> None:
+    """Paced (speed 1 for these batches), a job is cancelled while its lines run: OpenAI's shows `cancelling`
+    then `cancelled` with the lines done; Anthropic's `canceling`, then `ended` with the rest `canceled`."""
+    paced = {"X-LLMSim-Speed": "1"}
+    client = openai_client(server, default_headers=paced)
+    lines = [chat_line(f"c-{i}", "Write a long story.", max_tokens=40) for i in range(24)]
+    uploaded = client.files.create(file=("slow.jsonl", jsonl(lines)), purpose="batch")
+    batch = client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h")
+    until(lambda: client.batches.retrieve(batch.id).status == "in_progress", every=0.05)
+    assert client.batches.cancel(batch.id).status == "cancelling"
+    done = finished(client, batch.id)
+    assert done.status == "cancelled" and done.cancelled_at and done.cancelling_at
+    assert done.request_counts is not None and done.request_counts.completed < 24
+    with pytest.raises(openai.ConflictError):
+        client.batches.cancel(batch.id)
+
+    claude = anthropic_client(server, default_headers=paced)
+    requests = [message_request(f"a-{i}", "Write a long story.", max_tokens=40) for i in range(24)]
+    job = claude.messages.batches.create(requests=requests)  # type: ignore[arg-type]
+    with pytest.raises(anthropic.BadRequestError):
+        claude.messages.batches.delete(job.id)  # not ended yet
+    assert claude.messages.batches.cancel(job.id).processing_status == "canceling"
+    over = ended(claude, job.id)
+    assert over.cancel_initiated_at is not None and over.request_counts.canceled > 0
+    assert over.request_counts.succeeded + over.request_counts.canceled == 24
+    kinds = [r.result.type for r in claude.messages.batches.results(job.id)]
+    assert kinds.count("canceled") == over.request_counts.canceled and len(kinds) == 24
+
+
+def test_a_running_batch_holds_up_no_other_request(server: ServerProcess) -> None:
+    """At speed 0 a line never waits: the runner hands the worker over between lines, so a request made while a
+    long batch runs is answered before the batch ends."""
+    client = openai_client(server)
+    lines = [chat_line(f"n-{i}", f"Line {i}.") for i in range(600)]
+    uploaded = client.files.create(file=("long.jsonl", jsonl(lines)), purpose="batch")
+    batch = client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions",
+                                  completion_window="24h")
+    until(lambda: (client.batches.retrieve(batch.id).request_counts or Counts()).completed > 0)
+    answer = client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "Meanwhile?"}])
+    running = client.batches.retrieve(batch.id)
+    assert answer.choices[0].message.content and running.status == "in_progress"
+    assert running.request_counts is not None and running.request_counts.completed < 600
+    assert finished(client, batch.id).status == "completed"
+
+
+def test_a_batch_whose_lines_cannot_run_fails_with_their_errors(server: ServerProcess) -> None:
+    client = openai_client(server)
+    lines = [json.dumps(chat_line("ok", "hi")), "{not json", json.dumps(chat_line("ok", "again")),
+             json.dumps({**chat_line("elsewhere", "hi"), "url": "/v1/responses"})]
+    uploaded = client.files.create(file=("broken.jsonl", "\n".join(lines).encode()), purpose="batch")
+    done = finished(client, client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions",
+                                                  completion_window="24h").id)
+    assert done.status == "failed" and done.failed_at and done.errors and done.errors.data
+    assert [(e.code, e.line) for e in done.errors.data] == [
+        ("invalid_json_line", 2), ("duplicate_custom_id", 3), ("mismatched_url", 4)]
+
+
+def test_bounds_and_bad_input_get_clear_4xx(shared_server: Start) -> None:
+    server = shared_server("--max-body-bytes", str(6 * 1024 * 1024))
+    client = openai_client(server)
+    with pytest.raises(openai.BadRequestError, match="at most 50000"):
+        many = client.files.create(file=("many.jsonl", b"{}\n" * 50_001), purpose="batch")
+        client.batches.create(input_file_id=many.id, endpoint="/v1/chat/completions", completion_window="24h")
+    wide = json.dumps(chat_line("wide", "x" * (4 * 1024 * 1024 + 10))).encode()
+    with pytest.raises(openai.BadRequestError, match="may be at most 4194304 bytes"):
+        big = client.files.create(file=("wide.jsonl", wide), purpose="batch")
+        client.batches.create(input_file_id=big.id, endpoint="/v1/chat/completions", completion_window="24h")
+    with pytest.raises(openai.APIStatusError) as too_big:
+        client.files.create(file=("huge.jsonl", b"x" * (7 * 1024 * 1024)), purpose="batch")
+    assert too_big.value.status_code == 413
+    with pytest.raises(openai.BadRequestError, match="Supported values are"):
+        client.files.create(file=("a.txt", b"hi"), purpose="nonsense")  # type: ignore[arg-type]
+    with pytest.raises(openai.BadRequestError, match="jsonl"):
+        client.files.create(file=("a.txt", b"hi"), purpose="batch")
+    notes = client.files.create(file=("notes.txt", b"hello"), purpose="user_data")
+    with pytest.raises(openai.BadRequestError, match="purpose 'batch'"):
+        client.batches.create(input_file_id=notes.id, endpoint="/v1/chat/completions", completion_window="24h")
+    with pytest.raises(openai.NotFoundError):
+        client.batches.create(input_file_id="file-missing", endpoint="/v1/chat/completions", completion_window="24h")
+    with pytest.raises(openai.NotFoundError) as missing:
+        client.batches.retrieve("batch_missing")
+    assert missing.value.body["message"] == "No batch found with id 'batch_missing'."  # type: ignore[index]
+    with pytest.raises(openai.NotFoundError):
+        client.files.content("file-missing")
+    assert client.files.delete(notes.id).deleted
+    with pytest.raises(openai.NotFoundError):
+        client.files.retrieve(notes.id)
+
+    claude = anthropic_client(server)
+    with pytest.raises(anthropic.BadRequestError, match="at most 100000"):
+        claude.messages.batches.create(requests=[{"custom_id": f"r{i}", "params": {}}  # type: ignore[misc]
+                                                 for i in range(100_001)])
+    with pytest.raises(anthropic.APIStatusError) as wide_request:
+        claude.messages.batches.create(requests=[message_request("wide", "x" * (4 * 1024 * 1024 + 10))])
+    assert wide_request.value.status_code == 413
+    with pytest.raises(anthropic.BadRequestError, match="Duplicate custom_id"):
+        claude.messages.batches.create(requests=[message_request("same", "a"), message_request("same", "b")])
+    with pytest.raises(anthropic.BadRequestError, match="custom_id"):
+        claude.messages.batches.create(requests=[message_request("has space", "a")])
+    with pytest.raises(anthropic.NotFoundError):
+        claude.messages.batches.results("msgbatch_missing")
+    with pytest.raises(anthropic.APIStatusError) as too_big_file:
+        claude.beta.files.upload(file=("big.txt", b"x" * (7 * 1024 * 1024), "text/plain"))
+    assert too_big_file.value.status_code == 413 and too_big_file.value.body["type"] == "error"  # type: ignore[index]
+
+
+def test_anthropic_files_and_file_id_in_a_document_block(server: ServerProcess) -> None:
+    """The document's words reach the model: its input tokens grow by the file's; an unknown file is a 404."""
+    client = anthropic_client(server)
+    words = " ".join(f"word{i}" for i in range(600))
+    uploaded = client.beta.files.upload(file=("notes.txt", words.encode(), "text/plain"))
+    assert (uploaded.type, uploaded.filename, uploaded.mime_type, uploaded.size_bytes) == (
+        "file", "notes.txt", "text/plain", len(words))
+    assert client.beta.files.retrieve_metadata(uploaded.id) == uploaded
+    assert uploaded.id in [f.id for f in client.beta.files.list()]
+
+    def ask(source: dict[str, Any]) -> anthropic.types.beta.BetaMessage:
+        return client.beta.messages.create(
+            model=CLAUDE, max_tokens=20, betas=["files-api-2025-04-14"],
+            messages=[{"role": "user", "content": [{"type": "document", "source": source},  # type: ignore[list-item]
+                                                    {"type": "text", "text": "Summarize it."}]}])
+
+    with_file = ask({"type": "file", "file_id": uploaded.id})
+    inline = ask({"type": "text", "media_type": "text/plain", "data": words})
+    assert with_file.usage.input_tokens == inline.usage.input_tokens > 600
+    with pytest.raises(anthropic.NotFoundError):
+        ask({"type": "file", "file_id": "file_011missing"})
+    with pytest.raises(anthropic.BadRequestError):
+        client.beta.files.download(uploaded.id)  # an upload is not downloadable, as on the live API
+    assert client.beta.files.delete(uploaded.id).type == "file_deleted"
+    with pytest.raises(anthropic.NotFoundError):
+        ask({"type": "file", "file_id": uploaded.id})
+
+
+def test_file_id_in_an_openai_input_file(server: ServerProcess) -> None:
+    client = openai_client(server)
+    words = " ".join(f"fact{i}" for i in range(500))
+    uploaded = client.files.create(file=("facts.txt", words.encode()), purpose="user_data")
+
+    def ask(part: dict[str, Any]) -> Response:
+        return client.responses.create(model="gpt-4o", input=[{"role": "user", "content": [
+            part, {"type": "input_text", "text": "What does it say?"}]}])  # type: ignore[list-item, misc]
+
+    with_file = ask({"type": "input_file", "file_id": uploaded.id})
+    inline = ask({"type": "input_text", "text": words})
+    assert with_file.usage and inline.usage and with_file.usage.input_tokens == inline.usage.input_tokens > 500
+    stored = client.responses.input_items.list(with_file.id).data[0]
+    assert stored.content[0].type == "input_file"  # type: ignore[union-attr]  # kept as sent
+    with pytest.raises(openai.NotFoundError):
+        ask({"type": "input_file", "file_id": "file-missing"})
+
+
+def test_keys_never_see_each_others_files_or_batches(shared_server: Start) -> None:
+    server = shared_server("--api-key", "key-one,key-two")
+    one, two = openai_client(server, api_key="key-one"), openai_client(server, api_key="key-two")
+    uploaded = one.files.create(file=("mine.jsonl", jsonl([chat_line("x", "hi")])), purpose="batch")
+    batch = one.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h")
+    done = finished(one, batch.id)
+    for call in (lambda: two.files.retrieve(uploaded.id), lambda: two.files.content(uploaded.id),
+                 lambda: two.batches.retrieve(batch.id), lambda: two.files.content(done.output_file_id or ""),
+                 lambda: two.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions",
+                                            completion_window="24h")):
+        with pytest.raises(openai.NotFoundError):
+            call()
+    assert two.files.list().data == [] and two.batches.list().data == []
+    claude_one, claude_two = anthropic_client(server, api_key="key-one"), anthropic_client(server, api_key="key-two")
+    job = claude_one.messages.batches.create(requests=[message_request("x", "hi")])
+    with pytest.raises(anthropic.NotFoundError):
+        claude_two.messages.batches.retrieve(job.id)
+    assert claude_two.messages.batches.list().data == []
+
+
+def test_lines_are_counted_in_the_metrics(shared_server: Start) -> None:
+    server = shared_server("--store-max-entries", "1000")  # a server of this test's own: its counts alone
+    client = openai_client(server)
+    uploaded = client.files.create(file=("m.jsonl", jsonl([chat_line(f"m{i}", "hi") for i in range(4)])),
+                                   purpose="batch")
+    finished(client, client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions",
+                                           completion_window="24h").id)
+    text = httpx.get(f"{server.url}/metrics").text
+    assert 'llmsim_requests_total{endpoint="/chat/completions",status="200"} 4.0' in text
+
+
+@pytest.fixture(scope="module")
+def redis_url() -> Iterator[str]:
+    with RedisServer() as redis:
+        yield redis.url
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "redis"])
+def test_files_and_batches_survive_a_restart(kind: str, start_server: Start, tmp_path: Path,
+                                             request: pytest.FixtureRequest) -> None:
+    store = f"sqlite:///{tmp_path / 'llmsim.db'}" if kind == "sqlite" else request.getfixturevalue("redis_url")
+    first = start_server("--store", store)
+    client, claude = openai_client(first), anthropic_client(first)
+    uploaded = client.files.create(file=("in.jsonl", jsonl([chat_line("a", "hi"), chat_line("b", "yo")])),
+                                   purpose="batch")
+    batch = finished(client, client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions",
+                                                   completion_window="24h").id)
+    output = client.files.content(batch.output_file_id or "").content
+    job = ended(claude, claude.messages.batches.create(requests=[message_request("c", "hello")]).id)
+    results = [r.model_dump() for r in claude.messages.batches.results(job.id)]
+    document = claude.beta.files.upload(file=("d.txt", b"remember this", "text/plain"))
+    client.close()
+    claude.close()
+    first.stop()
+
+    second = start_server("--store", store)
+    client, claude = openai_client(second), anthropic_client(second)
+    assert client.batches.retrieve(batch.id) == batch
+    assert client.files.retrieve(uploaded.id) == uploaded
+    assert client.files.content(batch.output_file_id or "").content == output
+    again = claude.messages.batches.retrieve(job.id)
+    assert again.model_dump(exclude={"results_url"}) == job.model_dump(exclude={"results_url"})
+    assert [r.model_dump() for r in claude.messages.batches.results(job.id)] == results
+    assert claude.beta.files.retrieve_metadata(document.id) == document
+
+
+def test_a_batch_cut_by_a_crash_goes_on_after_the_restart(start_server: Start, tmp_path: Path) -> None:
+    """kill -9 while the lines run (paced): the next server to read the batch adopts it and runs the lines that
+    have no result yet; every line ends with exactly one result."""
+    store = f"sqlite:///{tmp_path / 'llmsim.db'}"
+    first = start_server("--store", store)
+    client = openai_client(first, default_headers={"X-LLMSim-Speed": "4"})
+    lines = [chat_line(f"k-{i}", "Tell me a story.", max_tokens=30) for i in range(40)]
+    uploaded = client.files.create(file=("crash.jsonl", jsonl(lines)), purpose="batch")
+    batch = client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h")
+    until(lambda: (client.batches.retrieve(batch.id).request_counts or Counts()).completed > 0, every=0.05)
+    client.close()
+    kill_hard(first)
+
+    client = openai_client(start_server("--store", store))
+    done = finished(client, batch.id)
+    assert done.status == "completed" and done.request_counts is not None
+    assert (done.request_counts.total, done.request_counts.completed) == (40, 40)
+    assert sorted(line["custom_id"] for line in lines_of(client, done.output_file_id)) == sorted(
+        line["custom_id"] for line in lines)
