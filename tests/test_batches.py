@@ -6,7 +6,9 @@ on SQLite and on Redis, and `file_id` in an Anthropic document block and an Open
 
 from __future__ import annotations
 
+import io
 import json
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -291,6 +293,8 @@ def test_file_id_in_an_openai_input_file(server: ServerProcess) -> None:
     assert stored.content[0].type == "input_file"  # type: ignore[union-attr]  # kept as sent
     with pytest.raises(openai.NotFoundError):
         ask({"type": "input_file", "file_id": "file-missing"})
+    with pytest.raises(openai.NotFoundError):
+        ask({"type": "input_image", "file_id": "file-missing"})
 
 
 def test_keys_never_see_each_others_files_or_batches(shared_server: Start) -> None:
@@ -378,3 +382,36 @@ def test_a_batch_cut_by_a_crash_goes_on_after_the_restart(start_server: Start, t
     assert (done.request_counts.total, done.request_counts.completed) == (40, 40)
     assert sorted(line["custom_id"] for line in lines_of(client, done.output_file_id)) == sorted(
         line["custom_id"] for line in lines)
+
+
+def test_a_job_past_its_window_expires_with_its_lines_not_run() -> None:
+    """In process, with the runner's clock moved two days on once the jobs are made: OpenAI's batch is `expired`
+    and its lines not run are in the error file as `batch_expired`; Anthropic's requests not run are `expired`."""
+    from llmsim.app import create_app
+    from llmsim.config import Settings
+
+    app = create_app(Settings(speed=0))
+    runner = app.extensions["llmsim"].jobs.runner
+    later = [0.0]
+    runner.clock = lambda: time.time() + later[0]
+    client = app.test_client()
+    data = jsonl([chat_line(f"e-{i}", "hi") for i in range(3)])
+    uploaded = client.post("/v1/files", data={"purpose": "batch", "file": (io.BytesIO(data), "e.jsonl")}).get_json()
+    made = client.post("/v1/batches", json={"input_file_id": uploaded["id"], "endpoint": "/v1/chat/completions",
+                                            "completion_window": "24h"}, headers={"X-LLMSim-Speed": "2"}).get_json()
+    job = client.post("/v1/messages/batches", headers={"X-LLMSim-Speed": "1"}, json={"requests": [
+        message_request(f"x-{i}", "Write a story.", max_tokens=40) for i in range(10)]}).get_json()
+    later[0] = 2 * 86400.0
+    batch = until(lambda: (b := client.get(f"/v1/batches/{made['id']}").get_json())["status"] in FINAL and b)
+    assert batch["status"] == "expired" and batch["expired_at"] and batch["output_file_id"] is None
+    assert batch["request_counts"] == {"total": 3, "completed": 0, "failed": 3}
+    error_file = client.get(f"/v1/files/{batch['error_file_id']}/content").text
+    errors = [json.loads(line) for line in error_file.splitlines()]
+    assert [e["error"]["code"] for e in errors] == ["batch_expired"] * 3
+
+    ended_job = until(lambda: (b := client.get(f"/v1/messages/batches/{job['id']}").get_json())[
+        "processing_status"] == "ended" and b)
+    counts = ended_job["request_counts"]
+    assert counts["expired"] >= 2 and counts["succeeded"] + counts["expired"] == 10
+    results = client.get(f"/v1/messages/batches/{job['id']}/results").text.splitlines()
+    assert sum(json.loads(line)["result"]["type"] == "expired" for line in results) == counts["expired"]
