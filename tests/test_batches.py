@@ -415,3 +415,48 @@ def test_a_job_past_its_window_expires_with_its_lines_not_run() -> None:
     assert counts["expired"] >= 2 and counts["succeeded"] + counts["expired"] == 10
     results = client.get(f"/v1/messages/batches/{job['id']}/results").text.splitlines()
     assert sum(json.loads(line)["result"]["type"] == "expired" for line in results) == counts["expired"]
+
+
+def test_scenarios_and_rate_limits_apply_to_each_line(shared_server: Start, tmp_path: Path) -> None:
+    """A scenario's rule answers the lines it matches, on both providers; an RPM limit admits only its count of
+    lines, the rest answered 429 (in the error file, as `errored` results with Anthropic's rate_limit_error)."""
+    scenario = tmp_path / "batch.yaml"
+    scenario.write_text("name: batch\nrules:\n  - match: {input_contains: capital}\n    text: Paris, of course.\n")
+    client = openai_client(shared_server("--scenario", str(scenario)))
+    lines = [chat_line("asked", "What is the capital of France?"), chat_line("other", "Tell me a joke.")]
+    uploaded = client.files.create(file=("s.jsonl", jsonl(lines)), purpose="batch")
+    done = finished(client, client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions",
+                                                  completion_window="24h").id)
+    answers = {line["custom_id"]: line["response"]["body"]["choices"][0]["message"]["content"]
+               for line in lines_of(client, done.output_file_id)}
+    assert answers["asked"] == "Paris, of course." and answers["other"] != "Paris, of course."
+    claude = anthropic_client(shared_server("--scenario", str(scenario)))
+    job = ended(claude, claude.messages.batches.create(requests=[message_request("c", "The capital of Italy?")]).id)
+    (result,) = claude.messages.batches.results(job.id)
+    assert result.result.type == "succeeded" and result.result.message.content[0].text == "Paris, of course."
+
+    limited = shared_server("--rpm", "2")
+    client = openai_client(limited)
+    uploaded = client.files.create(file=("r.jsonl", jsonl([chat_line(f"r{i}", "hi") for i in range(4)])),
+                                   purpose="batch")
+    done = finished(client, client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions",
+                                                  completion_window="24h").id)
+    assert done.request_counts is not None and (done.request_counts.completed, done.request_counts.failed) == (2, 2)
+    assert {line["response"]["status_code"] for line in lines_of(client, done.error_file_id)} == {429}
+    claude = anthropic_client(limited, api_key="another-key")  # its own bucket
+    job = ended(claude, claude.messages.batches.create(requests=[message_request(f"m{i}", "hi") for i in range(3)]).id)
+    errors = [r.result for r in claude.messages.batches.results(job.id) if r.result.type == "errored"]
+    assert len(errors) == 1 and errors[0].error.error.type == "rate_limit_error"
+
+
+def test_anthropic_prefix_serves_files_and_batches(server: ServerProcess) -> None:
+    """Under /anthropic/v1 as under /v1: the same files and batches, in Anthropic's shapes and envelope."""
+    client = anthropic.Anthropic(base_url=f"{server.url}/anthropic", api_key="sk-test", max_retries=0)
+    uploaded = client.beta.files.upload(file=("p.txt", b"prefixed", "text/plain"))
+    assert anthropic_client(server).beta.files.retrieve_metadata(uploaded.id) == uploaded
+    job = ended(client, client.messages.batches.create(requests=[message_request("p", "hi")]).id)
+    assert job.results_url and "/anthropic/v1/messages/batches/" in job.results_url
+    assert [r.custom_id for r in client.messages.batches.results(job.id)] == ["p"]
+    with pytest.raises(anthropic.NotFoundError) as missing:
+        client.beta.files.retrieve_metadata("file_011missing")
+    assert missing.value.body["type"] == "error"  # type: ignore[index]
