@@ -39,6 +39,7 @@ from llmsim.store import (
     background,
 )
 from llmsim.store.background import BackgroundRunner, follow
+from llmsim.store.objects import OPENAI_FILE
 from llmsim.timing import recorded
 from llmsim.timing.pacing import Pacer
 from llmsim.timing.profiles import Catalog
@@ -103,7 +104,7 @@ class Pipeline:
         if profile.reasoning is not None:
             translate.require_reasoning(items, history)
         effort, summary = translate.resolve_reasoning(request, profile)
-        read = items if self.files is None else files.read(items, functools.partial(self.files, "file", owner))
+        read = items if self.files is None else files.read(items, functools.partial(self.files, OPENAI_FILE, owner))
         prompt = translate.build_prompt(request, profile, history + read, self.seed if seed is None else seed,
                                         effort, summary)
         if asked.text_mode:

@@ -296,6 +296,17 @@ def test_file_id_in_an_openai_input_file(server: ServerProcess) -> None:
     with pytest.raises(openai.NotFoundError):
         ask({"type": "input_image", "file_id": "file-missing"})
 
+    def chat(part: dict[str, Any]) -> ChatCompletion:
+        return client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": [
+            part, {"type": "text", "text": "What does it say?"}]}])  # type: ignore[list-item, misc]
+
+    chat_file, chat_inline = chat({"type": "file", "file": {"file_id": uploaded.id}}), chat({"type": "text",
+                                                                                             "text": words})
+    assert chat_file.usage and chat_inline.usage
+    assert chat_file.usage.prompt_tokens == chat_inline.usage.prompt_tokens > 500
+    with pytest.raises(openai.NotFoundError):
+        chat({"type": "file", "file": {"file_id": "file-missing"}})
+
 
 def test_keys_never_see_each_others_files_or_batches(shared_server: Start) -> None:
     server = shared_server("--api-key", "key-one,key-two")

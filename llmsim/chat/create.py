@@ -3,6 +3,7 @@ limits and faults as /responses, on the one pipeline; its transport is llmsim/ap
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Callable, Iterator
@@ -21,6 +22,7 @@ from llmsim.responses.events import SerializedEvent, dumps
 from llmsim.runtime.fairness import fair
 from llmsim.runtime.shutdown import ShuttingDown
 from llmsim.runtime.waits import ClientGone
+from llmsim.store.objects import OPENAI_FILE
 from llmsim.timing.profiles import Profile
 
 if TYPE_CHECKING:  # the pipeline runs what this module asks of it; nothing below imports this
@@ -47,7 +49,9 @@ def create(pipeline: Pipeline, asked: ApiRequest) -> Answer:
         return Answer(relayed=relayed, ticket=admitted.ticket if admitted else None)
     request = chat.parse(asked.body, asked.lenient)
     profile = pipeline.catalog.resolve(request.model, missing_status=404)
-    prompt = chat.build_prompt(request, profile, pipeline.seed if asked.seed is None else asked.seed)
+    prompt = chat.build_prompt(request, profile, pipeline.seed if asked.seed is None else asked.seed,
+                               None if pipeline.files is None else functools.partial(pipeline.files, OPENAI_FILE,
+                                                                                     asked.owner))
     prompt = replace(prompt, text_mode=asked.text_mode or prompt.text_mode)
     waits = pipeline.waits(prompt, asked.speed)
     whole = not request.stream and not waits

@@ -16,10 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmsim.errors import APIError
-from llmsim.store.objects import ObjectStore, Stored
+from llmsim.store.objects import ANTHROPIC_FILE, OPENAI_FILE, ObjectStore, Stored
 
-OPENAI = "file"  # the store's kinds
-ANTHROPIC = "anthropic_file"
+OPENAI, ANTHROPIC = OPENAI_FILE, ANTHROPIC_FILE  # the store's kinds
 PURPOSES = ("assistants", "batch", "fine-tune", "vision", "user_data", "evals")  # what an upload may say
 OUTPUT_PURPOSE = "batch_output"  # a batch's output and error files
 MIN_EXPIRY_SECONDS, MAX_EXPIRY_SECONDS = 3600, 2592000  # expires_after.seconds: 1 hour to 30 days

@@ -15,12 +15,12 @@ from llmsim.messages import files, schema, translate
 from llmsim.messages.events import MessageBuilder, dumps
 from llmsim.request import Answer, ApiRequest, SerializedEvent, attach, error_of
 from llmsim.runtime.fairness import fair
+from llmsim.store.objects import ANTHROPIC_FILE
 
 if TYPE_CHECKING:  # the pipeline runs what this module asks of it; nothing below imports this
     from llmsim.pipeline import Pipeline
 
 ENDPOINT = "messages"
-FILES = "anthropic_file"  # the store's kind of the files a request names (llmsim/jobs/files.py)
 
 
 @dataclass
@@ -39,7 +39,7 @@ def create(pipeline: Pipeline, asked: ApiRequest) -> Answer:
         return Answer(relayed=relayed, ticket=admitted.ticket if admitted else None)
     request = schema.parse(schema.CreateRequest, asked.body)
     if pipeline.files is not None:
-        files.read(request, functools.partial(pipeline.files, FILES, asked.owner))
+        files.read(request, functools.partial(pipeline.files, ANTHROPIC_FILE, asked.owner))
     profile = pipeline.catalog.resolve(request.model)
     translated = translate.build_prompt(request, profile, pipeline.seed if asked.seed is None else asked.seed,
                                         asked.owner)
@@ -87,5 +87,5 @@ def _made(pipeline: Pipeline, asked: ApiRequest, request: schema.CreateRequest,
 def count_tokens(pipeline: Pipeline, asked: ApiRequest) -> dict[str, int]:
     request = schema.parse(schema.CountTokensRequest, asked.body)
     if pipeline.files is not None:
-        files.read(request, functools.partial(pipeline.files, FILES, asked.owner))
+        files.read(request, functools.partial(pipeline.files, ANTHROPIC_FILE, asked.owner))
     return {"input_tokens": translate.count_tokens(request, pipeline.catalog.resolve(request.model))}

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from llmsim.store.memory import Bounded
 
+OPENAI_FILE, ANTHROPIC_FILE = "file", "anthropic_file"  # the kinds of uploaded files, one per provider
 PINNED = "_running"  # a record with this field true stays past the entry limit (a job not finished)
 
 
