@@ -10,7 +10,7 @@ from flask import Flask, Response, jsonify, request
 from flask.json.provider import DefaultJSONProvider
 from werkzeug.exceptions import HTTPException
 
-from llmsim.api import admin, chaos, dashboard, files, forward, guard, message_batches, mount, stamp, writes
+from llmsim.api import admin, chaos, dashboard, decode, files, forward, guard, message_batches, mount, stamp, writes
 from llmsim.api import messages as messages_api
 from llmsim.api import metrics as api_metrics
 from llmsim.api import scenarios as scenarios_api
@@ -108,7 +108,7 @@ def create_app(settings: Settings | None = None) -> Flask:
     assert isinstance(app.json, DefaultJSONProvider)
     app.json.sort_keys = False
     app.json.ensure_ascii = False
-    jobs = Jobs(pipeline, stores.objects, settings.max_body_bytes,
+    jobs = Jobs(pipeline, stores.objects, settings.max_body_bytes, loads=decode.loads,
                 on_answer=lambda endpoint, status: answered(metrics, pipeline, endpoint, status, gauges=True))
     pipeline.files = jobs.files.prompt_text
     app.extensions["llmsim"] = Services(settings, catalog, pipeline, jobs)

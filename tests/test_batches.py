@@ -191,13 +191,45 @@ def test_a_running_batch_holds_up_no_other_request(server: ServerProcess) -> Non
 def test_a_batch_whose_lines_cannot_run_fails_with_their_errors(server: ServerProcess) -> None:
     client = openai_client(server)
     lines = [json.dumps(chat_line("ok", "hi")), "{not json", json.dumps(chat_line("ok", "again")),
-             json.dumps({**chat_line("elsewhere", "hi"), "url": "/v1/responses"})]
+             json.dumps({**chat_line("elsewhere", "hi"), "url": "/v1/responses"}),
+             '{"custom_id": "nan", "method": "POST", "url": "/v1/chat/completions", "body": {"temperature": NaN}}',
+             "[" * 5000 + "]" * 5000, '{"custom_id": "\\ud800", "method": "POST"}']
     uploaded = client.files.create(file=("broken.jsonl", "\n".join(lines).encode()), purpose="batch")
     done = finished(client, client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions",
                                                   completion_window="24h").id)
     assert done.status == "failed" and done.failed_at and done.errors and done.errors.data
     assert [(e.code, e.line) for e in done.errors.data] == [
-        ("invalid_json_line", 2), ("duplicate_custom_id", 3), ("mismatched_url", 4)]
+        ("invalid_json_line", 2), ("duplicate_custom_id", 3), ("mismatched_url", 4), ("invalid_json_line", 5),
+        ("invalid_json_line", 6), ("invalid_json_line", 7)]
+
+
+def test_bad_requests_get_4xx_in_each_envelope(server: ServerProcess) -> None:
+    base, anthropic_headers = server.url, {"anthropic-version": "2023-06-01"}
+    for method, path, kwargs in [
+            ("POST", "/v1/batches", {"json": []}), ("POST", "/v1/batches", {"content": b"{", "headers": {
+                "content-type": "application/json"}}),
+            ("POST", "/v1/batches", {"json": {"input_file_id": "f", "endpoint": "/v1/nothing",
+                                              "completion_window": "24h"}}),
+            ("POST", "/v1/batches", {"json": {"input_file_id": "f", "endpoint": "/v1/chat/completions",
+                                              "completion_window": "1h"}}),
+            ("POST", "/v1/files", {"json": {"purpose": "batch"}}), ("POST", "/v1/files", {"files": {
+                "purpose": (None, "batch")}}),
+            ("GET", "/v1/files?limit=zero", {}), ("GET", "/v1/batches?limit=1000", {}),
+            ("POST", "/v1/batches/batch_x/cancel", {})]:
+        answer = httpx.request(method, base + path, **kwargs)
+        assert 400 <= answer.status_code < 500 and set(answer.json()["error"]) >= {"message", "type"}, (path, answer)
+    for method, path, kwargs in [
+            ("POST", "/v1/messages/batches", {"json": {"requests": "x"}}),
+            ("POST", "/v1/messages/batches", {"json": {"requests": [{"custom_id": "a", "params": []}]}}),
+            ("POST", "/v1/messages/batches", {"json": {"requests": []}}),
+            ("GET", "/v1/messages/batches?limit=0", {}), ("POST", "/v1/messages/batches/x/cancel", {}),
+            ("DELETE", "/v1/messages/batches/x", {}), ("GET", "/v1/messages/batches/x/results", {}),
+            ("POST", "/v1/files", {"json": {}}), ("GET", "/v1/files/x", {}), ("GET", "/v1/files/x/content", {}),
+            ("DELETE", "/v1/files/x", {}), ("GET", "/anthropic/v1/files?limit=5000", {})]:
+        answer = httpx.request(method, base + path, headers=anthropic_headers, **kwargs)
+        body = answer.json()
+        assert 400 <= answer.status_code < 500 and body["type"] == "error", (path, answer)
+        assert answer.headers["request-id"] and body["error"]["type"].endswith("_error"), (path, body)
 
 
 def test_bounds_and_bad_input_get_clear_4xx(shared_server: Start) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import secrets
+from collections.abc import Callable
 from typing import Any
 
 from llmsim.errors import APIError
@@ -35,10 +36,13 @@ class OpenAIBatches:
     kind = KIND
     validates = True
 
-    def __init__(self, files: Files, runner: Runner) -> None:
+    def __init__(self, files: Files, runner: Runner, loads: Callable[[str], Any] = json.loads) -> None:
+        """`loads`: how a line's JSON is read (the transport's strict decoder: no NaN, no lone surrogates, no
+        nesting past its depth), raising ValueError or APIError for what it refuses."""
         self.files = files
         self.runner = runner
         self.store = runner.store
+        self.loads = loads
 
     # --- the routes' side
 
@@ -137,8 +141,8 @@ class OpenAIBatches:
             if not raw.strip():
                 continue
             try:
-                request = json.loads(raw)
-            except ValueError:
+                request = self.loads(raw)
+            except (ValueError, APIError, RecursionError):
                 errors.append(_error("invalid_json_line", f"Line {number} is not valid JSON.", number))
                 continue
             problem = _problem(request, endpoint, seen)
