@@ -223,13 +223,32 @@ class Runner:
                     self.store.update(kind.kind, job_id, kind.progress(record, tally))
                 time.sleep(LINE_PAUSE_SECONDS)  # the worker's other requests go on between lines
 
-        workers = 1 if speed == 0 else LINES_AT_ONCE
-        threads = [threading.Thread(target=self._worker, args=(work,), daemon=True) for _ in range(workers - 1)]
+        failures: list[BaseException] = []  # what ended a helper thread (a store gone away, the shutdown's cut)
+
+        def helper() -> None:
+            waits.watch(None)
+            shutdown.working()
+            try:
+                work()
+            except BaseException as failure:  # noqa: BLE001 - raised again in the job's own thread, below
+                failures.append(failure)
+                stop.append("failed")
+            finally:
+                shutdown.done()
+
+        threads = [threading.Thread(target=helper, daemon=True) for _ in range(0 if speed == 0 else LINES_AT_ONCE - 1)]
         for thread in threads:
             thread.start()
-        self._worker(work)
-        for thread in threads:
-            thread.join()
+        try:
+            work()
+        except BaseException:
+            stop.append("failed")  # the helpers take no more lines
+            raise
+        finally:
+            for thread in threads:
+                thread.join()
+        if failures:
+            raise failures[0]
         if stop:
             why = stop[0]
             for line in [*pending_left, *pending]:
@@ -240,15 +259,6 @@ class Runner:
             outcome = "cancelled" if why == "cancelled" else "expired"
             return self._update(kind, job_id, {**kind.progress(record, tally), "_outcome": outcome})
         return self._update(kind, job_id, {**kind.progress(record, tally), "_outcome": "completed"})
-
-    @staticmethod
-    def _worker(work: Callable[[], None]) -> None:
-        waits.watch(None)
-        shutdown.working()
-        try:
-            work()
-        finally:
-            shutdown.done()
 
     def _template(self, record: Stored, api_key: str | None) -> ApiRequest:
         said = record.fields.get(REQUEST) or {}
