@@ -503,3 +503,25 @@ def test_anthropic_prefix_serves_files_and_batches(server: ServerProcess) -> Non
     with pytest.raises(anthropic.NotFoundError) as missing:
         client.beta.files.retrieve_metadata("file_011missing")
     assert missing.value.body["type"] == "error"  # type: ignore[index]
+
+
+def test_inspect_ai_batch_mode(server: ServerProcess) -> None:
+    """inspect-ai's `--batch`: it sends its generations as a batch, OpenAI's (an uploaded JSONL, `batches.*`) and
+    Anthropic's (`messages.batches.*`), polls them and reads each answer back from the results."""
+    import asyncio
+
+    from inspect_ai.model import BatchConfig, GenerateConfig, get_model
+
+    config = GenerateConfig(max_retries=0, batch=BatchConfig(size=2, send_delay=0.5, tick=0.1))
+    for name, base_url in (("openai/gpt-4o", server.base_url), ("anthropic/claude-sonnet-4-6", server.url)):
+        batched = get_model(name, base_url=base_url, api_key="sk-test", config=config, memoize=False)
+
+        async def both(chat: Any = batched) -> list[Any]:
+            return await asyncio.gather(chat.generate("What is the capital of France?"), chat.generate("A joke?"))
+
+        outputs = asyncio.run(both())
+        assert all(output.completion.strip() and not output.error for output in outputs), name
+    claude = anthropic_client(server)
+    assert any(batch.request_counts.succeeded == 2 for batch in claude.messages.batches.list())
+    assert any(batch.request_counts and batch.request_counts.completed == 2 and batch.model == "gpt-4o"
+               for batch in openai_client(server).batches.list())
