@@ -3,7 +3,8 @@
 One interface over memory, SQLite (llmsim/store/objects_sqlite.py) and Redis (llmsim/store/objects_redis.py), so
 the job runner (llmsim/jobs/runner.py) and the routes know no store. A record's fields change by merging
 (`update`), so a cancel and the runner's progress never overwrite each other's fields; `claim` hands a job to one
-process. The same entry and TTL limits as responses apply; an unfinished job (`pinned`) is never evicted.
+process. The same entry and TTL limits as responses apply, to each kind on its own; an unfinished job (`pinned`)
+is never evicted.
 """
 
 from __future__ import annotations
@@ -60,31 +61,37 @@ class ObjectStore(Protocol):
     def lines(self, kind: str, object_id: str) -> dict[int, str]: ...
 
 
+Entry = tuple[Stored, "bytes | None", dict[int, str]]  # a record, its bytes, its result lines
+
+
 class MemoryObjects:
     """Files and jobs in dicts, bounded like the memory store's responses."""
 
     def __init__(self, max_entries: int = 1024, ttl_seconds: float = 3600.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        self._records: Bounded[tuple[Stored, bytes | None, dict[int, str]]] = Bounded(
-            max_entries, ttl_seconds, clock, pinned=lambda entry: bool(entry[0].fields.get(PINNED)))
+        self._make = lambda: Bounded[Entry](max_entries, ttl_seconds, clock,
+                                            pinned=lambda entry: bool(entry[0].fields.get(PINNED)))
+        self._kinds: dict[str, Bounded[Entry]] = {}  # each kind bounded on its own, as in SQLite and Redis
         self._lock = threading.Lock()
 
-    @staticmethod
-    def _key(kind: str, object_id: str) -> str:
-        return f"{kind}/{object_id}"
+    def _of(self, kind: str) -> Bounded[Entry]:
+        found = self._kinds.get(kind)
+        if found is None:
+            found = self._kinds[kind] = self._make()
+        return found
 
     def put(self, record: Stored, content: bytes | None = None) -> None:
         with self._lock:
-            self._records.put(self._key(record.kind, record.id), (copy.deepcopy(record), content, {}))
+            self._of(record.kind).put(record.id, (copy.deepcopy(record), content, {}))
 
     def get(self, kind: str, object_id: str) -> Stored | None:
         with self._lock:
-            entry = self._records.get(self._key(kind, object_id))
+            entry = self._of(kind).get(object_id)
             return None if entry is None else copy.deepcopy(entry[0])
 
     def update(self, kind: str, object_id: str, changes: dict[str, Any]) -> Stored | None:
         with self._lock:
-            entry = self._records.get(self._key(kind, object_id))
+            entry = self._of(kind).get(object_id)
             if entry is None:
                 return None
             entry[0].fields.update(copy.deepcopy(changes))
@@ -92,7 +99,7 @@ class MemoryObjects:
 
     def claim(self, kind: str, object_id: str, name: str, expected: Any, value: Any) -> bool:
         with self._lock:
-            entry = self._records.get(self._key(kind, object_id))
+            entry = self._of(kind).get(object_id)
             if entry is None or entry[0].fields.get(name) != expected:
                 return False
             entry[0].fields[name] = value
@@ -100,26 +107,26 @@ class MemoryObjects:
 
     def content(self, kind: str, object_id: str) -> bytes | None:
         with self._lock:
-            entry = self._records.get(self._key(kind, object_id))
+            entry = self._of(kind).get(object_id)
             return None if entry is None else entry[1]
 
     def delete(self, kind: str, object_id: str) -> bool:
         with self._lock:
-            return self._records.pop(self._key(kind, object_id))
+            return self._of(kind).pop(object_id)
 
     def listed(self, kind: str, owner: str | None) -> list[Stored]:
         with self._lock:
-            found = [copy.deepcopy(entry[0]) for entry in self._records.values()
-                     if entry[0].kind == kind and (owner is None or entry[0].owner == owner)]
+            found = [copy.deepcopy(entry[0]) for entry in self._of(kind).values()
+                     if owner is None or entry[0].owner == owner]
         return sorted(found, key=lambda record: record.created, reverse=True)
 
     def add_line(self, kind: str, object_id: str, index: int, line: str) -> None:
         with self._lock:
-            entry = self._records.get(self._key(kind, object_id))
+            entry = self._of(kind).get(object_id)
             if entry is not None:
                 entry[2].setdefault(index, line)
 
     def lines(self, kind: str, object_id: str) -> dict[int, str]:
         with self._lock:
-            entry = self._records.get(self._key(kind, object_id))
+            entry = self._of(kind).get(object_id)
             return {} if entry is None else dict(entry[2])

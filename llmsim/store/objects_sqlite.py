@@ -51,10 +51,10 @@ class SQLiteObjects:
                           content))
             if self.ttl_seconds > 0:
                 conn.execute("DELETE FROM objects WHERE stored_at <= ?", (self._horizon(),))
-            conn.execute("DELETE FROM objects WHERE rowid IN (SELECT rowid FROM objects WHERE NOT (kind = ? AND "
-                         f"id = ?) AND coalesce(json_extract(fields, '$.{PINNED}'), 0) = 0 ORDER BY stored_at "
-                         "LIMIT max(0, (SELECT COUNT(*) FROM objects) - ?))",
-                         (record.kind, record.id, self.max_entries))
+            conn.execute("DELETE FROM objects WHERE rowid IN (SELECT rowid FROM objects WHERE kind = :kind AND "
+                         f"id != :id AND coalesce(json_extract(fields, '$.{PINNED}'), 0) = 0 ORDER BY stored_at "
+                         "LIMIT max(0, (SELECT COUNT(*) FROM objects WHERE kind = :kind) - :max))",
+                         {"kind": record.kind, "id": record.id, "max": self.max_entries})
 
     def get(self, kind: str, object_id: str) -> Stored | None:
         with self.db.read() as conn:
