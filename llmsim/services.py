@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from llmsim.config import Settings
-from llmsim.jobs.service import Jobs
 from llmsim.pipeline import Pipeline
 from llmsim.timing.profiles import Catalog
+
+if TYPE_CHECKING:  # built by the app factory; the files and batch routes reach it here
+    from llmsim.jobs.service import Jobs
 
 
 @dataclass

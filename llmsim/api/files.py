@@ -8,11 +8,12 @@ from collections.abc import Callable
 from flask import Blueprint, Flask, Response, jsonify, request
 from flask.typing import ResponseReturnValue
 
+from llmsim.api import which
 from llmsim.api.http import int_arg, owner, services
-from llmsim.api.messages import anthropic_answer
 from llmsim.errors import APIError
 from llmsim.jobs.files import Files, Upload
 from llmsim.jobs.service import Jobs
+from llmsim.messages.surface import MESSAGES
 
 bp = Blueprint("files", __name__)
 anthropic_bp = Blueprint("anthropic_files", __name__)  # /anthropic/v1/files: Anthropic's only
@@ -21,6 +22,7 @@ ANTHROPIC_PREFIX = "/anthropic/v1"
 
 def mount(app: Flask) -> None:
     app.register_blueprint(anthropic_bp, url_prefix=ANTHROPIC_PREFIX)
+    which.mounted(anthropic_bp.name, MESSAGES)  # Anthropic's envelope and headers
 
 
 def jobs() -> Jobs:
@@ -39,7 +41,11 @@ def _anthropic() -> bool:
 
 def _either(openai: Callable[[], ResponseReturnValue], anthropic: Callable[[], ResponseReturnValue]
             ) -> ResponseReturnValue:
-    return anthropic_answer(anthropic) if _anthropic() else openai()
+    """OpenAI's view, or Anthropic's for the anthropic SDK's request (then in Anthropic's envelope and headers)."""
+    if not _anthropic():
+        return openai()
+    which.claim(MESSAGES)
+    return anthropic()
 
 
 def _upload() -> Upload | None:
@@ -105,27 +111,27 @@ def _bytes(data: bytes) -> Response:
 
 @anthropic_bp.post("/files")
 def create_anthropic() -> ResponseReturnValue:
-    return anthropic_answer(_create_anthropic)
+    return _create_anthropic()
 
 
 @anthropic_bp.get("/files")
 def list_anthropic() -> ResponseReturnValue:
-    return anthropic_answer(_list_anthropic)
+    return _list_anthropic()
 
 
 @anthropic_bp.get("/files/<file_id>")
 def retrieve_anthropic(file_id: str) -> ResponseReturnValue:
-    return anthropic_answer(lambda: _retrieve_anthropic(file_id))
+    return _retrieve_anthropic(file_id)
 
 
 @anthropic_bp.delete("/files/<file_id>")
 def delete_anthropic(file_id: str) -> ResponseReturnValue:
-    return anthropic_answer(lambda: _delete_anthropic(file_id))
+    return _delete_anthropic(file_id)
 
 
 @anthropic_bp.get("/files/<file_id>/content")
 def content_anthropic(file_id: str) -> ResponseReturnValue:
-    return anthropic_answer(lambda: _content_anthropic(file_id))
+    return _content_anthropic(file_id)
 
 
 def _create_anthropic() -> ResponseReturnValue:

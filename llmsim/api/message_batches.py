@@ -1,27 +1,30 @@
 """/v1/messages/batches (also under /anthropic/v1): Anthropic's Message Batches, the HTTP side of
-llmsim/jobs/message_batches.py; errors in Anthropic's envelope, as on /v1/messages."""
+llmsim/jobs/message_batches.py; its answers and errors are the Messages surface's (Anthropic's envelope and
+headers)."""
 
 from __future__ import annotations
 
 from flask import Blueprint, Flask, Response, jsonify, request
 from flask.typing import ResponseReturnValue
 
+from llmsim.api import which
 from llmsim.api.files import jobs
 from llmsim.api.http import asked, int_arg, json_body, owner
-from llmsim.api.messages import PREFIXES, speaks_anthropic
+from llmsim.messages.surface import MESSAGES
 
 bp = Blueprint("message_batches", __name__)
-speaks_anthropic(bp)
 
 
 def mount(app: Flask) -> None:
-    for prefix in PREFIXES:
-        app.register_blueprint(bp, url_prefix=prefix, name=f"message_batches{prefix.replace('/', '_')}")
+    for prefix in MESSAGES.prefixes:
+        name = f"message_batches{prefix.replace('/', '_')}"
+        app.register_blueprint(bp, url_prefix=prefix, name=name)
+        which.mounted(name, MESSAGES)
 
 
 def _base() -> str:
     """Where this request's API is (its results_url points there): the host and the prefix it came under."""
-    prefix = next(p for p in sorted(PREFIXES, key=len, reverse=True) if request.path.startswith(p + "/"))
+    prefix = next(p for p in sorted(MESSAGES.prefixes, key=len, reverse=True) if request.path.startswith(p + "/"))
     return request.host_url.rstrip("/") + prefix
 
 

@@ -10,22 +10,29 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from llmsim.errors import APIError
 from llmsim.timing.recorded import TimedEvent
 
-ENDPOINTS = ("responses", "chat/completions")
+if TYPE_CHECKING:
+    from llmsim.surface import Surface
 
 
 @dataclass(frozen=True)
 class Exchange:
-    """One client request as the relay sees it: which endpoint and the JSON body, untouched. `raw`: the body's
-    bytes as the client sent them, when at hand (a proxy forwards them as they are)."""
+    """One client request as the relay sees it: its surface (llmsim/surface.py: the upstream path and auth, the
+    cassette match key) and the JSON body, untouched. `raw`: the body's bytes as the client sent them, when at
+    hand (a proxy forwards them as they are)."""
 
-    endpoint: str
+    surface: Surface
     body: dict[str, Any]
     raw: bytes | None = None
+
+    @property
+    def endpoint(self) -> str:
+        """The surface's path: where a proxy forwards it, a cassette's `endpoint`."""
+        return self.surface.path
 
     @property
     def stream(self) -> bool:

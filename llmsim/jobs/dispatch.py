@@ -1,9 +1,7 @@
-"""One request for a URL, run without HTTP: what a batch line is. It takes the same road as an HTTP request to
-that URL (its surface's orchestrator: schema, scenarios, rate limits, faults, backend, store, metrics) and comes
-back as the status and body the client would have read, errors in that surface's envelope.
-
-This is the one seam between the job runner and the surfaces: a table of URL → orchestrator, to be the surface
-contract's registry once every surface has one registration."""
+"""One request for a URL, run without HTTP: what a batch line is. The surface contract's registry finds the route
+a request to that URL takes (llmsim/orchestrate.py `route_for`), and it runs on the same road as over HTTP (`run`:
+its surface's schema, scenarios, rate limits, faults, backend, store, metrics); it comes back as the status and
+body the client would have read, an error in that surface's envelope."""
 
 from __future__ import annotations
 
@@ -13,44 +11,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from llmsim import ids
-from llmsim.chat import create as chat
+from llmsim import ids, orchestrate
 from llmsim.errors import APIError, internal_error
-from llmsim.messages import create as messages
-from llmsim.messages import envelope
 from llmsim.request import Answer, ApiRequest, ticket_of
-from llmsim.responses import create as responses
 from llmsim.runtime.shutdown import ShuttingDown
 from llmsim.store.base import StorageUnavailable
 
 if TYPE_CHECKING:
     from llmsim.pipeline import Pipeline
+    from llmsim.surface import Surface
 
 log = logging.getLogger("llmsim")
-Create = Callable[["Pipeline", ApiRequest], Answer]
-Render = Callable[[APIError, str], tuple[int, Any]]  # an error → (status, body) in the surface's envelope
-
-
-def openai_error(error: APIError, request_id: str) -> tuple[int, Any]:
-    return error.status, error.body()
-
-
-def anthropic_error(error: APIError, request_id: str) -> tuple[int, Any]:
-    return envelope.status(error), envelope.body(error, request_id)
-
-
-@dataclass(frozen=True)
-class Route:
-    endpoint: str  # as the metrics name it (the route without its mount prefix)
-    create: Create
-    render: Render
-
-
-ROUTES: dict[str, Route] = {
-    "/v1/responses": Route("/responses", responses.create, openai_error),
-    "/v1/chat/completions": Route("/chat/completions", chat.create, openai_error),
-    "/v1/messages": Route("/messages", messages.create, anthropic_error),
-}
+METHOD = "POST"  # a batch line's only method
 
 
 @dataclass(frozen=True)
@@ -61,25 +33,31 @@ class Reply:
 
 
 def served(url: str) -> bool:
-    return url in ROUTES
+    """Whether a route of a registered surface answers a POST to `url` (/v1/embeddings once a surface has it)."""
+    return orchestrate.route_for(METHOD, url) is not None
 
 
 def run(pipeline: Pipeline, url: str, asked: ApiRequest,
         on_answer: Callable[[str, int], None] | None = None) -> Reply:
-    """`asked.body` posted to `url` (one of ROUTES), answered whole (a line never streams). `on_answer`: told the
-    endpoint and status, as the HTTP hook counts an answered request. ShuttingDown passes through: the job stops."""
-    route = ROUTES[url]
+    """`asked.body` posted to `url`, answered whole (a line never streams). `on_answer`: told the endpoint (as the
+    metrics label it) and the status, as the HTTP hook counts an answered request. ShuttingDown passes through:
+    the job stops there."""
+    routed = orchestrate.route_for(METHOD, url)
+    if routed is None:
+        raise ValueError(f"no route answers POST {url}")  # `served` was asked when the job was made
     request_id = ids.new("req", 32)
-    status, body = _answered(pipeline, route, asked, request_id)
+    status, body = _answered(pipeline, routed, asked, request_id)
     if on_answer is not None:
-        on_answer(route.endpoint, status)
+        on_answer(routed.surface.metrics_label(routed.route.rule), status)
     return Reply(status, body, request_id)
 
 
-def _answered(pipeline: Pipeline, route: Route, asked: ApiRequest, request_id: str) -> tuple[int, Any]:
+def _answered(pipeline: Pipeline, routed: orchestrate.Routed, asked: ApiRequest,
+              request_id: str) -> tuple[int, Any]:
+    surface = routed.surface
     try:
         try:
-            answer = route.create(pipeline, asked)
+            answer = orchestrate.run(pipeline, surface, routed.route, asked)
             status, body = _body(answer)
             if answer.ticket is not None:
                 answer.ticket.answered({}, status)
@@ -89,23 +67,23 @@ def _answered(pipeline: Pipeline, route: Route, asked: ApiRequest, request_id: s
     except ShuttingDown:
         raise
     except APIError as error:
-        status, body = route.render(error, request_id)
-        _settle(error, status)
-        return status, body
+        return _error(surface, error, error, request_id)
     except StorageUnavailable as error:
-        status, body = route.render(APIError(error.message, status=503, type="server_error",
-                                             code="storage_unavailable"), request_id)
-        _settle(error, status)
-        return status, body
+        return _error(surface, APIError(error.message, status=503, type="server_error", code="storage_unavailable"),
+                      error, request_id)
     except Exception as error:  # noqa: BLE001 - a line's failure is its error result, never the job's end
         if _unavailable(error):
-            failure = APIError("The server is overloaded or not ready yet.", status=503, type="server_error")
-        else:
-            log.exception("batch line failed")
-            failure = internal_error()
-        status, body = route.render(failure, request_id)
-        _settle(error, status)
-        return status, body
+            return _error(surface, surface.overloaded(), error, request_id)
+        log.exception("batch line failed")
+        return _error(surface, internal_error(), error, request_id)
+    return status, body
+
+
+def _error(surface: Surface, error: APIError, cause: BaseException, request_id: str) -> tuple[int, Any]:
+    body, status = surface.envelope(error, request_id)
+    ticket = ticket_of(cause)
+    if ticket is not None:
+        ticket.answered({}, status)
     return status, body
 
 
@@ -115,12 +93,6 @@ def _body(answer: Answer) -> tuple[int, Any]:
     if answer.json is not None:
         return 200, json.loads(answer.json)
     return 200, answer.body
-
-
-def _settle(error: BaseException, status: int) -> None:
-    ticket = ticket_of(error)
-    if ticket is not None:
-        ticket.answered({}, status)
 
 
 def _unavailable(error: Exception) -> bool:

@@ -23,8 +23,8 @@ from llmsim.jobs import dispatch
 from llmsim.jobs.dispatch import Reply
 from llmsim.request import ApiRequest
 from llmsim.runtime import shutdown, waits
-from llmsim.store.background import alive, this_worker
 from llmsim.store.objects import PINNED, ObjectStore, Stored
+from llmsim.store.workers import alive, this_worker
 
 if TYPE_CHECKING:
     from llmsim.pipeline import Pipeline

@@ -10,27 +10,33 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llmsim.generation import Finish, Usage
-from llmsim.responses.events import dumps
-from llmsim.responses.rawsse import events as split_events
-from llmsim.responses.rawsse import frame_at, parse
+from llmsim.shared.rawsse import events as split_events
+from llmsim.shared.rawsse import frame_at, parse
+
+if TYPE_CHECKING:
+    from llmsim.surface import Surface
 
 LIFECYCLE = frozenset({"response.created", "response.queued", "response.in_progress", "response.completed",
                        "response.incomplete", "response.failed"})
 FINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
+TERMINAL = FINAL | {"error"}
 FINAL_MARKS = tuple(kind.encode() for kind in sorted(FINAL))  # in a final event's bytes (and maybe in text)
 USAGE_MARK = b'"usage":{'  # in a chat chunk that carries usage
 LONGEST_MARK = max(len(mark) for mark in (*FINAL_MARKS, USAGE_MARK))
 
 
 class RelayedStream:
-    """Stands in for the EventBuilder when a StreamFault ends a relayed stream (`fail`, `error`, `dumps`)."""
+    """Stands in for a surface's builder when a StreamFault ends a relayed stream (`fail`, `error`, `dumps`: the
+    surface's `relayed_error`, llmsim/surface.py)."""
 
-    def __init__(self, endpoint: str) -> None:
-        self.anthropic = endpoint == "messages"  # Anthropic's Messages: its errors are its own shape
-        self.chat = endpoint == "chat/completions" or self.anthropic  # no final response: settled from its usage
+    terminal = TERMINAL
+
+    def __init__(self, surface: Surface) -> None:
+        self.surface = surface
+        self.chat = surface.final == "usage"  # no final response: settled from its usage
         self.response: dict[str, Any] | None = None  # the latest Response snapshot
         self.usage: dict[str, Any] | None = None
         self.last = ""  # the last event's data, for its sequence_number
@@ -102,12 +108,7 @@ class RelayedStream:
         yield {"type": "response.failed", "sequence_number": self._sequence, "response": response}
 
     def error(self, code: str, message: str, param: str | None = None) -> dict[str, Any]:
-        if self.anthropic:
-            return {"type": "error", "error": {"type": "api_error", "message": message}}
-        if self.chat:
-            return {"type": "error", "error": {"message": message, "type": "server_error", "param": param,
-                                               "code": code}}
-        return {"type": "error", "sequence_number": self._sequence, "code": code, "message": message, "param": param}
+        return self.surface.relayed_error(code, message, param, self._sequence)
 
     def dumps(self, event: dict[str, Any]) -> str:
-        return dumps({"error": event["error"]} if self.chat and not self.anthropic else event)
+        return self.surface.relayed_dumps(event)
