@@ -19,9 +19,11 @@ What a surface says about itself:
 - its error envelope: every error of a request it answers, and of an unknown route under its own prefixes
   (`exclusive_prefixes`), rendered by `envelope` (400, 401, 404, 405, 413, 429, 5xx; `overloaded` is its
   overload error); `answer_headers` adds what its answers carry besides;
-- what the shared parts need: where the end and the usage sit in its stream (`final`, `stores_relayed`,
-  `json_from_stream`, `relayed_error`: the relay road and cassettes), its upstream auth (`upstream_auth`,
-  `upstream_headers`: proxy), its cassette match key (`match`), its metrics label (`metrics_label`), whether
+- what the shared parts need: what the relay road reads of a request it forwards unparsed (`outline`: the model,
+  the stream flag, the input to estimate, the upstream path), where the end and the usage sit in its stream
+  (`final`, `usage_key`, `relayed_tokens`, `token_marks`, `stores_relayed`, `json_from_stream`, `relayed_error`:
+  the relay road, the metrics and cassettes), its upstream auth (`upstream_auth`, `upstream_headers`: proxy),
+  its cassette match key (`match`, `claims`), its metrics label (`metrics_label`), whether
   rate-limit headers report input and output apart (`directional`), whether its SSE frames name their events
   (`named_events`), its model listing (`listing_header`, `list_models`, `model_info`).
 """
@@ -156,12 +158,30 @@ class Route:
     """One route a surface mounts under each of its prefixes: `rule` in Flask's syntax (`<name>`, `<path:name>`;
     its variables and the query string come in `ApiRequest.params`); `run`, a Generation (the template runs it)
     or an Operation. `relayed`: an Operation a relaying backend (proxy, replay) answers instead, on the relay
-    road, as it does every Generation (an upstream's embeddings, say)."""
+    road, as it does every Generation (an upstream's embeddings, say). `stream`: the route says whether it
+    streams (None: the body's `stream`); `upstream`: where a proxy forwards it, its variables in braces
+    (`models/{model}:streamGenerateContent`; None: the surface's `path`)."""
 
     method: str
     rule: str
     run: Generation[Any] | Operation
     relayed: bool = False
+    stream: bool | None = None
+    upstream: str | None = None
+
+
+@dataclass(frozen=True)
+class Outline:
+    """What the relay road reads of a request it forwards unparsed (llmsim/relaying.py): the model and the stream
+    flag (from the body, or a surface's URL), what counts as its input (for admission's estimate of its tokens;
+    the answer's usage settles it), its output limit and metadata, and the path a proxy forwards it to."""
+
+    model: str
+    stream: bool
+    said: list[Any]
+    limit: int | None
+    metadata: dict[str, Any]
+    upstream_path: str
 
 
 @dataclass(frozen=True)
@@ -239,6 +259,35 @@ class Surface:
 
     # --- what the relay road needs ----------------------------------------------------------------------
 
+    usage_key: ClassVar[str] = "usage"  # the field of an event (or a JSON answer) that carries its usage
+    token_marks: ClassVar[tuple[bytes, bytes | None]] = (b'"finish_reason":null', b'"role":"')
+    # ^ in a relayed stream's bytes: what each event that carries a token has, and what such an event that carries
+    # none has besides (a chat stream's first chunk): the metrics count tokens without cutting the events out
+
+    def outline(self, asked: ApiRequest, route: Route | None = None) -> Outline:
+        """What the relay road reads of a request to `route` (None: its create route): the model from the body
+        (else the route's `<model>`), the stream flag from the route (else the body), the upstream path from the
+        route (else `path`), and the input, limit and metadata by OpenAI's and Anthropic's names."""
+        body = asked.body if isinstance(asked.body, dict) else {}
+        said = [body.get(name) for name in ("instructions", "input", "messages") if body.get(name) is not None]
+        limit = body.get("max_output_tokens") or body.get("max_completion_tokens") or body.get("max_tokens")
+        metadata = body.get("metadata")
+        stream = route.stream if route is not None and route.stream is not None else bool(body.get("stream"))
+        upstream = route.upstream.format_map(asked.params) if route is not None and route.upstream else self.path
+        return Outline(str(body.get("model") or asked.params.get("model") or ""), stream, said,
+                       limit if isinstance(limit, int) else None, metadata if isinstance(metadata, dict) else {},
+                       upstream)
+
+    def claims(self, endpoint: str) -> bool:
+        """Whether a cassette's `endpoint` (an upstream path, `outline`'s) is one of its requests."""
+        return endpoint == self.path
+
+    def relayed_tokens(self, usage: dict[str, Any]) -> tuple[int, int]:
+        """A relayed answer's usage (its `usage_key` field) as (input, output) tokens."""
+        get = usage.get
+        return (int(get("input_tokens", get("prompt_tokens", 0)) or 0),
+                int(get("output_tokens", get("completion_tokens", 0)) or 0))
+
     def relayed_error(self, code: str, message: str, param: str | None, sequence: int) -> dict[str, Any]:
         """The error event that ends a relayed stream of this surface."""
         return {"type": "error", "error": {"message": message, "type": "server_error", "param": param, "code": code}}
@@ -273,5 +322,6 @@ def registered() -> tuple[Surface, ...]:
 
 
 def by_path(path: str) -> Surface | None:
-    """The surface whose create route (a cassette's `endpoint`) is `path`."""
-    return _BY_PATH.get(path)
+    """The surface a cassette's `endpoint` (an upstream path) belongs to."""
+    found = _BY_PATH.get(path)
+    return found if found is not None else next((s for s in _BY_NAME.values() if s.claims(path)), None)

@@ -28,15 +28,17 @@ class Exchange:
     surface: Surface
     body: dict[str, Any]
     raw: bytes | None = None
+    path: str | None = None  # where a proxy forwards it (its surface's `outline`); None: the surface's path
+    streamed: bool | None = None  # whether it streams (its surface's `outline`); None: as the body says
 
     @property
     def endpoint(self) -> str:
-        """The surface's path: where a proxy forwards it, a cassette's `endpoint`."""
-        return self.surface.path
+        """The upstream path: where a proxy forwards it, a cassette's `endpoint`."""
+        return self.surface.path if self.path is None else self.path
 
     @property
     def stream(self) -> bool:
-        return bool(self.body.get("stream"))
+        return bool(self.body.get("stream")) if self.streamed is None else self.streamed
 
 
 @dataclass
