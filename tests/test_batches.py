@@ -26,6 +26,8 @@ from stateful import kill_hard, until
 
 Start = Callable[..., ServerProcess]
 CLAUDE = "claude-sonnet-4-6"
+PNG = bytes.fromhex("89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8cf"
+                    "c0f01f0005000201e2b2b3a50000000049454e44ae426082")  # one pixel
 FINAL = ("completed", "failed", "expired", "cancelled")
 
 
@@ -302,6 +304,18 @@ def test_anthropic_files_and_file_id_in_a_document_block(server: ServerProcess) 
     assert with_file.usage.input_tokens == inline.usage.input_tokens > 600
     with pytest.raises(anthropic.NotFoundError):
         ask({"type": "file", "file_id": "file_011missing"})
+    picture = client.beta.files.upload(file=("dot.png", PNG, "image/png"))
+    assert picture.mime_type == "image/png"
+
+    def look(file_id: str) -> anthropic.types.beta.BetaMessage:
+        return client.beta.messages.create(
+            model=CLAUDE, max_tokens=20, betas=["files-api-2025-04-14"],
+            messages=[{"role": "user", "content": [{"type": "image", "source": {"type": "file", "file_id": file_id}},
+                                                    {"type": "text", "text": "What is in it?"}]}])
+
+    assert look(picture.id).content
+    with pytest.raises(anthropic.NotFoundError):
+        look("file_011missing")
     with pytest.raises(anthropic.BadRequestError):
         client.beta.files.download(uploaded.id)  # an upload is not downloadable, as on the live API
     assert client.beta.files.delete(uploaded.id).type == "file_deleted"
