@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import signal
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -539,3 +540,27 @@ def test_inspect_ai_batch_mode(server: ServerProcess) -> None:
     assert any(batch.request_counts.succeeded == 2 for batch in claude.messages.batches.list())
     assert any(batch.request_counts and batch.request_counts.completed == 2 and batch.model == "gpt-4o"
                for batch in openai_client(server).batches.list())
+
+
+def test_a_stopping_server_leaves_the_rest_of_a_batch_to_the_next(start_server: Start, tmp_path: Path) -> None:
+    """SIGTERM while a paced batch runs: the server stops without waiting for the batch (a job holds no
+    connection), and the next server on the store takes the batch on where it was left."""
+    store = f"sqlite:///{tmp_path / 'llmsim.db'}"
+    first = start_server("--store", store, "--graceful-timeout", "60")
+    client = openai_client(first, default_headers={"X-LLMSim-Speed": "4"})
+    lines = [chat_line(f"s-{i}", "Tell me a story.", max_tokens=30) for i in range(600)]
+    uploaded = client.files.create(file=("stop.jsonl", jsonl(lines)), purpose="batch")
+    batch = client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h")
+    until(lambda: (client.batches.retrieve(batch.id).request_counts or Counts()).completed > 0, every=0.05)
+    client.close()
+    assert first.process is not None
+    first.process.send_signal(signal.SIGTERM)  # a graceful stop, which waits for the work in hand
+    first.process.wait(timeout=30)
+
+    client = openai_client(start_server("--store", store))
+    left = client.batches.retrieve(batch.id)
+    assert left.status == "in_progress" and left.request_counts is not None and left.request_counts.completed < 600
+    client.batches.cancel(batch.id)  # the rest need not run here: the cancel ends it where the new server took it
+    done = finished(client, batch.id)
+    assert done.status == "cancelled" and done.request_counts is not None
+    assert len(lines_of(client, done.output_file_id)) == done.request_counts.completed >= left.request_counts.completed
