@@ -1,16 +1,15 @@
 """Files and Batches on both providers, driven by the official SDKs against a real server: OpenAI's `files.*` and
 `batches.*` (an uploaded JSONL of /v1/chat/completions and /v1/responses lines), Anthropic's
 `messages.batches.*` and `beta.files.*`; the states a job moves through, cancel, delete, a line that fails in the
-error file or as an `errored` result, the size bounds, keys that never see each other's files or batches, a restart
-on SQLite and on Redis, and `file_id` in an Anthropic document block and an OpenAI `input_file`."""
+error file or as an `errored` result, the size bounds, keys that never see each other's files or batches, and
+`file_id` in an Anthropic document block and an OpenAI `input_file` (across a server's end:
+tests/test_batches_restarts.py)."""
 
 from __future__ import annotations
 
 import io
 import json
-import signal
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,54 +17,26 @@ import anthropic
 import httpx
 import openai
 import pytest
-from openai.types.batch_request_counts import BatchRequestCounts as Counts
 from openai.types.chat import ChatCompletion
 from openai.types.responses import Response
 
-from llmsim.testing import RedisServer, ServerProcess
-from stateful import kill_hard, until
-
-Start = Callable[..., ServerProcess]
-CLAUDE = "claude-sonnet-4-6"
-PNG = bytes.fromhex("89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8cf"
-                    "c0f01f0005000201e2b2b3a50000000049454e44ae426082")  # one pixel
-FINAL = ("completed", "failed", "expired", "cancelled")
-
-
-def chat_line(custom_id: str, text: str, **body: Any) -> dict[str, Any]:
-    return {"custom_id": custom_id, "method": "POST", "url": "/v1/chat/completions",
-            "body": {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": text}], **body}}
-
-
-def jsonl(lines: list[Any]) -> bytes:
-    return "\n".join(json.dumps(line) for line in lines).encode()
-
-
-def message_request(custom_id: str, text: str, **params: Any) -> dict[str, Any]:
-    return {"custom_id": custom_id,
-            "params": {"model": CLAUDE, "max_tokens": 64, "messages": [{"role": "user", "content": text}], **params}}
-
-
-def openai_client(server: ServerProcess, api_key: str = "sk-test", **options: Any) -> openai.OpenAI:
-    return openai.OpenAI(base_url=server.base_url, api_key=api_key, max_retries=0, **options)
-
-
-def anthropic_client(server: ServerProcess, api_key: str = "sk-test", **options: Any) -> anthropic.Anthropic:
-    return anthropic.Anthropic(base_url=server.url, api_key=api_key, max_retries=0, **options)
-
-
-def finished(client: openai.OpenAI, batch_id: str) -> openai.types.Batch:
-    return until(lambda: (b := client.batches.retrieve(batch_id)).status in FINAL and b, every=0.05)
-
-
-def ended(client: anthropic.Anthropic, batch_id: str) -> anthropic.types.messages.MessageBatch:
-    return until(lambda: (b := client.messages.batches.retrieve(batch_id)).processing_status == "ended" and b,
-                 every=0.05)
-
-
-def lines_of(client: openai.OpenAI, file_id: str | None) -> list[dict[str, Any]]:
-    assert file_id is not None
-    return [json.loads(line) for line in client.files.content(file_id).text.splitlines()]
+from batches_kit import (
+    CLAUDE,
+    FINAL,
+    PNG,
+    Counts,
+    Start,
+    anthropic_client,
+    chat_line,
+    ended,
+    finished,
+    jsonl,
+    lines_of,
+    message_request,
+    openai_client,
+)
+from llmsim.testing import ServerProcess
+from stateful import until
 
 
 @pytest.fixture(scope="module")
@@ -386,62 +357,6 @@ def test_lines_are_counted_in_the_metrics(shared_server: Start) -> None:
     assert 'llmsim_requests_total{endpoint="/chat/completions",status="200"} 4.0' in text
 
 
-@pytest.fixture(scope="module")
-def redis_url() -> Iterator[str]:
-    with RedisServer() as redis:
-        yield redis.url
-
-
-@pytest.mark.parametrize("kind", ["sqlite", "redis"])
-def test_files_and_batches_survive_a_restart(kind: str, start_server: Start, tmp_path: Path,
-                                             request: pytest.FixtureRequest) -> None:
-    store = f"sqlite:///{tmp_path / 'llmsim.db'}" if kind == "sqlite" else request.getfixturevalue("redis_url")
-    first = start_server("--store", store)
-    client, claude = openai_client(first), anthropic_client(first)
-    uploaded = client.files.create(file=("in.jsonl", jsonl([chat_line("a", "hi"), chat_line("b", "yo")])),
-                                   purpose="batch")
-    batch = finished(client, client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions",
-                                                   completion_window="24h").id)
-    output = client.files.content(batch.output_file_id or "").content
-    job = ended(claude, claude.messages.batches.create(requests=[message_request("c", "hello")]).id)
-    results = [r.model_dump() for r in claude.messages.batches.results(job.id)]
-    document = claude.beta.files.upload(file=("d.txt", b"remember this", "text/plain"))
-    client.close()
-    claude.close()
-    first.stop()
-
-    second = start_server("--store", store)
-    client, claude = openai_client(second), anthropic_client(second)
-    assert client.batches.retrieve(batch.id) == batch
-    assert client.files.retrieve(uploaded.id) == uploaded
-    assert client.files.content(batch.output_file_id or "").content == output
-    again = claude.messages.batches.retrieve(job.id)
-    assert again.model_dump(exclude={"results_url"}) == job.model_dump(exclude={"results_url"})
-    assert [r.model_dump() for r in claude.messages.batches.results(job.id)] == results
-    assert claude.beta.files.retrieve_metadata(document.id) == document
-
-
-def test_a_batch_cut_by_a_crash_goes_on_after_the_restart(start_server: Start, tmp_path: Path) -> None:
-    """kill -9 while the lines run (paced): the next server to read the batch adopts it and runs the lines that
-    have no result yet; every line ends with exactly one result."""
-    store = f"sqlite:///{tmp_path / 'llmsim.db'}"
-    first = start_server("--store", store)
-    client = openai_client(first, default_headers={"X-LLMSim-Speed": "4"})
-    lines = [chat_line(f"k-{i}", "Tell me a story.", max_tokens=30) for i in range(40)]
-    uploaded = client.files.create(file=("crash.jsonl", jsonl(lines)), purpose="batch")
-    batch = client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h")
-    until(lambda: (client.batches.retrieve(batch.id).request_counts or Counts()).completed > 0, every=0.05)
-    client.close()
-    kill_hard(first)
-
-    client = openai_client(start_server("--store", store))
-    done = finished(client, batch.id)
-    assert done.status == "completed" and done.request_counts is not None
-    assert (done.request_counts.total, done.request_counts.completed) == (40, 40)
-    assert sorted(line["custom_id"] for line in lines_of(client, done.output_file_id)) == sorted(
-        line["custom_id"] for line in lines)
-
-
 def test_a_job_past_its_window_expires_with_its_lines_not_run() -> None:
     """In process, with the runner's clock moved two days on once the jobs are made: OpenAI's batch is `expired`
     and its lines not run are in the error file as `batch_expired`; Anthropic's requests not run are `expired`."""
@@ -540,27 +455,3 @@ def test_inspect_ai_batch_mode(server: ServerProcess) -> None:
     assert any(batch.request_counts.succeeded == 2 for batch in claude.messages.batches.list())
     assert any(batch.request_counts and batch.request_counts.completed == 2 and batch.model == "gpt-4o"
                for batch in openai_client(server).batches.list())
-
-
-def test_a_stopping_server_leaves_the_rest_of_a_batch_to_the_next(start_server: Start, tmp_path: Path) -> None:
-    """SIGTERM while a paced batch runs: the server stops without waiting for the batch (a job holds no
-    connection), and the next server on the store takes the batch on where it was left."""
-    store = f"sqlite:///{tmp_path / 'llmsim.db'}"
-    first = start_server("--store", store, "--graceful-timeout", "60")
-    client = openai_client(first, default_headers={"X-LLMSim-Speed": "4"})
-    lines = [chat_line(f"s-{i}", "Tell me a story.", max_tokens=30) for i in range(600)]
-    uploaded = client.files.create(file=("stop.jsonl", jsonl(lines)), purpose="batch")
-    batch = client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h")
-    until(lambda: (client.batches.retrieve(batch.id).request_counts or Counts()).completed > 0, every=0.05)
-    client.close()
-    assert first.process is not None
-    first.process.send_signal(signal.SIGTERM)  # a graceful stop, which waits for the work in hand
-    first.process.wait(timeout=30)
-
-    client = openai_client(start_server("--store", store))
-    left = client.batches.retrieve(batch.id)
-    assert left.status == "in_progress" and left.request_counts is not None and left.request_counts.completed < 600
-    client.batches.cancel(batch.id)  # the rest need not run here: the cancel ends it where the new server took it
-    done = finished(client, batch.id)
-    assert done.status == "cancelled" and done.request_counts is not None
-    assert len(lines_of(client, done.output_file_id)) == done.request_counts.completed >= left.request_counts.completed
