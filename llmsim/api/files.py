@@ -16,13 +16,14 @@ from llmsim.jobs.service import Jobs
 from llmsim.messages.surface import MESSAGES
 
 bp = Blueprint("files", __name__)
-anthropic_bp = Blueprint("anthropic_files", __name__)  # /anthropic/v1/files: Anthropic's only
-ANTHROPIC_PREFIX = "/anthropic/v1"
+anthropic_bp = Blueprint("anthropic_files", __name__)  # under /anthropic/v1: Anthropic's only
 
 
 def mount(app: Flask) -> None:
-    app.register_blueprint(anthropic_bp, url_prefix=ANTHROPIC_PREFIX)
-    which.mounted(anthropic_bp.name, MESSAGES)  # Anthropic's envelope and headers
+    for prefix in MESSAGES.exclusive_prefixes:
+        name = f"anthropic_files{prefix.replace('/', '_')}"
+        app.register_blueprint(anthropic_bp, url_prefix=prefix, name=name)
+        which.mounted(name, MESSAGES)  # Anthropic's envelope and headers
 
 
 def jobs() -> Jobs:
