@@ -10,7 +10,21 @@ from typing import Protocol, runtime_checkable
 from flask import Flask, Response, request
 from flask.json.provider import DefaultJSONProvider
 
-from llmsim.api import admin, chaos, dashboard, errors, forward, guard, mount, stamp, which, writes
+from llmsim.api import (
+    admin,
+    chaos,
+    dashboard,
+    decode,
+    errors,
+    files,
+    forward,
+    guard,
+    message_batches,
+    mount,
+    stamp,
+    which,
+    writes,
+)
 from llmsim.api import metrics as api_metrics
 from llmsim.api import scenarios as scenarios_api
 from llmsim.api.http import client_socket
@@ -22,7 +36,9 @@ from llmsim.chaos.admission import Gate
 from llmsim.chaos.rules import fault_config
 from llmsim.chaos.state import ChaosState
 from llmsim.config import Settings
+from llmsim.jobs.service import Jobs
 from llmsim.metrics import multiprocess
+from llmsim.metrics.answers import answered
 from llmsim.metrics.meter import Measured
 from llmsim.metrics.registry import Metrics
 from llmsim.pipeline import Pipeline
@@ -81,7 +97,10 @@ def create_app(settings: Settings | None = None) -> Flask:
     assert isinstance(app.json, DefaultJSONProvider)
     app.json.sort_keys = False
     app.json.ensure_ascii = False
-    app.extensions["llmsim"] = Services(settings, catalog, pipeline)
+    jobs = Jobs(pipeline, stores.objects, settings.max_body_bytes, loads=decode.loads,
+                on_answer=lambda endpoint, status: answered(metrics, pipeline, endpoint, status, gauges=True))
+    pipeline.files = jobs.files.prompt_text
+    app.extensions["llmsim"] = Services(settings, catalog, pipeline, jobs)
 
     @app.before_request
     def _start() -> None:
@@ -90,6 +109,8 @@ def create_app(settings: Settings | None = None) -> Flask:
         waits.watch(client_socket())
 
     mount(app)
+    message_batches.mount(app)
+    files.mount(app)
     writes.install(app, stores.batch, errors.store_unavailable)
     chaos.install(app, chaos_state)
     api_metrics.install(app, metrics, pipeline)

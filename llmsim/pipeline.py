@@ -45,6 +45,7 @@ class Pipeline:
         self.pacer = pacer or Pacer(speed=0.0)
         self.gate = gate or Gate()
         self.batch = batch
+        self.files: Callable[[str, str, str], str | None] | None = None  # (kind, owner, file id) → its words
 
     def waits(self, prompt: Prompt, speed: float | None) -> bool:
         """Whether time passes between the answer's deltas: the pacer's waits, or a backend's computing."""

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from llmsim.config import Settings
 from llmsim.pipeline import Pipeline
 from llmsim.timing.profiles import Catalog
+
+if TYPE_CHECKING:  # built by the app factory; the files and batch routes reach it here
+    from llmsim.jobs.service import Jobs
 
 
 @dataclass
@@ -16,3 +20,4 @@ class Services:
     settings: Settings
     catalog: Catalog
     pipeline: Pipeline
+    jobs: Jobs | None = None  # files and batches (llmsim/jobs/)

@@ -42,6 +42,12 @@ def test_messages_bench() -> None:
         assert positive([float(cells[2]), float(cells[3])]), cells
 
 
+def test_batches_bench() -> None:
+    out = smoke("batches_bench")
+    assert positive(figures(r"during a batch +(" + NUMBER + ") ms", out, 2))
+    assert positive(figures(r"batch: (" + NUMBER + ") lines/s", out))
+
+
 def test_mlx_bench() -> None:
     pytest.importorskip("mlx_lm")
     out = smoke("mlx_bench")

@@ -131,6 +131,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = tuple((name, frozenset(f"llmsim
     ("entry points", ("", "__main__", "cli", "preflight", "server", "testing", "pytest_plugin")),
     ("the app factory", ("app",)),
     ("transport", ("api",)),
+    ("files and batch jobs", ("jobs",)),
     ("the road", ("services", "orchestrate", "relaying", "pipeline")),
     ("the registry", ("surfaces",)),
     (SURFACES_LAYER, ()),

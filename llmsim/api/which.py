@@ -10,6 +10,7 @@ from llmsim.surface import Surface
 from llmsim.surfaces import DEFAULT, SURFACES
 
 ARRIVED = "llmsim.arrived"  # the WSGI environ's key for the request's id and arrival time (llmsim/app.py)
+CLAIMED = "llmsim.surface"  # the WSGI environ's key for a surface a route claimed the request for (`claim`)
 _BY_BLUEPRINT: dict[str, Surface] = {}  # a mounted blueprint's name → its surface
 _BY_PREFIX = sorted(((prefix, surface) for surface in SURFACES for prefix in surface.exclusive_prefixes),
                     key=lambda pair: len(pair[0]), reverse=True)
@@ -19,9 +20,15 @@ def mounted(blueprint: str, surface: Surface) -> None:
     _BY_BLUEPRINT[blueprint] = surface
 
 
+def claim(owner: Surface) -> None:
+    """This request is `owner`'s, whatever route answers it: a route two APIs share (/v1/files, OpenAI's and
+    Anthropic's), which tells them apart by the request's headers."""
+    request.environ[CLAIMED] = owner
+
+
 def surface() -> Surface:
     """The surface whose envelope and headers this request's answer takes."""
-    found = _BY_BLUEPRINT.get(request.blueprint or "")
+    found = request.environ.get(CLAIMED) or _BY_BLUEPRINT.get(request.blueprint or "")
     if found is not None:
         return found
     path = request.path

@@ -39,7 +39,7 @@ from llmsim.generation import (
     ToolCallStart,
     Usage,
 )
-from llmsim.responses import schema, toolspec, translate
+from llmsim.responses import files, schema, toolspec, translate
 from llmsim.timing.profiles import Profile
 
 ID_ALPHABET = string.ascii_letters + string.digits
@@ -231,14 +231,17 @@ def _renamed(error: APIError) -> APIError:
     return error
 
 
-def build_prompt(request: ChatRequest, profile: Profile, seed: int | None) -> Prompt:
-    """The Prompt through the Responses translator, with the chat-only knobs (limits, logprobs) on top."""
+def build_prompt(request: ChatRequest, profile: Profile, seed: int | None,
+                 text_of: files.FileText | None = None) -> Prompt:
+    """The Prompt through the Responses translator, with the chat-only knobs (limits, logprobs) on top.
+    `text_of`: the uploaded files a `file` part names, read (llmsim/responses/files.py)."""
     limit = _output_limit(request, profile)
     try:
         responses = schema.parse(schema.CreateRequest, responses_body(request))
         toolspec.check(responses)
         effort, summary = translate.resolve_reasoning(responses, profile)
         items = translate.normalize_items(responses.input, [])
+        items = items if text_of is None else files.read(items, text_of)
         prompt = translate.build_prompt(responses, profile, items, request.seed if request.seed is not None
                                         else seed, effort, summary)
     except APIError as error:

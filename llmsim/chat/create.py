@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Callable, Iterator
@@ -21,6 +22,7 @@ from llmsim.runtime.shutdown import ShuttingDown
 from llmsim.runtime.waits import ClientGone
 from llmsim.shared import compat
 from llmsim.shared.events import SerializedEvent, dumps
+from llmsim.store.objects import OPENAI_FILE
 from llmsim.surface import Job
 from llmsim.timing.profiles import Profile
 
@@ -56,7 +58,9 @@ class Create:
     def read(self, pipeline: Pipeline, asked: ApiRequest) -> Job:
         request = chat.parse(asked.body, asked.lenient)
         profile = pipeline.catalog.resolve(request.model, missing_status=404)
-        prompt = chat.build_prompt(request, profile, pipeline.seed if asked.seed is None else asked.seed)
+        prompt = chat.build_prompt(request, profile, pipeline.seed if asked.seed is None else asked.seed,
+                                   None if pipeline.files is None else functools.partial(pipeline.files, OPENAI_FILE,
+                                                                                         asked.owner))
         prompt = replace(prompt, text_mode=asked.text_mode or prompt.text_mode)
         return Job(prompt, bool(request.stream), Read(request, profile))
 

@@ -3,6 +3,7 @@ and /chat/completions, on the one template (llmsim/orchestrate.py); and its toke
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -10,10 +11,11 @@ from typing import TYPE_CHECKING
 
 from llmsim.chaos.faults import Admission
 from llmsim.errors import APIError
-from llmsim.messages import schema, translate
+from llmsim.messages import files, schema, translate
 from llmsim.messages.events import MessageBuilder
 from llmsim.request import Answer, ApiRequest, SerializedEvent, error_of
 from llmsim.runtime.fairness import fair
+from llmsim.store.objects import ANTHROPIC_FILE
 from llmsim.surface import Job
 
 if TYPE_CHECKING:  # the pipeline runs what this module asks of it; nothing below imports this
@@ -44,6 +46,7 @@ class Create:
 
     def read(self, pipeline: Pipeline, asked: ApiRequest) -> Job:
         request = schema.parse(schema.CreateRequest, asked.body)
+        _read_files(pipeline, request, asked.owner)
         profile = pipeline.catalog.resolve(request.model)
         translated = translate.build_prompt(request, profile, pipeline.seed if asked.seed is None else asked.seed,
                                             asked.owner)
@@ -79,4 +82,11 @@ class Create:
 
 def count_tokens(pipeline: Pipeline, asked: ApiRequest) -> Answer:
     request = schema.parse(schema.CountTokensRequest, asked.body)
+    _read_files(pipeline, request, asked.owner)
     return Answer(body={"input_tokens": translate.count_tokens(request, pipeline.catalog.resolve(request.model))})
+
+
+def _read_files(pipeline: Pipeline, request: schema.CountTokensRequest, owner: str) -> None:
+    """A `document` or `image` block naming an uploaded file (llmsim/jobs/files.py) reads it, in `owner`'s scope."""
+    if pipeline.files is not None:
+        files.read(request, functools.partial(pipeline.files, ANTHROPIC_FILE, owner))

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -10,12 +11,13 @@ from llmsim import ids
 from llmsim.errors import APIError
 from llmsim.generation import Finish, Usage
 from llmsim.request import Answer, ApiRequest
-from llmsim.responses import run, schema, toolspec, translate
+from llmsim.responses import files, run, schema, toolspec, translate
 from llmsim.responses.events import EventBuilder
 from llmsim.responses.response import new_response
 from llmsim.runtime.fairness import fair
 from llmsim.shared import compat
 from llmsim.store import StoredResponse
+from llmsim.store.objects import OPENAI_FILE
 from llmsim.surface import Job
 from llmsim.timing.pricing import COST_HEADER, Pricing, response_cost
 from llmsim.timing.profiles import Catalog, Profile
@@ -67,7 +69,9 @@ class Create:
         if profile.reasoning is not None:
             translate.require_reasoning(items, history)
         effort, summary = translate.resolve_reasoning(request, profile)
-        prompt = translate.build_prompt(request, profile, history + items, pipeline.seed if seed is None else seed,
+        read = items if pipeline.files is None else \
+            files.read(items, functools.partial(pipeline.files, OPENAI_FILE, owner))  # a file_id's words
+        prompt = translate.build_prompt(request, profile, history + read, pipeline.seed if seed is None else seed,
                                         effort, summary)
         if asked.text_mode:
             prompt = replace(prompt, text_mode=asked.text_mode)

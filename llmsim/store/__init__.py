@@ -1,10 +1,10 @@
-"""Where responses and conversations live: in memory (default), in SQLite (`--store sqlite:///path.db`) or in
-Redis (`--store redis://host:port/db`, shared by a fleet of servers)."""
+"""Where responses, conversations, files and batch jobs live: in memory (default), in SQLite
+(`--store sqlite:///path.db`) or in Redis (`--store redis://host:port/db`, shared by a fleet of servers)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from llmsim.store.base import (
@@ -18,6 +18,7 @@ from llmsim.store.base import (
     StoredResponse,
 )
 from llmsim.store.memory import MemoryConversations, MemoryStore
+from llmsim.store.objects import MemoryObjects, ObjectStore
 from llmsim.store.redis_client import is_redis_url
 
 if TYPE_CHECKING:
@@ -26,7 +27,8 @@ if TYPE_CHECKING:
 SQLITE_PREFIX = "sqlite:///"
 
 __all__ = [
-    "FINAL_STATUSES", "ConversationStore", "MemoryConversations", "MemoryStore", "ResponseStore", "SerializedEvent",
+    "FINAL_STATUSES", "ConversationStore", "MemoryConversations", "MemoryObjects", "MemoryStore", "ObjectStore",
+    "ResponseStore", "SerializedEvent",
     "SQLiteConversations", "SQLiteStore", "Stores", "StoredConversation", "StoredResponse", "open_stores",
     "parse_store_url", "prepare_store",
 ]
@@ -48,6 +50,7 @@ class Stores:
     redis: Any = None  # the Redis client, when the fleet's chaos state lives there too
     batch: Any = None  # its Batch (llmsim/store/redis_client.py): writes sent together
     heartbeat: Any = None  # this process's Heartbeat there
+    objects: ObjectStore = field(default_factory=MemoryObjects)  # uploaded files and batch jobs
 
     def close(self) -> None:
         """Stop the heartbeat and close the client: for a process that opens stores for a while (a test), whose
@@ -121,13 +124,19 @@ def open_stores(url: str, max_entries: int, ttl_seconds: float,
         client = connect(url)
         heartbeat = Heartbeat(client, this_worker())
         heartbeat.start()
+        from llmsim.store.objects_redis import RedisObjects
+
         batch = Batch(Scripts(client))
         return Stores(RedisStore(client, max_entries, ttl_seconds, heartbeat, load_replay, batch),
-                      RedisConversations(client, max_entries, ttl_seconds, batch), client, batch, heartbeat)
+                      RedisConversations(client, max_entries, ttl_seconds, batch), client, batch, heartbeat,
+                      RedisObjects(client, max_entries, ttl_seconds))
     path = parse_store_url(url)
     if path is None:
-        return Stores(MemoryStore(max_entries, ttl_seconds), MemoryConversations(max_entries, ttl_seconds))
+        return Stores(MemoryStore(max_entries, ttl_seconds), MemoryConversations(max_entries, ttl_seconds),
+                      objects=MemoryObjects(max_entries, ttl_seconds))
+    from llmsim.store.objects_sqlite import SQLiteObjects
     from llmsim.store.sqlite import Database, SQLiteConversations, SQLiteStore
 
     db = Database(path, min_free_bytes=min_free_bytes)
-    return Stores(SQLiteStore(db, max_entries, ttl_seconds), SQLiteConversations(db, max_entries, ttl_seconds))
+    return Stores(SQLiteStore(db, max_entries, ttl_seconds), SQLiteConversations(db, max_entries, ttl_seconds),
+                  objects=SQLiteObjects(db, max_entries, ttl_seconds))

@@ -69,6 +69,10 @@ class Bounded(Generic[V]):
         self._expire()
         return len(self._items)
 
+    def values(self) -> list[V]:
+        self._expire()
+        return [value for _, value in self._items.values()]
+
     def _expire(self) -> None:
         if self.ttl_seconds <= 0:
             return
