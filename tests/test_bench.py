@@ -42,6 +42,14 @@ def test_messages_bench() -> None:
         assert positive([float(cells[2]), float(cells[3])]), cells
 
 
+def test_chat_parity() -> None:
+    out = smoke("chat_parity")
+    for part in ("JSON", "stream"):
+        assert positive(figures(part + r": chat (" + NUMBER + r") ms, responses (" + NUMBER + ") ms", out, 2))
+        assert positive(figures(part + r": chat / responses requests per CPU second: (" + NUMBER + ")x", out))
+    assert out.count("the same answer: yes") == 2, out
+
+
 def test_mlx_bench() -> None:
     pytest.importorskip("mlx_lm")
     out = smoke("mlx_bench")
