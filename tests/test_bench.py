@@ -48,6 +48,14 @@ def test_batches_bench() -> None:
     assert positive(figures(r"batch: (" + NUMBER + ") lines/s", out))
 
 
+def test_chat_parity() -> None:
+    out = smoke("chat_parity")
+    for part in ("JSON", "stream"):
+        assert positive(figures(part + r": chat (" + NUMBER + r") ms, responses (" + NUMBER + ") ms", out, 2))
+        assert positive(figures(part + r": chat / responses requests per CPU second: (" + NUMBER + ")x", out))
+    assert out.count("the same answer: yes") == 2, out
+
+
 def test_mlx_bench() -> None:
     pytest.importorskip("mlx_lm")
     out = smoke("mlx_bench")

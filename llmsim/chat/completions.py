@@ -9,11 +9,14 @@ become `chat.completion` objects or `chat.completion.chunk`s.
 from __future__ import annotations
 
 import copy
+import json
+import logging
 import re
 import secrets
 import string
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from contextlib import closing
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -35,14 +38,24 @@ from llmsim.generation import (
     ReasoningDelta,
     TextAnnotation,
     TextDelta,
+    TextRun,
     ToolArgsDelta,
     ToolCallStart,
     Usage,
 )
 from llmsim.responses import files, schema, toolspec, translate
+from llmsim.responses.events import NO_LOGPROBS, Entropy
+from llmsim.runtime.shutdown import ShuttingDown
+from llmsim.runtime.waits import ClientGone
+from llmsim.shared.events import SerializedEvent, dumps
 from llmsim.timing.profiles import Profile
 
+log = logging.getLogger("llmsim")
+CHUNK = "chat.completion.chunk"
+_string = json.encoder.encode_basestring  # a str as JSON, UTF-8 as is: what the encoder does with one
 ID_ALPHABET = string.ascii_letters + string.digits
+# A random byte → a letter or digit: an id's 29 characters from one read of the system's randomness, not 29.
+ID_BYTES = bytes.maketrans(bytes(range(256)), bytes(ord(ID_ALPHABET[i % len(ID_ALPHABET)]) for i in range(256)))
 # Responses parameter names as a chat client knows them, for errors raised by the shared translator.
 CHAT_PARAMS = (
     (r"^reasoning\.effort", "reasoning_effort"),
@@ -263,12 +276,13 @@ def choice_prompts(prompt: Prompt, n: int) -> list[Prompt]:
 
 @dataclass
 class Choice:
-    """One choice being built from its Deltas; `feed` gives the chunk deltas a stream sends for it."""
+    """One choice being built from its Deltas; `feed` gives the chunk deltas a stream sends for it. Its text is
+    kept as it comes (`texts`), joined once for the answer."""
 
     index: int
     stops: list[str]
     logprobs: bool
-    content: str = ""
+    texts: list[str] = field(default_factory=list)
     held: str = ""  # text that could still be the start of a stop sequence
     token_logprobs: list[dict[str, Any]] = field(default_factory=list)
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
@@ -278,6 +292,10 @@ class Choice:
     reasoning_tokens: int = 0
     usage: Usage | None = None
 
+    @property
+    def content(self) -> str:
+        return "".join(self.texts)
+
     def feed(self, delta: Delta) -> Iterator[dict[str, Any]]:
         if isinstance(delta, ReasoningDelta):
             self.reasoning_tokens += delta.tokens
@@ -285,6 +303,12 @@ class Choice:
         elif isinstance(delta, TextDelta):
             self.output_tokens += delta.tokens
             yield from self._text(delta.text, delta.logprobs)
+        elif isinstance(delta, TextRun):  # with stop sequences: chunk by chunk, as a stream would have them
+            for text, tokens in delta.chunks:
+                self.output_tokens += tokens
+                yield from self._text(text, NO_LOGPROBS)
+                if self.done:
+                    return
         elif isinstance(delta, ToolCallStart):
             call = self._call(delta)
             self.tool_calls.append(call)
@@ -302,10 +326,17 @@ class Choice:
         elif isinstance(delta, Finish):
             if self.held:
                 yield {"content": self.held}
-                self.content += self.held
+                self.texts.append(self.held)
                 self.held = ""
             self.finish_reason = delta.reason
             self.usage = delta.usage
+
+    def run(self, chunks: tuple[tuple[str, int], ...], tokens: int) -> list[str]:
+        """A run's text, whole, when no stop sequence can cut it: its chunks' texts."""
+        texts = [text for text, _ in chunks if text]
+        self.output_tokens += tokens
+        self.texts += texts
+        return texts
 
     @staticmethod
     def _call(delta: ToolCallStart) -> dict[str, Any]:
@@ -316,6 +347,11 @@ class Choice:
     def _text(self, text: str, logprobs: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
         if self.logprobs:
             self.token_logprobs.extend(logprobs)
+        if not self.stops:  # nothing to hold back
+            if text:
+                self.texts.append(text)
+                yield {"content": text, **({"logprobs": logprobs} if self.logprobs else {})}
+            return
         pending = self.held + text
         hits = [(pending.find(stop), stop) for stop in self.stops if stop in pending]
         if hits:
@@ -323,12 +359,12 @@ class Choice:
             self.finish_reason = "stop"
             self.held = ""
         else:  # keep back what a stop sequence could still complete
-            keep = max((len(s) - 1 for s in self.stops), default=0)
+            keep = max(len(s) - 1 for s in self.stops)
             keep = next((k for k in range(min(keep, len(pending)), 0, -1)
                          if any(s.startswith(pending[-k:]) for s in self.stops)), 0)
             pending, self.held = (pending[:-keep], pending[-keep:]) if keep else (pending, "")
         if pending:
-            self.content += pending
+            self.texts.append(pending)
             yield {"content": pending, **({"logprobs": logprobs} if self.logprobs else {})}
 
     @property
@@ -342,7 +378,8 @@ class Choice:
         return Usage(input_tokens, self.output_tokens, self.reasoning_tokens)
 
     def message(self) -> dict[str, Any]:
-        message: dict[str, Any] = {"role": "assistant", "content": self.content or (None if self.tool_calls else ""),
+        content = self.content
+        message: dict[str, Any] = {"role": "assistant", "content": content or (None if self.tool_calls else ""),
                                    "refusal": None, "annotations": self.annotations}
         if self.tool_calls:
             message["tool_calls"] = self.tool_calls
@@ -375,12 +412,19 @@ def total_usage(choices: list[Choice], input_tokens: int) -> dict[str, Any]:
 
 
 class Completion:
-    """The serializer: drives each choice's Deltas and frames the result as the chat API does."""
+    """Chat Completions' builder (llmsim/surface.py `Builder`): each choice's Deltas become the completion, and,
+    when a stream renders them (`render`: streamed, or a stream fault counts them), its chunks. A JSON answer is
+    built from whole text runs and serializes no chunk; a stream's text chunks are formatted, not encoded. Stop
+    sequences are looked for only when the request sets `stop`."""
 
-    def __init__(self, request: ChatRequest, profile: Profile, prompt: Prompt) -> None:
+    terminal = frozenset({"error"})  # a chat stream ends with no event of its own, or in an error chunk
+    response = None  # a chat completion names no request in the log
+
+    def __init__(self, request: ChatRequest, profile: Profile, prompt: Prompt, render: bool = True) -> None:
         self.request = request
         self.prompt = prompt
-        self.id = "chatcmpl-" + "".join(secrets.choice(ID_ALPHABET) for _ in range(29))
+        self.render = render
+        self.id = "chatcmpl-" + secrets.token_bytes(29).translate(ID_BYTES).decode()
         self.created = int(time.time())
         self.model = profile.echo_name
         tier = request.service_tier
@@ -389,7 +433,9 @@ class Completion:
         options = request.stream_options
         self.include_usage = bool(options and options.include_usage)
         self.obfuscate = bool(request.stream) and not (options and options.include_obfuscation is False)
+        self.entropy = Entropy() if self.obfuscate else None
         self.choices: list[Choice] = []
+        self._frames: dict[int, tuple[str, str]] = {}  # a choice's text chunk around its text (`_contents`)
 
     def _choice(self, index: int) -> Choice:
         choice = Choice(index, self.request.stops, bool(self.request.logprobs))
@@ -408,29 +454,97 @@ class Completion:
             "usage": total_usage(self.choices, self.prompt.input_tokens),
         }
 
-    def chunks(self, deltas: Iterator[Delta], index: int) -> Iterator[dict[str, Any]]:
-        """The chunks of one choice: the role, its content and tool call deltas, then its finish reason."""
+    def run(self, choices: Iterable[Iterator[Delta]]) -> Iterator[SerializedEvent]:
+        """Every choice's chunks, choice after choice (each choice's deltas drawn in turn), then the usage chunk
+        when stream_options asks for it; a failure mid-way ends the stream in an error chunk."""
+        try:
+            for index, deltas in enumerate(choices):
+                with closing(deltas):  # type: ignore[type-var]
+                    yield from self.chunks(deltas, index)
+        except ClientGone:  # the client left mid-wait, or a fault cuts the stream: no failure of the model
+            raise
+        except ShuttingDown as cut:  # the server's graceful timeout is over: the stream ends in an error chunk
+            yield "error", self.dumps(self.error(cut.code, cut.message))
+            return
+        except Exception:  # noqa: BLE001 - a backend failure mid-way becomes the stream's error chunk
+            log.exception("generation failed")
+            yield "error", self.dumps(self.error("server_error", "The model failed to generate a response."))
+            return
+        if self.include_usage:
+            yield CHUNK, dumps(self.usage_chunk())
+
+    def chunks(self, deltas: Iterator[Delta], index: int) -> Iterator[SerializedEvent]:
+        """The chunks of one choice: the role, its content and tool call deltas, then its finish reason (none
+        when not rendered: the choice is built all the same)."""
         choice = self._choice(index)
-        yield self._chunk(index, {"role": "assistant", "content": "", "refusal": None})
+        render = self.render
+        if render:
+            yield CHUNK, dumps(self._chunk(index, {"role": "assistant", "content": "", "refusal": None}))
+        whole = not choice.stops  # a run's text goes whole: no stop sequence can cut it
         for delta in deltas:
+            if whole and type(delta) is TextRun:
+                texts = choice.run(delta.chunks, delta.tokens)
+                if render:
+                    yield from self._contents(index, texts)
+                continue
             for part in choice.feed(delta):
-                logprobs = part.pop("logprobs", None)
-                yield self._chunk(index, part, {"content": logprobs, "refusal": None} if logprobs else None)
+                if render:
+                    logprobs = part.pop("logprobs", None)
+                    yield CHUNK, dumps(self._chunk(index, part, {"content": logprobs, "refusal": None}
+                                                   if logprobs else None))
             if choice.done:
                 break
-        yield self._chunk(index, {}, finish_reason=choice.finish_reason or "stop")
+        if render:
+            yield CHUNK, dumps(self._chunk(index, {}, finish_reason=choice.finish_reason or "stop"))
 
     def usage_chunk(self) -> dict[str, Any]:
         """The last chunk when stream_options.include_usage: no choices, the whole request's usage."""
-        return {**self._envelope("chat.completion.chunk"), "choices": [],
-                "usage": total_usage(self.choices, self.prompt.input_tokens)}
+        return {**self._envelope(CHUNK), "choices": [], "usage": total_usage(self.choices, self.prompt.input_tokens)}
 
     def _chunk(self, index: int, delta: dict[str, Any], logprobs: dict[str, Any] | None = None,
                finish_reason: str | None = None) -> dict[str, Any]:
-        chunk = {**self._envelope("chat.completion.chunk"),
+        chunk = {**self._envelope(CHUNK),
                  "choices": [{"index": index, "delta": delta, "logprobs": logprobs, "finish_reason": finish_reason}]}
         if self.include_usage:
             chunk["usage"] = None
-        if self.obfuscate:
-            chunk["obfuscation"] = secrets.token_urlsafe(6)
+        if self.entropy is not None:
+            chunk["obfuscation"] = self.entropy.obfuscation()
         return chunk
+
+    def _contents(self, index: int, texts: list[str]) -> Iterator[SerializedEvent]:
+        """Text chunks as `dumps(self._chunk(index, {"content": text}))` writes them, by formatting: the same for
+        every chunk of a choice but its text (and padding)."""
+        frame = self._frames.get(index)
+        if frame is None:
+            frame = self._frames[index] = self._content_frame(index)
+        head, tail = frame
+        if self.entropy is None:
+            for text in texts:
+                yield CHUNK, f"{head}{_string(text)}{tail}}}"
+            return
+        for text, padding in zip(texts, self.entropy.obfuscations(len(texts)), strict=True):
+            yield CHUNK, f'{head}{_string(text)}{tail},"obfuscation":"{padding}"}}'
+
+    def _content_frame(self, index: int) -> tuple[str, str]:
+        envelope = dumps(self._envelope(CHUNK))[:-1]
+        usage = ',"usage":null' if self.include_usage else ""
+        return (f'{envelope},"choices":[{{"index":{index:d},"delta":{{"content":',
+                f'}},"logprobs":null,"finish_reason":null}}]{usage}')
+
+    # --- how a chat stream ends in error: `data: {"error": {...}}`, which the SDK raises on ----------------
+
+    @staticmethod
+    def error(code: str, message: str, param: str | None = None) -> dict[str, Any]:
+        return {"type": "error", "error": {"message": message, "type": "server_error", "param": param, "code": code}}
+
+    def fail(self, code: str, message: str) -> Iterator[dict[str, Any]]:
+        yield self.error(code, message)
+
+    @staticmethod
+    def dumps(event: dict[str, Any]) -> str:
+        return dumps({"error": event["error"]})
+
+
+def error_message(data: str) -> str:
+    """An error chunk's message."""
+    return str(json.loads(data)["error"]["message"])
