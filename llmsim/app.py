@@ -11,6 +11,7 @@ from flask.json.provider import DefaultJSONProvider
 from werkzeug.exceptions import HTTPException
 
 from llmsim.api import admin, chaos, dashboard, forward, guard, mount, stamp, writes
+from llmsim.api import gemini as gemini_api
 from llmsim.api import messages as messages_api
 from llmsim.api import metrics as api_metrics
 from llmsim.api import scenarios as scenarios_api
@@ -109,6 +110,7 @@ def create_app(settings: Settings | None = None) -> Flask:
     app.extensions["llmsim"] = Services(settings, catalog, pipeline)
     mount(app)
     messages_api.mount(app)
+    gemini_api.mount(app)
     writes.install(app, stores.batch, _store_unavailable)
     chaos.install(app, chaos_state)
     api_metrics.install(app, metrics, pipeline)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from flask import Flask
 
-from llmsim.api import chat, conversations, models, responses, websocket
+from llmsim.api import chat, conversations, embeddings, models, responses, websocket
 from llmsim.api.http import require_api_key
 
 PREFIXES = ("/openai/v1", "/v1", "/v3", "")
-BLUEPRINTS = (responses.bp, websocket.bp, models.bp, conversations.bp, chat.bp)
+BLUEPRINTS = (responses.bp, websocket.bp, models.bp, conversations.bp, chat.bp, embeddings.bp)
 
 
 def mount(app: Flask) -> None:

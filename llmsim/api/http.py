@@ -67,10 +67,17 @@ def _terminated(environ: dict[str, Any], limit: int | None) -> bytes:
     return data
 
 
+KEY_HEADERS = ("x-api-key", "x-goog-api-key")  # Anthropic's, Google's
+
+
 def _bearer() -> str | None:
-    """The API key: a bearer token, or Anthropic's `x-api-key` header."""
+    """The API key: a bearer token, Anthropic's `x-api-key` or Google's `x-goog-api-key` header, or Google's
+    `?key=`."""
     scheme, _, key = request.headers.get("Authorization", "").partition(" ")
-    return key.strip() if scheme.lower() == "bearer" else request.headers.get("x-api-key")
+    if scheme.lower() == "bearer":
+        return key.strip()
+    return next((request.headers[name] for name in KEY_HEADERS if name in request.headers),
+                None) or request.args.get("key")
 
 
 def _matches(key: str | None, expected: tuple[str, ...]) -> bool:
@@ -82,7 +89,7 @@ def require_api_key() -> None:
     expected = services().settings.api_keys
     if not expected or request.path.startswith("/llmsim/") or request.path == "/metrics":
         return  # LLMSim's own endpoints guard themselves; /metrics is open, as vLLM's is
-    header = request.headers.get("Authorization", "") or request.headers.get("x-api-key", "")
+    header = request.headers.get("Authorization", "") or _bearer() or ""
     if not header:
         raise APIError(
             "You didn't provide an API key. You need to provide your API key in an Authorization header using "

@@ -1,0 +1,90 @@
+"""POST /v1/embeddings: the texts (or token arrays) as vectors, with OpenAI's errors and exact `usage`; relayed by
+the proxy and replay backends like the other endpoints."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from llmsim import tokens as tokenizers
+from llmsim.embeddings import run
+from llmsim.embeddings.schema import MAX_INPUTS, EmbeddingsRequest
+from llmsim.errors import APIError
+from llmsim.request import Answer, ApiRequest
+from llmsim.responses import compat, schema
+from llmsim.timing.profiles import Profile
+
+if TYPE_CHECKING:
+    from llmsim.pipeline import Pipeline
+
+ENDPOINT = "embeddings"
+MAX_REQUEST_TOKENS = 300_000  # all inputs of one request together
+INVALID_INPUT = "'$.input' is invalid. Please check the API reference: https://platform.openai.com/docs/api-reference."
+
+
+def create(pipeline: Pipeline, asked: ApiRequest) -> Answer:
+    relayed, admitted = pipeline.relay(ENDPOINT, asked)
+    if relayed is not None:
+        return Answer(relayed=relayed, ticket=admitted.ticket if admitted else None)
+    request = schema.parse(EmbeddingsRequest, asked.body, asked.lenient, endpoint=ENDPOINT)
+    profile = pipeline.catalog.resolve(request.model)
+    size = _dimensions(request, profile)
+    texts, counts = _inputs(request, profile)
+    done = run.run(pipeline, asked, ENDPOINT, request.model, profile, texts, counts, admitted)
+    vectors = [run.shortened(vector, size, normalize=True) for vector in done.vectors]
+    data = [{"object": "embedding", "index": i,
+             "embedding": run.as_base64(v) if request.encoding_format == "base64" else v}
+            for i, v in enumerate(vectors)]
+    total = sum(done.tokens)
+    body = {"object": "list", "data": data, "model": request.model,
+            "usage": {"prompt_tokens": total, "total_tokens": total}}
+    text = orjson.dumps(body, option=orjson.OPT_SERIALIZE_NUMPY).decode()
+    return Answer(json=text, headers={**done.headers, **compat.headers(asked.warnings)}, ticket=done.ticket)
+
+
+def _dimensions(request: EmbeddingsRequest, profile: Profile) -> int | None:
+    if request.dimensions is None:
+        return None
+    spec = profile.embedding
+    if spec is not None and not spec.shortens:
+        raise APIError("This model does not support specifying dimensions.", param=None, code=None)
+    full = run.size_of(profile)
+    if full and request.dimensions > full:
+        raise APIError(f"Invalid value for 'dimensions' = {request.dimensions}. Must be less than or equal to "
+                       f"{full}.", param="dimensions", code="invalid_value")
+    return request.dimensions
+
+
+def _inputs(request: EmbeddingsRequest, profile: Profile) -> tuple[list[str], list[int]]:
+    """The texts to embed and each one's tokens: a string, strings, a token array or token arrays."""
+    given: Any = request.input
+    encoding = tokenizers.encoding(profile.encoding)
+    if isinstance(given, str) or given and isinstance(given[0], int):
+        given = [given]
+    if not given or len(given) > MAX_INPUTS or any(len(item) == 0 for item in given):
+        raise APIError(INVALID_INPUT, param=None, code=None)
+    limit = profile.embedding.max_input_tokens if profile.embedding else profile.context_window
+    texts: list[str] = []
+    counts: list[int] = []
+    for item in given:
+        if isinstance(item, str):
+            count = len(encoding.encode(item, disallowed_special=()))
+            text = item
+        else:
+            count = len(item)
+            if count <= limit:
+                try:
+                    text = encoding.decode(item)
+                except (KeyError, ValueError, OverflowError):  # an id the encoding does not have
+                    raise APIError(INVALID_INPUT, param=None, code=None) from None
+        if count > limit:
+            raise APIError(f"This model's maximum context length is {limit} tokens, however you requested {count} "
+                           f"tokens ({count} in your prompt; 0 for the completion). Please reduce your prompt; or "
+                           "completion length.", param=None, code=None)
+        texts.append(text)
+        counts.append(count)
+    if sum(counts) > MAX_REQUEST_TOKENS:
+        raise APIError(f"Requested {sum(counts)} tokens, max {MAX_REQUEST_TOKENS} tokens per request",
+                       param=None, code="max_tokens_per_request")
+    return texts, counts

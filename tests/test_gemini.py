@@ -1,0 +1,208 @@
+"""The Gemini API against a real server with google-genai (its default /v1 and /v1beta, the /gemini prefix): generate,
+stream, automatic function calling, JSON by schema, thinking, countTokens, embeddings, models, a 429 retried; and
+raw HTTP for what the SDK hides (the JSON-array stream, Google's error envelope, `?key=`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+
+import httpx
+import numpy as np
+import pytest
+
+from llmsim.testing import ServerProcess
+
+genai = pytest.importorskip("google.genai")
+from google.genai import errors, types  # noqa: E402
+
+MODEL = "gemini-2.5-flash"
+QUESTION = {"contents": [{"role": "user", "parts": [{"text": "What is the capital of France?"}]}]}
+RETRIED = ("--fault", "rate_limit;first=1;retry_after=0.2;models=gemini-2.0-flash-lite")
+KEYED = ("--api-key", "goog-right")
+
+
+@pytest.fixture
+def client(server: ServerProcess) -> Iterator[genai.Client]:
+    made = genai.Client(api_key="goog-test", http_options=types.HttpOptions(base_url=server.url))
+    yield made
+    made.close()
+
+
+def test_generate_answers_with_exact_usage(client: genai.Client) -> None:
+    answer = client.models.generate_content(model=MODEL, contents="What is the capital of France?")
+    usage = answer.usage_metadata
+    assert answer.text and answer.candidates[0].finish_reason == types.FinishReason.STOP
+    assert answer.model_version == MODEL and len(answer.response_id) == 22
+    assert usage.prompt_token_count > 0 and usage.candidates_token_count > 0
+    assert usage.total_token_count == usage.prompt_token_count + usage.candidates_token_count + \
+        (usage.thoughts_token_count or 0)
+    assert usage.thoughts_token_count  # 2.5 Flash thinks unless told not to
+    counted = client.models.count_tokens(model=MODEL, contents="What is the capital of France?")
+    assert counted.total_tokens == usage.prompt_token_count
+
+
+def test_thinking_off_and_thoughts_shown(client: genai.Client) -> None:
+    off = client.models.generate_content(model=MODEL, contents="Hi", config=types.GenerateContentConfig(
+        thinking_config=types.ThinkingConfig(thinking_budget=0)))
+    assert not off.usage_metadata.thoughts_token_count
+    shown = client.models.generate_content(model=MODEL, contents="Explain tides", config=types.GenerateContentConfig(
+        thinking_config=types.ThinkingConfig(include_thoughts=True, thinking_budget=2048)))
+    parts = shown.candidates[0].content.parts
+    assert parts[0].thought and parts[0].text and not parts[-1].thought and parts[-1].text
+    assert 0 < shown.usage_metadata.thoughts_token_count <= 2048
+    with pytest.raises(errors.ClientError) as refused:
+        client.models.generate_content(model="gemini-2.5-pro", contents="Hi", config=types.GenerateContentConfig(
+            thinking_config=types.ThinkingConfig(thinking_budget=0)))
+    assert refused.value.code == 400 and refused.value.status == "INVALID_ARGUMENT"
+    assert "only works in thinking mode" in refused.value.message
+
+
+def test_stream_chunks_end_with_the_finish_and_usage(client: genai.Client) -> None:
+    chunks = list(client.models.generate_content_stream(model="gemini-2.0-flash", contents="Tell me about Paris"))
+    assert len(chunks) >= 2 and len({chunk.response_id for chunk in chunks}) == 1
+    text = "".join(chunk.text or "" for chunk in chunks)
+    assert text and chunks[-1].candidates[0].finish_reason == types.FinishReason.STOP
+    assert all(chunk.candidates[0].finish_reason is None for chunk in chunks[:-1])
+    assert chunks[-1].usage_metadata.candidates_token_count > 0
+
+
+def get_weather(city: str) -> str:
+    """Returns today's weather in a city.
+
+    Args:
+        city: the city's name
+    """
+    get_weather.calls.append(city)  # type: ignore[attr-defined]
+    return f"Sunny and 21 degrees in {city}"
+
+
+def test_automatic_function_calling_runs_the_python_function(client: genai.Client) -> None:
+    get_weather.calls = []  # type: ignore[attr-defined]
+    answer = client.models.generate_content(model=MODEL, contents="What is the weather in Paris? Use the tool.",
+                                            config=types.GenerateContentConfig(tools=[get_weather]))
+    assert get_weather.calls, "the SDK ran no function"  # type: ignore[attr-defined]
+    history = answer.automatic_function_calling_history
+    assert any(part.function_response for content in history for part in content.parts or [])
+    assert answer.text and not answer.function_calls
+
+
+def test_parallel_calls_and_forced_choice(server: ServerProcess) -> None:
+    declarations = [{"name": name, "description": f"Look up {name}", "parameters": {
+        "type": "OBJECT", "properties": {"city": {"type": "STRING"}}, "required": ["city"]}}
+        for name in ("get_weather", "get_time")]
+    body = {**QUESTION, "tools": [{"functionDeclarations": declarations}, {"googleSearch": {}}],
+            "toolConfig": {"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": ["get_time"]}}}
+    answer = httpx.post(f"{server.url}/v1beta/models/{MODEL}:generateContent", json=body).json()
+    calls = [part["functionCall"] for part in answer["candidates"][0]["content"]["parts"] if "functionCall" in part]
+    assert calls and {call["name"] for call in calls} == {"get_time"} and "city" in calls[0]["args"]
+    assert "thoughtSignature" in answer["candidates"][0]["content"]["parts"][0]
+
+
+def test_json_schema_answer(client: genai.Client) -> None:
+    schema = types.Schema(type=types.Type.OBJECT, properties={
+        "name": types.Schema(type=types.Type.STRING), "population": types.Schema(type=types.Type.INTEGER),
+        "landmarks": types.Schema(type=types.Type.ARRAY, items=types.Schema(type=types.Type.STRING))},
+        required=["name", "population", "landmarks"])
+    answer = client.models.generate_content(model=MODEL, contents="Describe Paris", config=types.GenerateContentConfig(
+        response_mime_type="application/json", response_schema=schema))
+    data = json.loads(answer.text)
+    assert isinstance(data["name"], str) and isinstance(data["population"], int)
+    assert all(isinstance(item, str) for item in data["landmarks"])
+    by_json_schema = client.models.generate_content(model=MODEL, contents="A city", config=types.GenerateContentConfig(
+        response_mime_type="application/json", response_json_schema={
+            "type": "object", "properties": {"city": {"type": "string", "enum": ["Paris", "Rome"]}},
+            "required": ["city"]}))
+    assert json.loads(by_json_schema.text)["city"] in ("Paris", "Rome")
+
+
+def test_embeddings_find_the_answering_document(client: genai.Client) -> None:
+    documents = ["Paris is the capital of France.", "The mitochondria is the powerhouse of the cell.",
+                 "Python was created by Guido van Rossum."]
+    embedded = client.models.embed_content(model="gemini-embedding-001", contents=documents,
+                                           config=types.EmbedContentConfig(task_type="RETRIEVAL_DOCUMENT"))
+    assert [len(e.values) for e in embedded.embeddings] == [3072] * 3
+    question = client.models.embed_content(model="gemini-embedding-001", contents="Who created Python?",
+                                           config=types.EmbedContentConfig(output_dimensionality=768))
+    assert len(question.embeddings[0].values) == 768
+    full = np.array([e.values for e in embedded.embeddings])[:, :768]
+    assert int(np.argmax(full @ np.array(question.embeddings[0].values))) == 2
+    small = client.models.embed_content(model="text-embedding-004", contents="hello")
+    assert len(small.embeddings[0].values) == 768
+
+
+def test_models_list_and_get(client: genai.Client) -> None:
+    names = [model.name for model in client.models.list()]
+    assert "models/gemini-2.5-pro" in names and "models/gemini-embedding-001" in names
+    assert not any("gpt" in name or "claude" in name for name in names)
+    model = client.models.get(model="gemini-2.5-flash")
+    assert model.input_token_limit == 1048576 and "generateContent" in model.supported_actions
+    with pytest.raises(errors.ClientError) as missing:
+        client.models.generate_content(model="gemini-embedding-001", contents="hi")
+    assert missing.value.code == 404 and missing.value.status == "NOT_FOUND"
+    assert "is not supported for generateContent" in missing.value.message
+
+
+def test_a_429_is_retried(shared_server: Callable[..., ServerProcess]) -> None:
+    server = shared_server(*RETRIED)
+    retrying = genai.Client(api_key="k", http_options=types.HttpOptions(
+        base_url=server.url, retry_options=types.HttpRetryOptions(attempts=3, initial_delay=0.1, max_delay=0.5)))
+    answer = retrying.models.generate_content(model="gemini-2.0-flash-lite", contents="Hi")
+    assert answer.text
+    refused = httpx.post(f"{server.url}/v1beta/models/gemini-2.0-flash-lite:generateContent", json=QUESTION,
+                         headers={"X-LLMSim-Fault": "rate_limit"})
+    error = refused.json()["error"]
+    assert refused.status_code == 429 and error["status"] == "RESOURCE_EXHAUSTED" and error["code"] == 429
+    retry = next(d for d in error["details"] if d["@type"].endswith("RetryInfo"))
+    assert retry["retryDelay"].endswith("s")
+
+
+def test_json_array_stream_and_sse(server: ServerProcess) -> None:
+    url = f"{server.url}/v1beta/models/{MODEL}:streamGenerateContent"
+    array = httpx.post(url, json=QUESTION)
+    assert array.headers["content-type"].startswith("application/json")
+    chunks = json.loads(array.text)
+    assert isinstance(chunks, list) and chunks[-1]["candidates"][0]["finishReason"] == "STOP"
+    sse = httpx.post(url, params={"alt": "sse"}, json=QUESTION)
+    assert sse.headers["content-type"].startswith("text/event-stream")
+    frames = [json.loads(line[6:]) for line in sse.text.splitlines() if line.startswith("data: ")]
+    assert frames[-1]["usageMetadata"]["totalTokenCount"] > 0
+
+
+def test_google_error_envelope(server: ServerProcess) -> None:
+    url = f"{server.url}/gemini/v1beta/models/{MODEL}:generateContent"
+    cases = [({"contents": []}, "contents is not specified"),
+             ({"contents": [{"role": "user", "parts": []}]}, "parts must not be empty"),
+             ({**QUESTION, "generationConfig": {"temperature": "hot"}}, "generation_config.temperature"),
+             ({**QUESTION, "generationConfig": {"maxOutputTokens": 10_000_000}}, "max_output_tokens"),
+             ({**QUESTION, "toolConfig": {"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": ["x"]}},
+               "tools": [{"functionDeclarations": [{"name": "y"}]}]}, "x is not a declared function"),
+             ([1], "Expected an object")]
+    for body, words in cases:
+        answer = httpx.post(url, json=body)
+        error = answer.json()["error"]
+        assert answer.status_code == 400 and error["status"] == "INVALID_ARGUMENT" and error["code"] == 400, error
+        assert words in error["message"], (words, error)
+    strict = httpx.post(url, json={**QUESTION, "generationConfig": {"tempratur": 1}},
+                        headers={"X-LLMSim-Strict-Params": "true"}).json()["error"]
+    assert strict["message"] == ('Invalid JSON payload received. Unknown name "tempratur" at \'generation_config\': '
+                                 'Cannot find field.')
+    lenient = httpx.post(url, json={**QUESTION, "generationConfig": {"tempratur": 1}})
+    assert lenient.status_code == 200 and "tempratur" in lenient.headers["x-llmsim-warnings"]
+    missing = httpx.post(f"{server.url}/v1beta/models/no-such-thing:generateContent", json=QUESTION)
+    assert missing.status_code in (200, 404)  # an unknown name is placed by family unless --strict-models
+    unavailable = httpx.post(url, json=QUESTION, headers={"X-LLMSim-Fault": "overloaded"}).json()["error"]
+    assert unavailable["status"] == "UNAVAILABLE" and unavailable["message"] == \
+        "The model is overloaded. Please try again later."
+
+
+def test_keys_from_the_header_or_the_query(shared_server: Callable[..., ServerProcess]) -> None:
+    server = shared_server(*KEYED)
+    url = f"{server.url}/v1beta/models/{MODEL}:generateContent"
+    assert httpx.post(url, json=QUESTION, headers={"x-goog-api-key": "goog-right"}).status_code == 200
+    assert httpx.post(url, params={"key": "goog-right"}, json=QUESTION).status_code == 200
+    wrong = httpx.post(url, params={"key": "goog-wrong"}, json=QUESTION)
+    assert wrong.status_code in (400, 401) and wrong.json()["error"]["message"] == \
+        "API key not valid. Please pass a valid API key."
+    listed = httpx.get(f"{server.url}/v1/models", headers={"x-goog-api-key": "goog-right"}).json()
+    assert listed["models"][0]["name"].startswith("models/")
