@@ -26,6 +26,7 @@ FINISH_REASONS = {"stop": "STOP", "length": "MAX_TOKENS", "tool_calls": "STOP"}
 CHUNK = "candidate.delta"  # a chunk that carries tokens (the metrics time these: llmsim/metrics/meter.py)
 PART = "candidate.part"  # a chunk with a whole part (a function call) or thinking
 LAST = "candidate.done"  # a candidate's last chunk, with its finishReason
+RUN_DELTAS = 8  # a run's text deltas per chunk: Gemini streams a few words at a time, not a token each
 THOUGHT_CHUNK = 200  # characters of thinking sent together, at a sentence's end
 
 
@@ -105,7 +106,10 @@ class GeminiBuilder:
                     yield from self._said_thoughts()
                 if type(delta) is TextRun:
                     yield from self._flush_calls()
-                    yield from self._text("".join(text for text, _ in delta.chunks), delta.tokens)
+                    chunks = delta.chunks
+                    for at in range(0, len(chunks), RUN_DELTAS):
+                        piece = chunks[at:at + RUN_DELTAS]
+                        yield from self._text("".join(text for text, _ in piece), sum(n for _, n in piece))
                 elif type(delta) is TextDelta:
                     yield from self._flush_calls()
                     yield from self._text(delta.text, delta.tokens)
