@@ -11,6 +11,7 @@ import httpx
 import numpy as np
 import pytest
 
+from llmsim.pytest_plugin import LLMSim
 from llmsim.testing import ServerProcess
 
 genai = pytest.importorskip("google.genai")
@@ -206,3 +207,23 @@ def test_keys_from_the_header_or_the_query(shared_server: Callable[..., ServerPr
         "API key not valid. Please pass a valid API key."
     listed = httpx.get(f"{server.url}/v1/models", headers={"x-goog-api-key": "goog-right"}).json()
     assert listed["models"][0]["name"].startswith("models/")
+
+
+def test_one_scenario_drives_gemini_too(llmsim: LLMSim) -> None:
+    llmsim.load_scenario({"turns": [
+        {"text": "Scripted hello"},
+        {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Rome"}}]},
+        {"fault": {"kind": "server_error"}}]})
+    client = genai.Client(api_key="k", http_options=types.HttpOptions(base_url=llmsim.base_url.rsplit("/", 2)[0]))
+    assert client.models.generate_content(model=MODEL, contents="Hi").text == "Scripted hello"
+    weather = types.Tool(function_declarations=[types.FunctionDeclaration(
+        name="get_weather", parameters=types.Schema(type=types.Type.OBJECT, properties={
+            "city": types.Schema(type=types.Type.STRING)}))])
+    called = client.models.generate_content(model=MODEL, contents="Weather?", config=types.GenerateContentConfig(
+        tools=[weather], automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True)))
+    assert called.function_calls[0].name == "get_weather" and called.function_calls[0].args == {"city": "Rome"}
+    with pytest.raises(errors.ServerError) as failed:
+        client.models.generate_content(model=MODEL, contents="Again")
+    assert failed.value.code == 500 and failed.value.status == "INTERNAL"
+    assert [entry["step"] for entry in llmsim.transcript] == ["turns[0]", "turns[1]", "turns[2]"]
+    assert llmsim.requests[0]["contents"][0]["parts"][0]["text"] == "Hi"  # the Gemini body, as sent
