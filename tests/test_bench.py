@@ -42,6 +42,15 @@ def test_messages_bench() -> None:
         assert positive([float(cells[2]), float(cells[3])]), cells
 
 
+def test_gemini_bench() -> None:
+    out = smoke("gemini_bench")
+    for load in ("responses stream", "gemini stream", "responses JSON", "openai embeddings", "gemini embeddings"):
+        cells = row(out, load)
+        assert positive([float(cells[1]), float(cells[2])]), cells
+    assert positive(figures(r"ratio gemini stream / responses stream: (" + NUMBER + ")x", out))
+    assert positive(figures(r"ratio openai embeddings / responses JSON: (" + NUMBER + ")x", out))
+
+
 def test_mlx_bench() -> None:
     pytest.importorskip("mlx_lm")
     out = smoke("mlx_bench")
