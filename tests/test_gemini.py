@@ -227,3 +227,24 @@ def test_one_scenario_drives_gemini_too(llmsim: LLMSim) -> None:
     assert failed.value.code == 500 and failed.value.status == "INTERNAL"
     assert [entry["step"] for entry in llmsim.transcript] == ["turns[0]", "turns[1]", "turns[2]"]
     assert llmsim.requests[0]["contents"][0]["parts"][0]["text"] == "Hi"  # the Gemini body, as sent
+
+
+def test_stream_faults_end_the_stream_as_google_does(server: ServerProcess) -> None:
+    def streamed(fault: str) -> tuple[int, BaseException | None]:
+        faulty = genai.Client(api_key="k", http_options=types.HttpOptions(base_url=server.url,
+                                                                           headers={"X-LLMSim-Fault": fault}))
+        chunks = 0
+        try:
+            for _ in faulty.models.generate_content_stream(model="gemini-2.0-flash", contents="Tell me a long story"):
+                chunks += 1
+        except Exception as error:  # noqa: BLE001 - what the SDK raises is the point
+            return chunks, error
+        return chunks, None
+
+    chunks, error = streamed("stream_error")
+    assert chunks > 0 and isinstance(error, errors.ServerError) and error.status == "INTERNAL"
+    chunks, error = streamed("stream_drop")
+    assert chunks > 0 and error is not None and not isinstance(error, errors.APIError)
+    whole = httpx.post(f"{server.url}/v1beta/models/gemini-2.0-flash:generateContent", json=QUESTION,
+                       headers={"X-LLMSim-Fault": "stream_error"})
+    assert whole.status_code == 500 and whole.json()["error"]["status"] == "INTERNAL"
