@@ -248,3 +248,19 @@ def test_stream_faults_end_the_stream_as_google_does(server: ServerProcess) -> N
     whole = httpx.post(f"{server.url}/v1beta/models/gemini-2.0-flash:generateContent", json=QUESTION,
                        headers={"X-LLMSim-Fault": "stream_error"})
     assert whole.status_code == 500 and whole.json()["error"]["status"] == "INTERNAL"
+
+
+def test_candidates_and_stop_sequences(server: ServerProcess) -> None:
+    url = f"{server.url}/v1beta/models/gemini-2.0-flash:generateContent"
+    body = {**QUESTION, "generationConfig": {"candidateCount": 2, "seed": 3}}
+    made = httpx.post(url, json=body).json()
+    candidates = made["candidates"]
+    assert [c["index"] for c in candidates] == [0, 1]
+    texts = [c["content"]["parts"][0]["text"] for c in candidates]
+    assert texts[0] != texts[1] and httpx.post(url, json=body).json()["candidates"][1]["content"] == \
+        candidates[1]["content"]  # each candidate its own seed, the same again
+    words = texts[0].split()
+    stop = " ".join(words[3:5])
+    cut = httpx.post(url, json={**QUESTION, "generationConfig": {"seed": 3, "stopSequences": [stop]}}).json()
+    said = cut["candidates"][0]["content"]["parts"][0]["text"]
+    assert stop not in said and texts[0].startswith(said) and cut["candidates"][0]["finishReason"] == "STOP"

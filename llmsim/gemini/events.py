@@ -179,6 +179,8 @@ class GeminiBuilder:
             yield self._chunk(PART, [{"text": words, "thought": True}])
 
     def _text(self, text: str, tokens: int) -> Iterator[SerializedEvent]:
+        if self._state.stopped:
+            return
         self.output_tokens += tokens
         if self.translated.stops:
             text = self._stop_checked(text)
