@@ -264,3 +264,35 @@ def test_candidates_and_stop_sequences(server: ServerProcess) -> None:
     cut = httpx.post(url, json={**QUESTION, "generationConfig": {"seed": 3, "stopSequences": [stop]}}).json()
     said = cut["candidates"][0]["content"]["parts"][0]["text"]
     assert stop not in said and texts[0].startswith(said) and cut["candidates"][0]["finishReason"] == "STOP"
+
+
+def test_every_part_tool_and_setting_is_accepted(server: ServerProcess) -> None:
+    history = [
+        {"role": "user", "parts": [{"text": "Look at this"},
+                                   {"inlineData": {"mimeType": "image/png", "data": "iVBORw0KGgo="}},
+                                   {"fileData": {"mimeType": "application/pdf", "fileUri": "https://x.test/a.pdf"}}]},
+        {"role": "model", "parts": [{"text": "Thinking it over", "thought": True},
+                                    {"functionCall": {"name": "lookup", "args": {"q": "a"}},
+                                     "thoughtSignature": "c2ln"},
+                                    {"functionCall": {"name": "lookup", "args": {"q": "b"}}}]},
+        {"role": "user", "parts": [{"functionResponse": {"name": "lookup", "response": {"result": "A"}}},
+                                   {"functionResponse": {"name": "lookup", "response": {"result": "B"}}}]},
+    ]
+    tools = [{"functionDeclarations": [{"name": "lookup", "parametersJsonSchema": {
+        "type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}}]},
+        {"googleSearch": {}}, {"codeExecution": {}}, {"urlContext": {}}]
+    body = {"contents": history, "tools": tools, "systemInstruction": {"parts": [{"text": "Be brief."}]},
+            "safetySettings": [{"category": "HARM_CATEGORY_HARASSMENT", "threshold": "BLOCK_NONE"}],
+            "cachedContent": "cachedContents/abc", "generationConfig": {
+                "topK": 40, "topP": 0.9, "temperature": 0.2, "maxOutputTokens": 200,
+                "thinkingConfig": {"thinkingLevel": "LOW", "includeThoughts": True}}}
+    for mode in ("AUTO", "NONE", "VALIDATED"):
+        made = httpx.post(f"{server.url}/v1beta/models/gemini-3-pro-preview:generateContent",
+                          json={**body, "toolConfig": {"functionCallingConfig": {"mode": mode}}})
+        assert made.status_code == 200, made.text
+        parts = made.json()["candidates"][0]["content"]["parts"]
+        if mode == "NONE":
+            assert not any("functionCall" in part for part in parts)
+    counted = httpx.post(f"{server.url}/v1beta/models/gemini-3-pro-preview:countTokens",
+                         json={"generateContentRequest": {"model": "models/gemini-3-pro-preview", **body}}).json()
+    assert counted["totalTokens"] > 20
