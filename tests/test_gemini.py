@@ -41,6 +41,9 @@ def test_generate_answers_with_exact_usage(client: genai.Client) -> None:
     assert usage.thoughts_token_count  # 2.5 Flash thinks unless told not to
     counted = client.models.count_tokens(model=MODEL, contents="What is the capital of France?")
     assert counted.total_tokens == usage.prompt_token_count
+    cost = float(answer.sdk_http_response.headers["x-llmsim-cost-usd"])  # gemini-2.5-flash: $0.30 in, $2.50 out
+    output = usage.candidates_token_count + usage.thoughts_token_count
+    assert cost == pytest.approx((usage.prompt_token_count * 0.30 + output * 2.50) / 1e6, rel=1e-6)
 
 
 def test_thinking_off_and_thoughts_shown(client: genai.Client) -> None:
