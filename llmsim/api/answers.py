@@ -22,7 +22,7 @@ def respond(answer: Answer, named_events: bool = True) -> Response:
         if answer.together:
             cork()
         frames = batched(answer.frames) if answer.together else answer.frames
-        response = Response(frames, mimetype="text/event-stream", headers=SSE_HEADERS)
+        response = Response(frames, mimetype=answer.media_type, headers=SSE_HEADERS)
     elif answer.events is not None:
         response = sse_response(answer.events, answer.trailer, together=answer.together)
     else:

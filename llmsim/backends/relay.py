@@ -10,26 +10,42 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from llmsim.errors import APIError
 from llmsim.timing.recorded import TimedEvent
 
-ENDPOINTS = ("responses", "chat/completions")
+if TYPE_CHECKING:
+    from llmsim.surface import Surface, Upstream
 
 
 @dataclass(frozen=True)
 class Exchange:
-    """One client request as the relay sees it: which endpoint and the JSON body, untouched. `raw`: the body's
-    bytes as the client sent them, when at hand (a proxy forwards them as they are)."""
+    """One client request as the relay sees it: its surface (llmsim/surface.py: the upstream path and auth, the
+    cassette match key) and the JSON body, untouched. `raw`: the body's bytes as the client sent them, when at
+    hand (a proxy forwards them as they are)."""
 
-    endpoint: str
+    surface: Surface
     body: dict[str, Any]
     raw: bytes | None = None
+    upstream: Upstream | None = None  # where it goes (llmsim/surface.py `upstream`); None: the surface's path
+
+    @property
+    def endpoint(self) -> str:
+        """Where a proxy forwards it (under the upstream's URL), a cassette's `endpoint`."""
+        return self.upstream.path if self.upstream is not None else self.surface.path
+
+    @property
+    def query(self) -> str:
+        return self.upstream.query if self.upstream is not None else ""
 
     @property
     def stream(self) -> bool:
-        return bool(self.body.get("stream"))
+        return self.upstream.stream if self.upstream is not None else bool(self.body.get("stream"))
+
+    @property
+    def model(self) -> str:
+        return self.upstream.model if self.upstream is not None else str(self.body.get("model") or "")
 
 
 @dataclass

@@ -12,26 +12,34 @@ from llmsim.embeddings import run
 from llmsim.embeddings.schema import MAX_INPUTS, EmbeddingsRequest
 from llmsim.errors import APIError
 from llmsim.request import Answer, ApiRequest
-from llmsim.responses import compat, schema
+from llmsim.responses import schema
+from llmsim.shared import compat
 from llmsim.timing.profiles import Profile
 
 if TYPE_CHECKING:
     from llmsim.pipeline import Pipeline
+    from llmsim.surface import Surface
 
-ENDPOINT = "embeddings"
 MAX_REQUEST_TOKENS = 300_000  # all inputs of one request together
 INVALID_INPUT = "'$.input' is invalid. Please check the API reference: https://platform.openai.com/docs/api-reference."
 
 
-def create(pipeline: Pipeline, asked: ApiRequest) -> Answer:
-    relayed, admitted = pipeline.relay(ENDPOINT, asked)
-    if relayed is not None:
-        return Answer(relayed=relayed, ticket=admitted.ticket if admitted else None)
-    request = schema.parse(EmbeddingsRequest, asked.body, asked.lenient, endpoint=ENDPOINT)
+class Create:
+    """POST /embeddings, an operation the relaying backends answer on the relay road (llmsim/surface.py `Route`)."""
+
+    def __init__(self, surface: Surface) -> None:
+        self.surface = surface
+
+    def __call__(self, pipeline: Pipeline, asked: ApiRequest) -> Answer:
+        return create(pipeline, asked, self.surface)
+
+
+def create(pipeline: Pipeline, asked: ApiRequest, surface: Surface) -> Answer:
+    request = schema.parse(EmbeddingsRequest, asked.body, asked.lenient, refused={})
     profile = pipeline.catalog.resolve(request.model)
     size = _dimensions(request, profile)
     texts, counts = _inputs(request, profile)
-    done = run.run(pipeline, asked, ENDPOINT, request.model, profile, texts, counts, admitted)
+    done = run.run(pipeline, asked, surface, request.model, profile, texts, counts)
     vectors = [run.shortened(vector, size, normalize=True) for vector in done.vectors]
     data = [{"object": "embedding", "index": i,
              "embedding": run.as_base64(v) if request.encoding_format == "base64" else v}

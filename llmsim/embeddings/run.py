@@ -18,6 +18,7 @@ from llmsim.timing.profiles import Profile
 
 if TYPE_CHECKING:
     from llmsim.pipeline import Pipeline
+    from llmsim.surface import Surface
 
 SCENARIO_CHARS = 4096  # of the texts, what a scenario's rules match against
 
@@ -32,14 +33,14 @@ class Vectors:
     headers: dict[str, str]
 
 
-def run(pipeline: Pipeline, asked: ApiRequest, endpoint: str, model: str, profile: Profile, texts: list[str],
+def run(pipeline: Pipeline, asked: ApiRequest, surface: Surface, model: str, profile: Profile, texts: list[str],
         tokens: list[int], admitted: Admission | None = None) -> Vectors:
     """Admit the request, then embed `texts` (`tokens`: each one's count, as the surface reckons it)."""
     said = "\n".join(texts)[:SCENARIO_CHARS]
     prompt = Prompt(model=model, profile=profile, turns=[Turn("user", said)], input_tokens=sum(tokens),
                     max_output_tokens=0)
     seed = pipeline.seed if asked.seed is None else asked.seed
-    _, admission = pipeline.direct_and_admit(endpoint, prompt, asked, False, admitted=admitted)
+    _, admission = pipeline.direct_and_admit(surface, prompt, asked, False, admitted=admitted)
     made: list[Embedded] = []
 
     def deltas() -> Iterator[Finish]:

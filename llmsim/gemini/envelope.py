@@ -93,8 +93,8 @@ def status(error: APIError) -> int:
     return error.status
 
 
-def not_found(model: str, version: str, method: str) -> APIError:
-    return APIError(f"models/{model} is not found for API version {version}, or is not supported for {method}. Call "
+def not_found(model: str, method: str) -> APIError:
+    return APIError(f"models/{model} is not found for API version v1beta, or is not supported for {method}. Call "
                     "ListModels to see the list of available models and their supported methods.", status=404,
                     type="NOT_FOUND")
 

@@ -54,6 +54,8 @@ class GeminiBuilder:
     candidate's (event type, JSON) pairs, `response` is the final object. `render`: serialize the chunks (a
     stream); else only their types (nobody reads them)."""
 
+    terminal = frozenset({LAST, "error"})  # what ends a stream (llmsim/surface.py `Ending`)
+
     def __init__(self, translated: Translated, model: str, render: bool) -> None:
         self.translated = translated
         self.render = render
@@ -226,7 +228,11 @@ class GeminiBuilder:
 
     # --- how a fault ends the stream (llmsim/chaos/faults.py) ---------------------------------------------------
 
-    def error(self, code: str, message: str) -> dict[str, Any]:
+    @staticmethod
+    def dumps(event: dict[str, Any]) -> str:
+        return event_dumps(event)
+
+    def error(self, code: str, message: str, param: str | None = None) -> dict[str, Any]:
         status = 503 if code in ("overloaded", "slow_down") else 500
         return {"type": "error", **envelope.body(APIError(message, status=status, type="server_error"),
                                                  self.model)}

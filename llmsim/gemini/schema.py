@@ -3,7 +3,7 @@ names, and the proto names (snake_case) the REST API accepts too.
 
 Closed where a mistake changes the meaning (part kinds, roles, modes), open where the API grows fastest (a new
 tool, a new generation knob is accepted and reported under the forward-compatibility policy,
-llmsim/responses/compat.py). Errors read as Google's: `Invalid JSON payload received. Unknown name "tempratur" at
+llmsim/shared/compat.py). Errors read as Google's: `Invalid JSON payload received. Unknown name "tempratur" at
 'generation_config': Cannot find field.`
 """
 
@@ -18,7 +18,7 @@ from pydantic.alias_generators import to_camel
 from pydantic_core import ErrorDetails
 
 from llmsim.errors import APIError
-from llmsim.responses import compat
+from llmsim.shared import compat
 
 
 class Closed(BaseModel):

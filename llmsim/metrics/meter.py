@@ -20,7 +20,7 @@ from llmsim.chaos.faults import Admission
 from llmsim.generation import Finish, Prompt
 from llmsim.metrics.registry import ITL_BUCKETS, Metrics
 from llmsim.request import SerializedEvent, ticket_of
-from llmsim.responses.events import PACED_TEXT
+from llmsim.shared.events import PACED_TEXT
 from llmsim.timing.pricing import Pricing
 
 FINISHED = {"stop": "stop", "tool_calls": "stop", "length": "length"}  # vLLM's reasons; anything else: abort

@@ -59,7 +59,7 @@ class Library:
     def miss(self, exchange: Exchange) -> APIError:
         """The error a miss answers with `--on-miss error`: what was asked, and the nearest cassette."""
         wanted = normalised(exchange.endpoint, exchange.body)
-        model = exchange.body.get("model")
+        model = exchange.model
         message = (f"LLMSim replay: no cassette in {self.directory} matched this {exchange.endpoint} request "
                    f"(model {model!r}, {self.mode} matching, stream={exchange.stream}).")
         if self.mode == "sequence":
@@ -97,7 +97,7 @@ def playable(cassette: Cassette, exchange: Exchange) -> bool:
         return False
     if cassette.stream == exchange.stream or cassette.status >= 400:
         return True
-    return cassette.stream and exchange.endpoint == "responses"
+    return cassette.stream and exchange.surface.json_from_stream
 
 
 def _name(cassette: Cassette) -> str:
