@@ -299,3 +299,17 @@ def test_every_part_tool_and_setting_is_accepted(server: ServerProcess) -> None:
     counted = httpx.post(f"{server.url}/v1beta/models/gemini-3-pro-preview:countTokens",
                          json={"generateContentRequest": {"model": "models/gemini-3-pro-preview", **body}}).json()
     assert counted["totalTokens"] > 20
+
+
+def test_metrics_and_the_request_log_name_the_gemini_surface(server: ServerProcess) -> None:
+    for prefix in ("/v1beta", "/gemini/v1"):
+        made = httpx.post(f"{server.url}{prefix}/models/gemini-2.0-flash-lite:generateContent", json=QUESTION)
+        assert made.status_code == 200
+    scraped = httpx.get(f"{server.url}/metrics").text
+    line = next(line for line in scraped.splitlines() if line.startswith("llmsim_requests_total{")
+                and 'endpoint="/models/<model>:generateContent"' in line and '"200"' in line)
+    assert float(line.rsplit(" ", 1)[1]) >= 2
+    assert any(line.startswith("vllm:generation_tokens_total{") and 'model_name="gemini-2.0-flash-lite"' in line
+               for line in scraped.splitlines())
+    log = httpx.get(f"{server.url}/llmsim/admin/requests").json()["data"]
+    assert any(entry["endpoint"] == "gemini" and entry["model"] == "gemini-2.0-flash-lite" for entry in log)
