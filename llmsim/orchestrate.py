@@ -27,10 +27,12 @@ if TYPE_CHECKING:
     from llmsim.surface import Generation, Made, Route, Surface
 
 
-def create(pipeline: Pipeline, generation: Generation[Any], asked: ApiRequest, raw: bool = True) -> Answer:
+def create(pipeline: Pipeline, generation: Generation[Any], asked: ApiRequest, raw: bool = True,
+           route: Route | None = None) -> Answer:
     """The answer: a relayed one, a stream, or a whole answer. `raw`: the transport can send a relayed stream's
-    bytes as they are (SSE; a WebSocket takes events one by one)."""
-    relayed, admitted = relaying.relay(pipeline, generation.surface, asked, raw=raw)
+    bytes as they are (SSE; a WebSocket takes events one by one). `route`: the route it came by, for the relay
+    road (None: the surface's create route)."""
+    relayed, admitted = relaying.relay(pipeline, generation.surface, asked, raw=raw, route=route)
     if relayed is not None:
         return Answer(relayed=relayed, ticket=_ticket(admitted))
     job = generation.read(pipeline, asked)
@@ -76,9 +78,9 @@ def run(pipeline: Pipeline, surface: Surface, route: Route, asked: ApiRequest) -
     """A route's answer, whatever runs it: a Generation on the template, an Operation (relayed first when the
     route says so and the backend relays)."""
     if not callable(route.run):
-        return create(pipeline, route.run, asked)
+        return create(pipeline, route.run, asked, route=route)
     if route.relayed:
-        relayed, admitted = relaying.relay(pipeline, surface, asked, raw=True)
+        relayed, admitted = relaying.relay(pipeline, surface, asked, raw=True, route=route)
         if relayed is not None:
             return Answer(relayed=relayed, ticket=_ticket(admitted))
     return route.run(pipeline, asked)

@@ -22,27 +22,27 @@ from llmsim.timing import recorded
 
 if TYPE_CHECKING:
     from llmsim.pipeline import Pipeline
-    from llmsim.surface import Surface
+    from llmsim.surface import Route, Surface
 
 
-def relay(pipeline: Pipeline, surface: Surface, asked: ApiRequest, raw: bool = False
+def relay(pipeline: Pipeline, surface: Surface, asked: ApiRequest, raw: bool = False, route: Route | None = None
           ) -> tuple[Relayed | None, Admission | None]:
     """(None, None): the backend generates. (None, the admission): the backend left it to generation (replay's
     miss with `--on-miss sim`), admitted already. `raw`: the transport can send a live stream's bytes as they
-    are, which it gets unless a stream fault needs the events one by one."""
+    are, which it gets unless a stream fault needs the events one by one. `route`: the surface's route it came
+    by (None: its create route), which may say where it goes and whether it streams."""
     backend = pipeline.relaying
     if backend is None:
         return None, None
     body = asked.body
     if not isinstance(body, dict):
         raise APIError("Invalid request body: expected a JSON object.", code="invalid_type")
-    upstream = surface.upstream(asked)
-    admission = pipeline.gate.check_limits_and_faults(surface, relayed_prompt(body, pipeline.catalog,
-                                                                              upstream.model),
-                                                      asked, upstream.stream)
+    outline = surface.outline(asked, route)
+    admission = pipeline.gate.check_limits_and_faults(surface, relayed_prompt(outline, pipeline.catalog), asked,
+                                                      outline.stream)
+    exchange = Exchange(surface, body, asked.raw, outline.upstream_path, outline.stream)
     try:
-        return _Road(pipeline, admission, asked.owner).relayed(backend, Exchange(surface, body, asked.raw, upstream),
-                                                                asked.speed, raw), admission
+        return _Road(pipeline, admission, asked.owner).relayed(backend, exchange, asked.speed, raw), admission
     except BaseException as error:  # an upstream's error answer, say: its answer finishes the ticket
         attach(error, admission.ticket)
         raise
@@ -73,7 +73,7 @@ class _Road:
             return Relayed(reply.status, reply.headers, body=reply.body)
         if reply.chunks is not None and raw and admission.stream_fault is None:
             chunks = self._watch_raw(reply.chunks, watch, store)
-            return Relayed(reply.status, reply.headers, chunks=admission.chunks(chunks, watch.chat))
+            return Relayed(reply.status, reply.headers, chunks=admission.chunks(chunks, exchange.surface.token_marks))
         if reply.chunks is not None:
             events: Iterator[SerializedEvent] = rawsse.events(reply.chunks)
         elif reply.timed:

@@ -34,8 +34,7 @@ class ApiRequest:
     may forward them as they are (the lean path). `strict_params`: unknown names and values get the live API's
     400 (--strict-params, X-LLMSim-Strict-Params); else they are dropped and reported in `warnings`, each
     request's own (llmsim/shared/compat.py). `params`: the route's variables and the query string (a surface
-    that takes the model or the stream flag from its URL reads them there); `route`: its path under its surface's
-    prefix, where a relayed request goes upstream (llmsim/surface.py `upstream`)."""
+    that takes the model or the stream flag from its URL reads them there)."""
 
     body: Any
     owner: str = ""
@@ -47,7 +46,6 @@ class ApiRequest:
     raw: bytes | None = None
     strict_params: bool = False
     params: Mapping[str, str] = field(default_factory=dict)
-    route: str = ""  # its path under its surface's prefix (`models/gemini-2.5-flash:generateContent`), where known
     warnings: list[str] = field(default_factory=list, init=False, compare=False)
 
     @property

@@ -19,9 +19,11 @@ What a surface says about itself:
 - its error envelope: every error of a request it answers, and of an unknown route under its own prefixes
   (`exclusive_prefixes`), rendered by `envelope` (400, 401, 404, 405, 413, 429, 5xx; `overloaded` is its
   overload error); `answer_headers` adds what its answers carry besides;
-- what the shared parts need: where the end and the usage sit in its stream (`final`, `stores_relayed`,
-  `json_from_stream`, `relayed_error`: the relay road and cassettes), its upstream auth (`upstream_auth`,
-  `upstream_headers`: proxy), its cassette match key (`match`), its metrics label (`metrics_label`), whether
+- what the shared parts need: what the relay road reads of a request it forwards unparsed (`outline`: the model,
+  the stream flag, the input to estimate, the upstream path), where the end and the usage sit in its stream
+  (`final`, `usage_key`, `relayed_tokens`, `token_marks`, `stores_relayed`, `json_from_stream`, `relayed_error`:
+  the relay road, the metrics and cassettes), its upstream auth (`upstream_auth`, `upstream_headers`: proxy),
+  its cassette match key (`match`, `claims`), its metrics label (`metrics_label`), whether
   rate-limit headers report input and output apart (`directional`), whether its SSE frames name their events
   (`named_events`), its model listing (`listing_header`, `list_models`, `model_info`).
 """
@@ -156,25 +158,32 @@ class Route:
     """One route a surface mounts under each of its prefixes: `rule` in Flask's syntax (`<name>`, `<path:name>`;
     its variables and the query string come in `ApiRequest.params`); `run`, a Generation (the template runs it)
     or an Operation. `relayed`: an Operation a relaying backend (proxy, replay) answers instead, on the relay
-    road, as it does every Generation (an upstream's embeddings, say). `prefixes`: where it is mounted, when not
-    under every prefix of its surface (a path another surface answers under one of them)."""
+    road, as it does every Generation (an upstream's embeddings, say). `stream`: the route says whether it
+    streams (None: the body's `stream`); `upstream`: where a proxy forwards it, its variables in braces
+    (`models/{model}:streamGenerateContent`; None: the surface's `path`). `prefixes`: where it is mounted, when
+    not under every prefix of its surface (a path another surface answers under one of them)."""
 
     method: str
     rule: str
     run: Generation[Any] | Operation
     relayed: bool = False
+    stream: bool | None = None
+    upstream: str | None = None
     prefixes: tuple[str, ...] | None = None  # some of the surface's prefixes only (None: all of them)
 
 
 @dataclass(frozen=True)
-class Upstream:
-    """Where a relayed request goes (llmsim/relaying.py): `path` under the upstream's URL, also a cassette's
-    `endpoint`; `query` sent with it; whether it `stream`s; its `model` (what admission and cassettes name)."""
+class Outline:
+    """What the relay road reads of a request it forwards unparsed (llmsim/relaying.py): the model and the stream
+    flag (from the body, or a surface's URL), what counts as its input (for admission's estimate of its tokens;
+    the answer's usage settles it), its output limit and metadata, and the path a proxy forwards it to."""
 
-    path: str
-    stream: bool
     model: str
-    query: str = ""
+    stream: bool
+    said: list[Any]
+    limit: int | None
+    metadata: dict[str, Any]
+    upstream_path: str
 
 
 @dataclass(frozen=True)
@@ -252,21 +261,34 @@ class Surface:
 
     # --- what the relay road needs ----------------------------------------------------------------------
 
-    usage_mark: ClassVar[str] = '"usage":{'  # in a relayed event that carries the usage (`final` "usage")
+    usage_key: ClassVar[str] = "usage"  # the field of an event (or a JSON answer) that carries its usage
+    token_marks: ClassVar[tuple[bytes, bytes | None]] = (b'"finish_reason":null', b'"role":"')
+    # ^ in a relayed stream's bytes: what each event that carries a token has, and what such an event that carries
+    # none has besides (a chat stream's first chunk): the metrics count tokens without cutting the events out
 
-    def upstream(self, asked: ApiRequest) -> Upstream:
-        """Where and how a relayed request goes: to the surface's path, streamed as its body says."""
+    def outline(self, asked: ApiRequest, route: Route | None = None) -> Outline:
+        """What the relay road reads of a request to `route` (None: its create route): the model from the body
+        (else the route's `<model>`), the stream flag from the route (else the body), the upstream path from the
+        route (else `path`), and the input, limit and metadata by OpenAI's and Anthropic's names."""
         body = asked.body if isinstance(asked.body, dict) else {}
-        return Upstream(self.path, bool(body.get("stream")), str(body.get("model") or ""))
+        said = [body.get(name) for name in ("instructions", "input", "messages") if body.get(name) is not None]
+        limit = body.get("max_output_tokens") or body.get("max_completion_tokens") or body.get("max_tokens")
+        metadata = body.get("metadata")
+        stream = route.stream if route is not None and route.stream is not None else bool(body.get("stream"))
+        upstream = route.upstream.format_map(asked.params) if route is not None and route.upstream else self.path
+        return Outline(str(body.get("model") or asked.params.get("model") or ""), stream, said,
+                       limit if isinstance(limit, int) else None, metadata if isinstance(metadata, dict) else {},
+                       upstream)
 
-    def relayed_usage(self, data: dict[str, Any]) -> dict[str, int] | None:
-        """A relayed answer's (or event's) usage as input and output tokens; None when it carries none."""
-        usage = data.get("usage")
-        if not isinstance(usage, dict):
-            return None
+    def claims(self, endpoint: str) -> bool:
+        """Whether a cassette's `endpoint` (an upstream path, `outline`'s) is one of its requests."""
+        return endpoint == self.path
+
+    def relayed_tokens(self, usage: dict[str, Any]) -> tuple[int, int]:
+        """A relayed answer's usage (its `usage_key` field) as (input, output) tokens."""
         get = usage.get
-        return {"input_tokens": int(get("input_tokens", get("prompt_tokens", 0)) or 0),
-                "output_tokens": int(get("output_tokens", get("completion_tokens", 0)) or 0)}
+        return (int(get("input_tokens", get("prompt_tokens", 0)) or 0),
+                int(get("output_tokens", get("completion_tokens", 0)) or 0))
 
     def relayed_error(self, code: str, message: str, param: str | None, sequence: int) -> dict[str, Any]:
         """The error event that ends a relayed stream of this surface."""
@@ -302,6 +324,6 @@ def registered() -> tuple[Surface, ...]:
 
 
 def by_path(path: str) -> Surface | None:
-    """The surface whose create route (a cassette's `endpoint`) is `path`, or whose path is its first part (a
-    Gemini model's method, `models/gemini-2.5-flash:generateContent`)."""
-    return _BY_PATH.get(path) or _BY_PATH.get(path.partition("/")[0])
+    """The surface a cassette's `endpoint` (an upstream path) belongs to."""
+    found = _BY_PATH.get(path)
+    return found if found is not None else next((s for s in _BY_NAME.values() if s.claims(path)), None)

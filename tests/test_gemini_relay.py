@@ -51,7 +51,7 @@ def test_forwarded_recorded_and_replayed(tmp_path: Path) -> None:
     assert {entry["endpoint"] for entry in relayed_log} == {"gemini"}
     recorded = [json.loads(path.read_text()) for path in sorted(tapes.glob("*.json"))]
     assert sorted(tape["endpoint"] for tape in recorded) == [
-        "models/gemini-2.0-flash:generateContent", "models/gemini-2.0-flash:streamGenerateContent",
+        "models/gemini-2.0-flash:generateContent", "models/gemini-2.0-flash:streamGenerateContent?alt=sse",
         "models/text-embedding-004:batchEmbedContents"]
     assert KEY not in "".join(path.read_text() for path in tapes.glob("*.json"))
 

@@ -148,13 +148,13 @@ def text_mode_header() -> str | None:
     return _header(TEXT_MODE_HEADER, str.lower, f"one of {', '.join(TEXT_MODES)}", valid=lambda m: m in TEXT_MODES)
 
 
-def asked(body: Any, params: dict[str, str] | None = None, route: str = "") -> ApiRequest:
+def asked(body: Any, params: dict[str, str] | None = None) -> ApiRequest:
     """This request, typed: its body, the headers that matter below the transport (an LLMSim header that is
     not valid is the client's 400 here, the fault header's when admission reads it), and `params`: the route's
     variables and the query."""
     return ApiRequest(body, owner=owner(), api_key=_bearer() or None, speed=speed_header(), seed=seed_header(),
                       text_mode=text_mode_header(), fault=request.headers.get(FAULT_HEADER),
-                      strict_params=strict_params(), params=params or {}, route=route)
+                      strict_params=strict_params(), params=params or {})
 
 
 def strict_params() -> bool:

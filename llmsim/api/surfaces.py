@@ -25,21 +25,19 @@ def mount(app: Flask) -> None:
             for route in surface.routes():
                 if route.prefixes is None or prefix in route.prefixes:
                     blueprint.add_url_rule(route.rule, endpoint=re.sub(r"\W", "_", f"{route.method}{route.rule}"),
-                                           view_func=_view(surface, route, prefix), methods=[route.method])
+                                           view_func=_view(surface, route), methods=[route.method])
             app.register_blueprint(blueprint, url_prefix=prefix or None)
             which.mounted(blueprint.name, surface)
 
 
-def _view(surface: Surface, route: Route, prefix: str) -> Callable[..., ResponseReturnValue]:
+def _view(surface: Surface, route: Route) -> Callable[..., ResponseReturnValue]:
     reads_body = route.method in ("POST", "PUT", "PATCH")
     named = surface.named_events
-    under = len(prefix) + 1  # the request's path under the prefix: where a relayed request goes upstream
 
     def view(**params: str) -> ResponseReturnValue:
         body = json_body() if reads_body else None
         if request.args:
             params = {**request.args.to_dict(), **params}
-        answer = orchestrate.run(services().pipeline, surface, route, asked(body, params, request.path[under:]))
-        return respond(answer, named_events=named)
+        return respond(orchestrate.run(services().pipeline, surface, route, asked(body, params)), named_events=named)
 
     return view

@@ -16,7 +16,7 @@ from llmsim.errors import APIError
 from llmsim.timing.recorded import TimedEvent
 
 if TYPE_CHECKING:
-    from llmsim.surface import Surface, Upstream
+    from llmsim.surface import Surface
 
 
 @dataclass(frozen=True)
@@ -28,24 +28,17 @@ class Exchange:
     surface: Surface
     body: dict[str, Any]
     raw: bytes | None = None
-    upstream: Upstream | None = None  # where it goes (llmsim/surface.py `upstream`); None: the surface's path
+    path: str | None = None  # where a proxy forwards it (its surface's `outline`); None: the surface's path
+    streamed: bool | None = None  # whether it streams (its surface's `outline`); None: as the body says
 
     @property
     def endpoint(self) -> str:
-        """Where a proxy forwards it (under the upstream's URL), a cassette's `endpoint`."""
-        return self.upstream.path if self.upstream is not None else self.surface.path
-
-    @property
-    def query(self) -> str:
-        return self.upstream.query if self.upstream is not None else ""
+        """The upstream path: where a proxy forwards it, a cassette's `endpoint`."""
+        return self.surface.path if self.path is None else self.path
 
     @property
     def stream(self) -> bool:
-        return self.upstream.stream if self.upstream is not None else bool(self.body.get("stream"))
-
-    @property
-    def model(self) -> str:
-        return self.upstream.model if self.upstream is not None else str(self.body.get("model") or "")
+        return bool(self.body.get("stream")) if self.streamed is None else self.streamed
 
 
 @dataclass

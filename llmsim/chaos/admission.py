@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from pydantic import ValidationError
 
@@ -30,7 +30,7 @@ from llmsim.timing.profiles import Catalog
 from llmsim.wire import canonical
 
 if TYPE_CHECKING:
-    from llmsim.surface import Surface
+    from llmsim.surface import Outline, Surface
 
 log = logging.getLogger("llmsim")
 FAULT_HEADER = "X-LLMSim-Fault"
@@ -107,18 +107,14 @@ class Gate:
                                                                         whole))
 
 
-def relayed_prompt(body: dict[str, Any], catalog: Catalog, model: str | None = None) -> Prompt:
-    """What admission needs of a relayed request, from what its body says: the model (`model`, where its URL
-    names it), metadata, the output limit and an estimate of the input tokens (the upstream counts them; its usage
-    settles the estimate)."""
-    model = model or str(body.get("model") or "")
-    said = [body.get(name) for name in ("instructions", "input", "messages") if body.get(name) is not None]
-    limit = body.get("max_output_tokens") or body.get("max_completion_tokens") or body.get("max_tokens")
-    metadata = body.get("metadata")
+def relayed_prompt(outline: Outline, catalog: Catalog) -> Prompt:
+    """What admission needs of a relayed request, from what its surface reads of it (llmsim/surface.py
+    `outline`): the model, metadata, the output limit and an estimate of the input tokens (the upstream counts
+    them; its usage settles the estimate)."""
+    model = outline.model
     return Prompt(model=model, profile=catalog.get(model) or catalog.default, turns=[],
-                  input_tokens=len(canonical(said)) // CHARS_PER_TOKEN,
-                  max_output_tokens=limit if isinstance(limit, int) else None,
-                  metadata=metadata if isinstance(metadata, dict) else {})
+                  input_tokens=len(canonical(outline.said)) // CHARS_PER_TOKEN, max_output_tokens=outline.limit,
+                  metadata=outline.metadata)
 
 
 def _limits_and_faults(state: ChaosState, surface: Surface, prompt: Prompt, request: ApiRequest, stream: bool,

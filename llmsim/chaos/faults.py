@@ -241,8 +241,9 @@ class Admission:
             self.meter.response_id = builder.response.get("id")  # its id is the builder's
         return self.meter.events(events)  # last: what leaves the server is timed
 
-    def chunks(self, chunks: Iterator[bytes], chat: bool) -> Iterator[bytes]:
-        """A relayed stream sent as its bytes (no stream fault: nothing needs its events one by one), timed."""
+    def chunks(self, chunks: Iterator[bytes], marks: tuple[bytes, bytes | None]) -> Iterator[bytes]:
+        """A relayed stream sent as its bytes (no stream fault: nothing needs its events one by one), timed;
+        `marks`: how its token events are told in its bytes (llmsim/surface.py `token_marks`)."""
         assert self.stream_fault is None, "a stream fault needs the events"
-        return self.meter.chunks(chunks, chat) if self.meter else chunks
+        return self.meter.chunks(chunks, marks) if self.meter else chunks
 

@@ -6,6 +6,7 @@ errors in Google's envelope (llmsim/gemini/envelope.py)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from llmsim.errors import APIError
@@ -13,7 +14,7 @@ from llmsim.gemini import envelope, models
 from llmsim.gemini.create import Embed, Generate, count_tokens, get_model, list_models
 from llmsim.gemini.events import event_dumps
 from llmsim.request import int_param
-from llmsim.surface import Headers, HttpFailure, Route, Surface, Upstream
+from llmsim.surface import Headers, HttpFailure, Outline, Route, Surface
 
 if TYPE_CHECKING:
     from llmsim.request import ApiRequest
@@ -25,7 +26,7 @@ KEY_HEADER = "x-goog-api-key"
 
 class Gemini(Surface):
     name = "gemini"
-    path = "models"  # its routes' first part: a relayed request goes to its own `models/{model}:{method}`
+    path = "models"  # its routes' first part (each relayed request goes to its own `models/{model}:{method}`)
     prefixes = ("/v1beta", "/v1", "/gemini/v1beta", "/gemini/v1")
     exclusive_prefixes = ("/v1beta", "/gemini")
     named_events = False  # its SSE frames are bare `data:` lines
@@ -33,33 +34,42 @@ class Gemini(Surface):
     match = ("contents", "systemInstruction", "tools", "toolConfig", "generationConfig")
     listing_header = KEY_HEADER  # google-genai lists models at /v1/models, with its key header
     upstream_auth = KEY_HEADER
-    usage_mark = '"usageMetadata":{'
+    usage_key = "usageMetadata"
+    token_marks = (b'"text"', b'"finishReason"')  # a chunk with text; the last one's (empty) text is no token
 
     def routes(self) -> Sequence[Route]:
-        model = "/models/<model>"
-        return (Route("POST", f"{model}:generateContent", Generate(self, stream=False)),
-                Route("POST", f"{model}:streamGenerateContent", Generate(self, stream=True)),
-                Route("POST", f"{model}:countTokens", count_tokens, relayed=True),
-                Route("POST", f"{model}:embedContent", Embed(self, batch=False), relayed=True),
-                Route("POST", f"{model}:batchEmbedContents", Embed(self, batch=True), relayed=True),
+        model, upstream = "/models/<model>", "models/{model}"  # a relayed request goes to its own model's method
+        return (Route("POST", f"{model}:generateContent", Generate(self, stream=False), stream=False,
+                      upstream=f"{upstream}:generateContent"),
+                Route("POST", f"{model}:streamGenerateContent", Generate(self, stream=True), stream=True,
+                      upstream=f"{upstream}:streamGenerateContent?alt=sse"),  # relayed as SSE, whichever asked
+                Route("POST", f"{model}:countTokens", count_tokens, relayed=True, stream=False,
+                      upstream=f"{upstream}:countTokens"),
+                Route("POST", f"{model}:embedContent", Embed(self, batch=False), relayed=True, stream=False,
+                      upstream=f"{upstream}:embedContent"),
+                Route("POST", f"{model}:batchEmbedContents", Embed(self, batch=True), relayed=True, stream=False,
+                      upstream=f"{upstream}:batchEmbedContents"),
                 Route("GET", "/models", list_models, prefixes=LISTED),
                 Route("GET", "/models/<model>", get_model, prefixes=LISTED))
 
     def api_key(self, headers: Headers, query: Mapping[str, str]) -> str | None:
         return headers.get(KEY_HEADER) or query.get("key") or super().api_key(headers, query)
 
-    def upstream(self, asked: ApiRequest) -> Upstream:
-        """The request's own method of its model (`?alt=sse` kept: the stream's framing), never its `?key=`."""
-        sse = asked.params.get("alt") == "sse"
-        return Upstream(asked.route, asked.route.endswith(":streamGenerateContent"), asked.params.get("model", ""),
-                        "?alt=sse" if sse else "")
+    def outline(self, asked: ApiRequest, route: Route | None = None) -> Outline:
+        """The model and the stream flag from the URL (the route's), the input and limit by Gemini's names."""
+        found = super().outline(asked, route)
+        body = asked.body if isinstance(asked.body, dict) else {}
+        config = body.get("generationConfig") if isinstance(body.get("generationConfig"), dict) else {}
+        limit = config.get("maxOutputTokens") if config else None
+        return replace(found, said=[body[name] for name in ("systemInstruction", "contents") if body.get(name)],
+                       limit=limit if isinstance(limit, int) else None)
 
-    def relayed_usage(self, data: dict[str, Any]) -> dict[str, int] | None:
-        usage = data.get("usageMetadata")
-        if not isinstance(usage, dict):
-            return None
+    def claims(self, endpoint: str) -> bool:
+        return endpoint.startswith("models/")
+
+    def relayed_tokens(self, usage: dict[str, Any]) -> tuple[int, int]:
         output = int(usage.get("candidatesTokenCount") or 0) + int(usage.get("thoughtsTokenCount") or 0)
-        return {"input_tokens": int(usage.get("promptTokenCount") or 0), "output_tokens": output}
+        return int(usage.get("promptTokenCount") or 0), output
 
     def envelope(self, error: APIError, request_id: str) -> tuple[Any, int]:
         return envelope.body(error), envelope.status(error)

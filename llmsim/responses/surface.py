@@ -16,6 +16,7 @@ class Responses(Surface):
     name = "responses"
     path = "responses"
     final = "response"  # its stream ends with the final Response, which carries the usage
+    token_marks = (b".delta\ndata:", None)  # the end of a `*.delta` event's name line
     stores_relayed = True
     json_from_stream = True  # a recorded stream's final Response answers a JSON request too
     match = ("model", "instructions", "input", "tools", "text", "previous_response_id", "conversation")

@@ -36,21 +36,22 @@ class RelayedStream:
     def __init__(self, surface: Surface) -> None:
         self.surface = surface
         self.chat = surface.final == "usage"  # no final response: settled from its usage
+        self.usage_key = surface.usage_key
+        self.usage_text = f'"{surface.usage_key}":{{'  # in an event that carries usage
+        self.usage_mark = self.usage_text.encode()
+        self.longest_mark = max(LONGEST_FINAL, len(self.usage_mark))
         self.response: dict[str, Any] | None = None  # the latest Response snapshot
         self.usage: dict[str, Any] | None = None
         self.last = ""  # the last event's data, for its sequence_number
         self.scanned = 0  # raw bytes: where the next look for a mark starts
-        self.usage_mark = surface.usage_mark  # in an event that carries the usage (Chat Completions' last chunk)
-        self.marks = (self.usage_mark.encode(),) if self.chat else FINAL_MARKS
-        self.longest = max(LONGEST_FINAL, len(self.marks[0]))
 
     def observe(self, kind: str, data: str) -> bool:
         """Takes note of one event; True when it carried the final response."""
         self.last = data
-        if kind in LIFECYCLE or (self.chat and self.usage_mark in data):
+        if kind in LIFECYCLE or (self.chat and self.usage_text in data):
             event = json.loads(data)
             if self.chat:
-                self.usage = self.surface.relayed_usage(event) if isinstance(event, dict) else None
+                self.usage = event.get(self.usage_key)
                 return False
             self.response = event.get("response")
             self.usage = (self.response or {}).get("usage") or self.usage
@@ -61,8 +62,8 @@ class RelayedStream:
         """Looks for the final event (Chat Completions: the usage) in the stream's bytes so far, from where the
         last look ended; True when the final response was seen. A mark inside text is parsed and passed over."""
         start = self.scanned
-        self.scanned = max(start, len(buffer) - self.longest)  # a mark cut by a read is found next time
-        for mark in self.marks:
+        self.scanned = max(start, len(buffer) - self.longest_mark)  # a mark cut by a read is found next time
+        for mark in (self.usage_mark,) if self.chat else FINAL_MARKS:
             position = buffer.find(mark, start)
             while position >= 0:
                 frame = frame_at(buffer, position)
@@ -82,7 +83,7 @@ class RelayedStream:
     def observe_body(self, body: Any) -> None:
         """A JSON answer: a Response or a chat completion."""
         if isinstance(body, dict):
-            self.usage = self.surface.relayed_usage(body)
+            self.usage = body.get(self.usage_key)
             if body.get("object") == "response":
                 self.response = body
 
@@ -90,9 +91,7 @@ class RelayedStream:
         """The usage as a Finish, for settling rate limits; None when the answer gave none."""
         if not isinstance(self.usage, dict):
             return None
-        get = self.usage.get
-        return Finish("stop", Usage(int(get("input_tokens", get("prompt_tokens", 0)) or 0),
-                                    int(get("output_tokens", get("completion_tokens", 0)) or 0)))
+        return Finish("stop", Usage(*self.surface.relayed_tokens(self.usage)))
 
     @property
     def _sequence(self) -> int:

@@ -89,7 +89,7 @@ class ProxyBackend:
         order, started = time.time_ns(), time.monotonic()
         headers = self.headers.get((exchange.stream, exchange.surface)) or self._headers(exchange)
         try:
-            response = self.pool.urlopen("POST", f"{self.path}/{exchange.endpoint}{exchange.query}",
+            response = self.pool.urlopen("POST", f"{self.path}/{exchange.endpoint}",
                                          body=exchange.raw or json.dumps(exchange.body).encode(),
                                          headers=headers, preload_content=False)
         except (HTTPError, OSError) as exc:

@@ -59,7 +59,7 @@ class Library:
     def miss(self, exchange: Exchange) -> APIError:
         """The error a miss answers with `--on-miss error`: what was asked, and the nearest cassette."""
         wanted = normalised(exchange.endpoint, exchange.body)
-        model = exchange.model
+        model = exchange.body.get("model")
         message = (f"LLMSim replay: no cassette in {self.directory} matched this {exchange.endpoint} request "
                    f"(model {model!r}, {self.mode} matching, stream={exchange.stream}).")
         if self.mode == "sequence":
