@@ -1,8 +1,8 @@
 """A request and its answer as every layer below the transport sees them: typed values.
 
 The transport (llmsim/api/) reads HTTP, a WebSocket's upgrade or a WSGI environ into an ApiRequest once;
-admission, the orchestrators (llmsim/responses/create.py, llmsim/chat/create.py) and the pipeline take it as a
-value, so none of them reads a header or a request context. An orchestrator gives back an Answer, which the
+admission, the one template (llmsim/orchestrate.py), the surfaces' steps and the pipeline take it as a
+value, so none of them reads a header or a request context. The template gives back an Answer, which the
 transport turns into bytes without deciding anything.
 """
 

@@ -212,7 +212,7 @@ class Surface:
     final: ClassVar[Literal["response", "usage"]] = "usage"  # what ends its stream: a final object, or the usage
     stores_relayed: ClassVar[bool] = False  # a relayed answer's final object is stored (`store` not false)
     json_from_stream: ClassVar[bool] = False  # a recorded stream may answer a JSON request (its final object)
-    upstream_auth: ClassVar[str] = "bearer"  # or the header the upstream's key goes in (`x-api-key`)
+    upstream_auth: ClassVar[str] = "bearer"  # how a proxy sends the upstream key: a bearer token, or this header
     upstream_headers: ClassVar[Mapping[str, str]] = {}
     match: ClassVar[tuple[str, ...]] = ("model",)  # the body fields that decide a cassette's answer
     refused: ClassVar[Mapping[str, str]] = {}  # names always refused, with what the client meant
@@ -317,10 +317,6 @@ def register(surface: Surface) -> Surface:
             raise ValueError(f"two surfaces claim {key!r}")
         index[key] = surface
     return surface
-
-
-def registered() -> tuple[Surface, ...]:
-    return tuple(_BY_NAME.values())
 
 
 def by_path(path: str) -> Surface | None:

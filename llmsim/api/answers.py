@@ -1,5 +1,6 @@
-"""An orchestrator's typed Answer as Flask's response: JSON, SSE, or a relayed answer with the upstream's (or the
-recording's) status and headers; then the x-ratelimit headers and the request log entry its admission left."""
+"""The template's typed Answer (llmsim/orchestrate.py) as Flask's response: JSON, SSE, or a relayed answer with
+the upstream's (or the recording's) status and headers; then the x-ratelimit headers and the request log entry its
+admission left."""
 
 from __future__ import annotations
 

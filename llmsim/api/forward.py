@@ -5,8 +5,8 @@ A proxy's time per request is what its clients lose in throughput and TTFT, and 
 of the app: the upstream validates the body, so it is decoded once (for the model, limits and `stream`) and never
 modelled; no route is matched and no request object is built; the upstream's stream bytes go to the server as they
 come, without werkzeug's layers per chunk. This is transport only: the environ becomes the typed request the app's
-routes make, the same orchestrator answers it (its relay: admission, the backend, store, settling, the metrics'
-Meter; llmsim/pipeline.py `Pipeline.relay`), and its answer becomes bytes with what the app's hooks add (the
+routes make, the same template answers it (its relay road: admission, the backend, store, settling, the metrics'
+Meter; llmsim/relaying.py), and its answer becomes bytes with what the app's hooks add (the
 x-ratelimit headers and request log entry of its ticket, the request count, the standard headers).
 
 Whatever is out of the ordinary takes the app's path instead, which answers it as before: API keys configured

@@ -3,7 +3,7 @@
 Their answer is the upstream's (or the recording's) own events and ids, byte for byte in meaning, so they sit
 where a backend sits but hand the pipeline serialized events instead of Deltas: rebuilding events from Deltas
 would mint new ids and lose the upstream's fields. The pipeline still applies faults, rate limits, timing and
-stores around them (Pipeline.relay).
+stores around them (the relay road, llmsim/relaying.py).
 """
 
 from __future__ import annotations
