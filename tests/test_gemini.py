@@ -209,7 +209,11 @@ def test_keys_from_the_header_or_the_query(shared_server: Callable[..., ServerPr
     assert wrong.status_code in (400, 401) and wrong.json()["error"]["message"] == \
         "API key not valid. Please pass a valid API key."
     listed = httpx.get(f"{server.url}/v1/models", headers={"x-goog-api-key": "goog-right"}).json()
-    assert listed["models"][0]["name"].startswith("models/")
+    assert listed["models"][0]["name"].startswith("models/")  # google-genai's listing at its default /v1
+    refused = httpx.get(f"{server.url}/v1/models", headers={"x-goog-api-key": "goog-wrong"})
+    assert refused.json()["error"]["message"] == "API key not valid. Please pass a valid API key."
+    openai_style = httpx.get(f"{server.url}/v1/models", headers={"Authorization": "Bearer goog-right"}).json()
+    assert openai_style["object"] == "list" and openai_style["data"][0]["object"] == "model"  # /v1 stays OpenAI's
 
 
 def test_one_scenario_drives_gemini_too(llmsim: LLMSim) -> None:
