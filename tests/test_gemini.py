@@ -101,6 +101,14 @@ def test_parallel_calls_and_forced_choice(server: ServerProcess) -> None:
     calls = [part["functionCall"] for part in answer["candidates"][0]["content"]["parts"] if "functionCall" in part]
     assert calls and {call["name"] for call in calls} == {"get_time"} and "city" in calls[0]["args"]
     assert "thoughtSignature" in answer["candidates"][0]["content"]["parts"][0]
+    both = {"contents": [{"role": "user", "parts": [{"text": "What is the weather and the local time in Paris?"}]}],
+            "tools": [{"functionDeclarations": declarations}], "toolConfig": {"functionCallingConfig": {"mode": "ANY"}}}
+    streamed = httpx.post(f"{server.url}/v1beta/models/gemini-2.0-flash:streamGenerateContent", params={"alt": "sse"},
+                          json=both).text
+    chunks = [json.loads(line[6:]) for line in streamed.splitlines() if line.startswith("data: ")]
+    parallel = [chunk["candidates"][0]["content"]["parts"] for chunk in chunks
+                if any("functionCall" in part for part in chunk["candidates"][0]["content"]["parts"])]
+    assert len(parallel) == 1 and {part["functionCall"]["name"] for part in parallel[0]} == {"get_weather", "get_time"}
 
 
 def test_json_schema_answer(client: genai.Client) -> None:
