@@ -214,8 +214,11 @@ def test_keys_from_the_header_or_the_query(shared_server: Callable[..., ServerPr
     assert httpx.post(url, json=QUESTION, headers={"x-goog-api-key": "goog-right"}).status_code == 200
     assert httpx.post(url, params={"key": "goog-right"}, json=QUESTION).status_code == 200
     wrong = httpx.post(url, params={"key": "goog-wrong"}, json=QUESTION)
-    assert wrong.status_code in (400, 401) and wrong.json()["error"]["message"] == \
+    assert wrong.status_code == 400 and wrong.json()["error"]["message"] == \
         "API key not valid. Please pass a valid API key."
+    assert wrong.json()["error"]["details"][0]["reason"] == "API_KEY_INVALID"
+    missing = httpx.post(url, json=QUESTION)
+    assert missing.status_code == 403 and missing.json()["error"]["status"] == "PERMISSION_DENIED"
     listed = httpx.get(f"{server.url}/v1/models", headers={"x-goog-api-key": "goog-right"}).json()
     assert listed["models"][0]["name"].startswith("models/")  # google-genai's listing at its default /v1
     refused = httpx.get(f"{server.url}/v1/models", headers={"x-goog-api-key": "goog-wrong"})

@@ -31,7 +31,6 @@ if TYPE_CHECKING:  # the pipeline runs what this module asks of it; nothing belo
     from llmsim.surface import Surface
 
 
-
 @dataclass
 class Made:
     builder: GeminiBuilder
@@ -44,7 +43,6 @@ class Read:
     request: schema.GenerateContentRequest
     translated: translate.Translated
     model: str
-    profile: Profile
 
 
 def _profile(pipeline: Pipeline, model: str, method: str) -> Profile:
@@ -75,7 +73,7 @@ class Generate:
                                             pipeline.seed if asked.seed is None else asked.seed)
         if asked.text_mode:
             translated = replace(translated, prompt=replace(translated.prompt, text_mode=asked.text_mode))
-        return Job(translated.prompt, self.stream, Read(request, translated, model, profile))
+        return Job(translated.prompt, self.stream, Read(request, translated, model))
 
     def make(self, pipeline: Pipeline, asked: ApiRequest, job: Job, whole: bool, admitted: Admission | None
              ) -> Made:

@@ -27,15 +27,27 @@ OPENAI_WORDS = ("The server had an error", "The server is overloaded", "Bad gate
                 "Slow Down", "platform.openai.com", "openai", "Incorrect API key", "Country, region")
 
 
+MISSING_KEY = "You didn't provide an API key"  # LLMSim's words for a request with no key (llmsim/api/http.py)
+
+
+def status(error: APIError) -> int:
+    """Google's status code: a request with no key is refused (403), a wrong key is an invalid argument (400)."""
+    if error.status == 401:
+        return 403 if error.message.startswith(MISSING_KEY) else 400
+    return error.status
+
+
 def status_name(error: APIError) -> str:
-    return error.type if error.type in STATUS_CODES else STATUS.get(error.status, "INTERNAL" if error.status >= 500
-                                                                     else "INVALID_ARGUMENT")
+    if error.type in STATUS_CODES:
+        return error.type
+    code = status(error)
+    return STATUS.get(code, "INTERNAL" if code >= 500 else "INVALID_ARGUMENT")
 
 
 def body(error: APIError, model: str | None = None) -> dict[str, Any]:
-    status = status_name(error)
-    return {"error": {"code": error.status, "message": message(error, model), "status": status,
-                      "details": details(error, status, model)}}
+    name = status_name(error)
+    return {"error": {"code": status(error), "message": message(error, model), "status": name,
+                      "details": details(error, name, model)}}
 
 
 def message(error: APIError, model: str | None) -> str:
@@ -49,6 +61,9 @@ def message(error: APIError, model: str | None) -> str:
                 f"on this error, head to: {RATE_LIMIT_DOCS}.\n* Quota exceeded for metric: "
                 f"generativelanguage.googleapis.com/generate_content_requests, limit: {_limit(error)}, model: "
                 f"{model or 'unknown'}\nPlease retry in {_delay(error)}.")
+    if error.status == 401 and error.message.startswith(MISSING_KEY):
+        return ("Method doesn't allow unregistered callers (callers without established identity). Please use API "
+                "Key or other form of API consumer identity to call this API.")
     if error.status == 401 or error.code == "invalid_api_key":
         return "API key not valid. Please pass a valid API key."
     if error.status == 403:
@@ -71,7 +86,7 @@ def _limit(error: APIError) -> str:
 
 
 def details(error: APIError, status: str, model: str | None) -> list[dict[str, Any]]:
-    if status == "INVALID_ARGUMENT" and error.code == "invalid_api_key" or error.status == 401:
+    if error.status == 401 and status == "INVALID_ARGUMENT":
         return [{"@type": TYPE + "ErrorInfo", "reason": "API_KEY_INVALID", "domain": "googleapis.com",
                  "metadata": {"service": "generativelanguage.googleapis.com"}}]
     if error.status == 429:
@@ -89,16 +104,8 @@ def details(error: APIError, status: str, model: str | None) -> list[dict[str, A
     return []
 
 
-def status(error: APIError) -> int:
-    return error.status
-
-
 def not_found(model: str, method: str) -> APIError:
     return APIError(f"models/{model} is not found for API version v1beta, or is not supported for {method}. Call "
                     "ListModels to see the list of available models and their supported methods.", status=404,
                     type="NOT_FOUND")
 
-
-def stream_error(error: APIError, model: str | None = None) -> dict[str, Any]:
-    """A stream that fails once begun: its last chunk is the error envelope, as Google ends one."""
-    return body(error, model)
