@@ -189,9 +189,14 @@ def test_google_error_envelope(server: ServerProcess) -> None:
              ({**QUESTION, "generationConfig": {"maxOutputTokens": 10_000_000}}, "max_output_tokens"),
              ({**QUESTION, "toolConfig": {"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": ["x"]}},
                "tools": [{"functionDeclarations": [{"name": "y"}]}]}, "x is not a declared function"),
+             ({**QUESTION, "generationConfig": {"responseMimeType": "application/json", "responseJsonSchema": "x"}},
+              "the schema must be an object"),
+             ({"contents": [{"parts": [{"text": "a", "inlineData": {"mimeType": "image/png", "data": "eA=="}}]}]},
+              "only one of text, inline_data may be set"),
              ([1], "Expected an object")]
-    for body, words in cases:
-        answer = httpx.post(url, json=body)
+    counted = url.replace("generateContent", "countTokens")
+    for (body, words), where in [*zip(cases, [url] * len(cases), strict=True), (cases[-2], counted)]:
+        answer = httpx.post(where, json=body)
         error = answer.json()["error"]
         assert answer.status_code == 400 and error["status"] == "INVALID_ARGUMENT" and error["code"] == 400, error
         assert words in error["message"], (words, error)

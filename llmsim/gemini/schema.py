@@ -71,6 +71,13 @@ class Part(Closed):
     media_resolution: dict[str, Any] | None = None
     part_metadata: dict[str, Any] | None = None
 
+    @model_validator(mode="after")
+    def _one_kind(self) -> Part:
+        kinds = [name for name in DATA_FIELDS if getattr(self, name) is not None]
+        if len(kinds) > 1:
+            raise ValueError(f"only one of {', '.join(kinds)} may be set in a part")
+        return self
+
 
 class Content(Closed):
     role: Literal["user", "model", "function", "tool", ""] | None = None
@@ -164,15 +171,6 @@ class GenerateContentRequest(Closed):
     service_tier: str | None = None
     store: bool | None = None
 
-    @model_validator(mode="after")
-    def _one_kind(self) -> GenerateContentRequest:
-        for i, content in enumerate(self.contents):
-            for j, part in enumerate(content.parts or []):
-                kinds = [name for name in DATA_FIELDS if getattr(part, name) is not None]
-                if len(kinds) > 1:
-                    raise ValueError(f"contents[{i}].parts[{j}]: only one of {', '.join(kinds)} may be set")
-        return self
-
 
 DATA_FIELDS = ("text", "inline_data", "file_data", "function_call", "function_response", "executable_code",
                "code_execution_result")
@@ -265,8 +263,8 @@ def _error(model: type[BaseModel], error: ErrorDetails) -> APIError:
         return invalid(f"* {REQUESTS.get(model, model.__name__)}.{where}: {where.rsplit('.', 1)[-1]} is not "
                        "specified\n", where)
     if kind == "value_error":
-        return invalid(f"* {REQUESTS.get(model, model.__name__)}.{error['msg'].removeprefix('Value error, ')}\n",
-                       where)
+        said = error["msg"].removeprefix("Value error, ")
+        return invalid(f"* {REQUESTS.get(model, model.__name__)}.{where}: {said}\n", where)
     return invalid(f"* {REQUESTS.get(model, model.__name__)}.{where}: {error['msg']}\n", where)
 
 

@@ -14,6 +14,7 @@ from llmsim.errors import APIError
 from llmsim.gemini.schema import Content, FunctionDeclaration, GenerateContentRequest, ThinkingConfig, invalid
 from llmsim.generation import Prompt
 from llmsim.responses import schema, translate
+from llmsim.shared.schema_checks import schema_error
 from llmsim.timing.profiles import Profile
 
 RESPONSES_MIN_OUTPUT = 16
@@ -72,9 +73,15 @@ def _function_tool(declaration: FunctionDeclaration) -> dict[str, Any]:
 
 
 def tools(request: GenerateContentRequest) -> list[dict[str, Any]]:
-    """Function declarations as function tools; Google's own tools (googleSearch, codeExecution, urlContext, ...)
-    are accepted and not run."""
-    return [_function_tool(d) for tool in request.tools or [] for d in tool.function_declarations or []]
+    """Function declarations as function tools (their parameters a valid object schema); Google's own tools
+    (googleSearch, codeExecution, urlContext, ...) are accepted and not run."""
+    out = [_function_tool(d) for tool in request.tools or [] for d in tool.function_declarations or []]
+    for tool in out:
+        problem = schema_error(tool["parameters"], strict=False, require_object=True)
+        if problem:
+            raise invalid(f"* GenerateContentRequest.tools[0].function_declarations: {tool['name']}: parameters: "
+                          f"{problem}\n", "tools")
+    return out
 
 
 def _text(content: Content | None) -> str:
@@ -224,6 +231,11 @@ def text_format(request: GenerateContentRequest) -> dict[str, Any] | None:
         json_schema(config.response_schema) if config.response_schema is not None else None
     if given is None:
         return {"type": "json_object"}
+    problem = "the schema must be an object" if not isinstance(given, dict) else \
+        schema_error(given, strict=False, require_object=False)  # any JSON type: Gemini answers arrays, strings
+    if problem:
+        raise invalid(f"* GenerateContentRequest.generation_config.response_schema: {problem}\n",
+                      "generation_config.response_schema")
     return {"type": "json_schema", "name": "response", "schema": given, "strict": False}
 
 
