@@ -96,7 +96,9 @@ def test_a_seed_repeats_the_vectors(server: ServerProcess) -> None:
     ({"model": "text-embedding-3-small", "input": "word " * 9000}, 400, "maximum context length is 8192 tokens"),
     ({"model": "text-embedding-3-small", "input": [10**9]}, 400, "'$.input' is invalid"),
     ({"model": "text-embedding-3-small"}, 400, "Missing required parameter: 'input'"),
-    ({"model": "text-embedding-3-small", "input": 5}, 400, "input"),
+    ({"model": "text-embedding-3-small", "input": 5}, 400, "Invalid type for 'input': expected a string or an array, "
+                                                           "but got a number instead."),
+    ({"model": "text-embedding-3-small", "input": None}, 400, "but got null instead"),
 ])
 def test_errors_as_the_live_api_gives_them(server: ServerProcess, body: dict[str, object], status: int,
                                            words: str) -> None:

@@ -35,6 +35,12 @@ class Create:
 
 
 def create(pipeline: Pipeline, asked: ApiRequest, surface: Surface) -> Answer:
+    given = asked.body.get("input", "") if isinstance(asked.body, dict) else ""
+    if not isinstance(given, (str, list)):  # named as the API names it, not by the schema's union branches
+        shown = "null" if given is None else "an object" if isinstance(given, dict) else \
+            "a boolean" if isinstance(given, bool) else "a number"
+        raise APIError(f"Invalid type for 'input': expected a string or an array, but got {shown} instead.",
+                       param="input", code="invalid_type")
     request = schema.parse(EmbeddingsRequest, asked.body, asked.lenient, refused={})
     profile = pipeline.catalog.resolve(request.model)
     size = _dimensions(request, profile)
