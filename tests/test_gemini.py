@@ -333,3 +333,19 @@ def test_metrics_and_the_request_log_name_the_gemini_surface(server: ServerProce
                for line in scraped.splitlines())
     log = httpx.get(f"{server.url}/llmsim/admin/requests").json()["data"]
     assert any(entry["endpoint"] == "gemini" and entry["model"] == "gemini-2.0-flash-lite" for entry in log)
+
+
+def test_google_search_grounds_the_answer(client: genai.Client) -> None:
+    search = types.Tool(google_search=types.GoogleSearch())
+    answer = client.models.generate_content(model=MODEL, contents="Search the web for the latest news about Paris",
+                                            config=types.GenerateContentConfig(tools=[search]))
+    grounding = answer.candidates[0].grounding_metadata
+    assert grounding.web_search_queries and grounding.grounding_chunks
+    uris = [chunk.web.uri for chunk in grounding.grounding_chunks]
+    assert all(uri.startswith("https://") for uri in uris)
+    for support in grounding.grounding_supports:
+        assert support.segment.text == answer.text[support.segment.start_index:support.segment.end_index]
+        assert uris[support.grounding_chunk_indices[0]] in support.segment.text
+    plain = client.models.generate_content(model=MODEL, contents="Hi", config=types.GenerateContentConfig(
+        tools=[search]))
+    assert plain.candidates[0].grounding_metadata is None  # nothing asked for a search

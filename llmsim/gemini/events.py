@@ -19,7 +19,17 @@ from typing import Any
 from llmsim.errors import APIError
 from llmsim.gemini import envelope
 from llmsim.gemini.translate import Translated
-from llmsim.generation import Delta, Finish, ReasoningDelta, TextDelta, TextRun, ToolArgsDelta, ToolCallStart
+from llmsim.generation import (
+    Delta,
+    Finish,
+    ReasoningDelta,
+    TextAnnotation,
+    TextDelta,
+    TextRun,
+    ToolArgsDelta,
+    ToolCallStart,
+    ToolItem,
+)
 from llmsim.request import SerializedEvent
 
 FINISH_REASONS = {"stop": "STOP", "length": "MAX_TOKENS", "tool_calls": "STOP"}
@@ -89,12 +99,15 @@ class GeminiBuilder:
         return (f'{{"promptTokenCount":{self.prompt_tokens}{candidates},"totalTokenCount":{total},'
                 f'"promptTokensDetails":[{{"modality":"TEXT","tokenCount":{self.prompt_tokens}}}]{thoughts}}}')
 
-    def _chunk(self, kind: str, parts: list[dict[str, Any]], finish: str | None = None) -> SerializedEvent:
+    def _chunk(self, kind: str, parts: list[dict[str, Any]], finish: str | None = None,
+               grounding: dict[str, Any] | None = None) -> SerializedEvent:
         if not self.render:
             return kind, ""
         content = '{"candidates":[{"content":{"parts":' + dumps(parts) + ',"role":"model"}'
         if finish is not None:
             content += ',"finishReason":' + dumps(finish)
+        if grounding:
+            content += ',"groundingMetadata":' + dumps(grounding)
         return kind, content + self._tail % (self._state.index, self._usage_json())
 
     # --- a candidate ---------------------------------------------------------------------------------------------
@@ -122,6 +135,10 @@ class GeminiBuilder:
                 elif isinstance(delta, ToolArgsDelta) and state.calls:
                     self.output_tokens += delta.tokens
                     state.calls[-1]["args"] += delta.text
+                elif isinstance(delta, ToolItem) and delta.item.get("type") == "web_search_call":
+                    state.queries.append(str((delta.item.get("action") or {}).get("query") or ""))
+                elif isinstance(delta, TextAnnotation) and delta.annotation.get("type") == "url_citation":
+                    state.citations.append(delta.annotation)
                 elif isinstance(delta, Finish):
                     reason = FINISH_REASONS[delta.reason]
                     self._finished(delta)
@@ -138,9 +155,24 @@ class GeminiBuilder:
             state.held = ""
         yield from self._flush_calls()
         state.finish = reason
-        self.response["candidates"].append(self._whole(state))
+        grounding = self._grounding(state)
+        self.response["candidates"].append({**self._whole(state), **({"groundingMetadata": grounding}
+                                                                    if grounding else {})})
         self.response["usageMetadata"] = self.usage()
-        yield self._chunk(LAST, [{"text": ""}], reason)
+        yield self._chunk(LAST, [{"text": ""}], reason, grounding)
+
+    @staticmethod
+    def _grounding(state: _Candidate) -> dict[str, Any] | None:
+        """googleSearch's answer: the queries it ran, the pages it cites and which words each supports."""
+        if not state.queries and not state.citations:
+            return None
+        text = "".join(part.get("text", "") for part in state.parts)
+        chunks = [{"web": {"uri": note["url"], "title": note.get("title") or note["url"]}} for note in state.citations]
+        supports = [{"segment": {"startIndex": note["start_index"], "endIndex": note["end_index"],
+                                 "text": text[note["start_index"]:note["end_index"]]}, "groundingChunkIndices": [i]}
+                    for i, note in enumerate(state.citations)]
+        return {"webSearchQueries": [query for query in state.queries if query], "groundingChunks": chunks,
+                "groundingSupports": supports}
 
     def _whole(self, state: _Candidate) -> dict[str, Any]:
         parts: list[dict[str, Any]] = []
@@ -251,4 +283,6 @@ class _Candidate:
         self.calls: list[dict[str, str]] = []
         self.held = ""
         self.stopped = False
+        self.queries: list[str] = []  # googleSearch's
+        self.citations: list[dict[str, Any]] = []
         self.finish = "STOP"

@@ -73,14 +73,17 @@ def _function_tool(declaration: FunctionDeclaration) -> dict[str, Any]:
 
 
 def tools(request: GenerateContentRequest) -> list[dict[str, Any]]:
-    """Function declarations as function tools (their parameters a valid object schema); Google's own tools
-    (googleSearch, codeExecution, urlContext, ...) are accepted and not run."""
+    """Function declarations as function tools (their parameters a valid object schema), and googleSearch as a web
+    search (its answer grounded: `groundingMetadata`); Google's other tools (codeExecution, urlContext, ...) are
+    accepted and not run."""
     out = [_function_tool(d) for tool in request.tools or [] for d in tool.function_declarations or []]
     for tool in out:
         problem = schema_error(tool["parameters"], strict=False, require_object=True)
         if problem:
             raise invalid(f"* GenerateContentRequest.tools[0].function_declarations: {tool['name']}: parameters: "
                           f"{problem}\n", "tools")
+    if any(tool.google_search is not None or tool.google_search_retrieval is not None for tool in request.tools or []):
+        out.append({"type": "web_search"})  # the simulator searches as for the Responses API's web search
     return out
 
 
@@ -156,14 +159,15 @@ def _tool_choice(request: GenerateContentRequest, offered: list[dict[str, Any]])
         raise invalid("* GenerateContentRequest.tool_config.function_calling_config.allowed_function_names: "
                       "allowed_function_names is only allowed when mode is ANY or VALIDATED.\n",
                       "tool_config.function_calling_config.allowed_function_names")
-    declared = {tool["name"] for tool in offered}
+    functions = [tool for tool in offered if tool["type"] == "function"]
+    declared = {tool["name"] for tool in functions}
     for name in names:
         if name not in declared:
             raise invalid(f"* GenerateContentRequest.tool_config.function_calling_config.allowed_function_names: "
                           f"{name} is not a declared function.\n",
                           "tool_config.function_calling_config.allowed_function_names")
-    if not offered or mode == "NONE":
-        return "none" if offered else "auto"
+    if not functions or mode == "NONE":
+        return "none" if functions else "auto"
     if mode == "ANY" and len(names) == 1:
         return {"type": "function", "name": names[0]}
     if names:
