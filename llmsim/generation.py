@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from llmsim.timing.profiles import Profile
@@ -182,6 +182,33 @@ def expand(deltas: Iterable[Delta]) -> Iterator[Delta]:
                 yield TextDelta(text, tokens)
         else:
             yield delta
+
+
+@dataclass(frozen=True)
+class EmbedRequest:
+    """Texts to embed, built by a surface: vectors of `profile.embedding.dimensions` (or the model's own size),
+    the same under the same `seed`."""
+
+    model: str
+    profile: Profile
+    texts: tuple[str, ...]
+    seed: int | None = None
+
+
+@dataclass(frozen=True)
+class Embedded:
+    """Unit vectors (numpy float32 arrays), one per text; `tokens`: each text's count by the model's own tokenizer
+    (None: the surface's count stands)."""
+
+    vectors: list[Any]
+    tokens: list[int] | None = None
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """A backend that embeds (sim, mlx); the relaying ones relay the embeddings endpoints like any other."""
+
+    def embed(self, request: EmbedRequest) -> Embedded: ...
 
 
 class Backend(Protocol):

@@ -108,7 +108,7 @@ def route_for(method: str, path: str) -> Routed | None:
 
 @functools.cache
 def _patterns() -> tuple[tuple[Surface, Route, re.Pattern[str]], ...]:
-    return tuple((surface, route, _compiled(surface.prefixes, route.rule))
+    return tuple((surface, route, _compiled(route.prefixes or surface.prefixes, route.rule))
                  for surface in SURFACES for route in surface.routes())
 
 

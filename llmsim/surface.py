@@ -160,7 +160,8 @@ class Route:
     or an Operation. `relayed`: an Operation a relaying backend (proxy, replay) answers instead, on the relay
     road, as it does every Generation (an upstream's embeddings, say). `stream`: the route says whether it
     streams (None: the body's `stream`); `upstream`: where a proxy forwards it, its variables in braces
-    (`models/{model}:streamGenerateContent`; None: the surface's `path`)."""
+    (`models/{model}:streamGenerateContent`; None: the surface's `path`). `prefixes`: where it is mounted, when
+    not under every prefix of its surface (a path another surface answers under one of them)."""
 
     method: str
     rule: str
@@ -168,6 +169,7 @@ class Route:
     relayed: bool = False
     stream: bool | None = None
     upstream: str | None = None
+    prefixes: tuple[str, ...] | None = None  # some of the surface's prefixes only (None: all of them)
 
 
 @dataclass(frozen=True)

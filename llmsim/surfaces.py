@@ -4,6 +4,8 @@ surface is its folder, which fills the contract, and its line here."""
 from __future__ import annotations
 
 from llmsim.chat.surface import CHAT
+from llmsim.embeddings.surface import EMBEDDINGS
+from llmsim.gemini.surface import GEMINI
 from llmsim.messages.surface import MESSAGES
 from llmsim.responses.surface import RESPONSES
 from llmsim.surface import Surface, register
@@ -12,6 +14,8 @@ SURFACES: tuple[Surface, ...] = (
     register(RESPONSES),
     register(CHAT),
     register(MESSAGES),
+    register(EMBEDDINGS),
+    register(GEMINI),
 )
 DEFAULT = RESPONSES  # whose envelope answers what no surface's routes or prefixes claim
 REFUSED = {surface.name: surface.refused for surface in SURFACES}  # what docs/compatibility.md lists

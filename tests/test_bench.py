@@ -56,6 +56,15 @@ def test_chat_parity() -> None:
     assert out.count("the same answer: yes") == 2, out
 
 
+def test_gemini_bench() -> None:
+    out = smoke("gemini_bench")
+    for load in ("responses stream", "gemini stream", "responses JSON", "openai embeddings", "gemini embeddings"):
+        cells = row(out, load)
+        assert positive([float(cells[1]), float(cells[2])]), cells
+    assert positive(figures(r"ratio gemini stream / responses stream: (" + NUMBER + ")x", out))
+    assert positive(figures(r"ratio openai embeddings / responses JSON: (" + NUMBER + ")x", out))
+
+
 def test_mlx_bench() -> None:
     pytest.importorskip("mlx_lm")
     out = smoke("mlx_bench")

@@ -7,6 +7,8 @@ import re
 from functools import cache
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "llmsim"
 
@@ -174,6 +176,30 @@ def test_the_surfaces_import_no_surface_below_them() -> None:
     found = sorted(f"{part} -> {target}" for part, targets in _imports(modules).items() if part in shared
                    for target in targets & surfaces)
     assert surfaces >= {"llmsim.responses", "llmsim.chat", "llmsim.messages"} and not found, found
+
+
+def _names(path: Path, word: str) -> list[str]:
+    """The lines of a module's code that name `word` (its comments and docstrings left out)."""
+    source, tree = _parsed(path)
+    prose = {line for node in ast.walk(tree) if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+             and isinstance(node.value.value, str) for line in range(node.lineno, (node.end_lineno or 0) + 1)}
+    return [line for number, line in enumerate(source.splitlines(), 1)
+            if number not in prose and word in line.split("#")[0].lower()]
+
+
+@pytest.mark.parametrize(("folder", "instance"), [("gemini", "GEMINI")])
+def test_a_surface_is_its_folder_and_its_registration(folder: str, instance: str) -> None:
+    """The Gemini API came as a folder and one line: no module outside llmsim/gemini/ imports it but the registry,
+    which imports its instance and registers it (a line each), and none names it in its code (no branch on it)."""
+    modules = _modules()
+    importers = sorted(part for part, targets in _imports(modules).items() if f"llmsim.{folder}" in targets)
+    assert importers == ["llmsim.surfaces"], importers
+    registry = [line.strip() for line in (PACKAGE / "surfaces.py").read_text().splitlines() if instance in line]
+    assert registry == [f"from llmsim.{folder}.surface import {instance}", f"register({instance}),"], registry
+    outside = sorted(f"{path.relative_to(ROOT)}: {line.strip()}" for path in PACKAGE.rglob("*.py")
+                     if folder not in path.relative_to(PACKAGE).parts and path.name != "surfaces.py"
+                     for line in _names(path, folder))
+    assert not outside, "named outside its folder:\n" + "\n".join(outside)
 
 
 def test_the_walk_sees_imports() -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from flask import Flask
 
-from llmsim.api import batches, conversations, files, models, responses, surfaces, websocket
+from llmsim.api import batches, conversations, files, models, responses, surfaces, websocket, which
 from llmsim.api.http import require_api_key
 from llmsim.surface import OPENAI_PREFIXES
 
@@ -19,5 +19,7 @@ def mount(app: Flask) -> None:
     surfaces.mount(app)
     for blueprint in BLUEPRINTS:
         for prefix in PREFIXES:
-            app.register_blueprint(blueprint, url_prefix=prefix or None,
-                                   name=f"{blueprint.name}{prefix.replace('/', '_')}")
+            name = f"{blueprint.name}{prefix.replace('/', '_')}"
+            app.register_blueprint(blueprint, url_prefix=prefix or None, name=name)
+            if blueprint is models.bp:
+                which.listing(name)

@@ -7,17 +7,10 @@ from flask import Blueprint, jsonify, request
 from flask.typing import ResponseReturnValue
 
 from llmsim.api.http import services
+from llmsim.api.which import lister as _lister
 from llmsim.errors import APIError
-from llmsim.surface import Surface
-from llmsim.surfaces import DEFAULT, SURFACES
 
 bp = Blueprint("models", __name__)
-LISTINGS = tuple((surface.listing_header, surface) for surface in SURFACES if surface.listing_header)
-
-
-def _lister() -> Surface:
-    headers = request.headers
-    return next((surface for header, surface in LISTINGS if header in headers), DEFAULT)
 
 
 @bp.get("/models")

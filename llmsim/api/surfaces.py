@@ -20,15 +20,14 @@ from llmsim.surfaces import SURFACES
 
 def mount(app: Flask) -> None:
     for surface in SURFACES:
-        blueprint = Blueprint(f"surface_{surface.name.replace('.', '_')}", __name__)
-        for route in surface.routes():
-            blueprint.add_url_rule(route.rule, endpoint=re.sub(r"\W", "_", f"{route.method}{route.rule}"),
-                                   view_func=_view(surface, route),
-                                   methods=[route.method])
-        for prefix in surface.prefixes:
-            name = f"{blueprint.name}{prefix.replace('/', '_')}"
-            app.register_blueprint(blueprint, url_prefix=prefix or None, name=name)
-            which.mounted(name, surface)
+        for prefix in surface.prefixes:  # a blueprint per prefix: a route may be mounted under some of them only
+            blueprint = Blueprint(f"surface_{surface.name.replace('.', '_')}{prefix.replace('/', '_')}", __name__)
+            for route in surface.routes():
+                if route.prefixes is None or prefix in route.prefixes:
+                    blueprint.add_url_rule(route.rule, endpoint=re.sub(r"\W", "_", f"{route.method}{route.rule}"),
+                                           view_func=_view(surface, route), methods=[route.method])
+            app.register_blueprint(blueprint, url_prefix=prefix or None)
+            which.mounted(blueprint.name, surface)
 
 
 def _view(surface: Surface, route: Route) -> Callable[..., ResponseReturnValue]:

@@ -12,6 +12,8 @@ from llmsim.surfaces import DEFAULT, SURFACES
 ARRIVED = "llmsim.arrived"  # the WSGI environ's key for the request's id and arrival time (llmsim/app.py)
 CLAIMED = "llmsim.surface"  # the WSGI environ's key for a surface a route claimed the request for (`claim`)
 _BY_BLUEPRINT: dict[str, Surface] = {}  # a mounted blueprint's name → its surface
+_LISTING: set[str] = set()  # the model listing's blueprints: the surface whose listing header the request carries
+_LISTINGS = tuple((surface.listing_header, surface) for surface in SURFACES if surface.listing_header)
 _BY_PREFIX = sorted(((prefix, surface) for surface in SURFACES for prefix in surface.exclusive_prefixes),
                     key=lambda pair: len(pair[0]), reverse=True)
 
@@ -26,11 +28,25 @@ def claim(owner: Surface) -> None:
     request.environ[CLAIMED] = owner
 
 
+def listing(blueprint: str) -> None:
+    """`blueprint` lists models (GET /models): its requests belong to the surface whose header they carry."""
+    _LISTING.add(blueprint)
+
+
+def lister() -> Surface:
+    """The surface whose listing header (llmsim/surface.py `listing_header`) this request carries, else the
+    default: whose shapes a model listing answers in, whose key it reads, whose envelope its errors take."""
+    headers = request.headers
+    return next((surface for header, surface in _LISTINGS if header in headers), DEFAULT)
+
+
 def surface() -> Surface:
     """The surface whose envelope and headers this request's answer takes."""
     found = request.environ.get(CLAIMED) or _BY_BLUEPRINT.get(request.blueprint or "")
     if found is not None:
         return found
+    if request.blueprint in _LISTING:
+        return lister()
     path = request.path
     for prefix, owner in _BY_PREFIX:
         if path == prefix or path.startswith(prefix + "/"):

@@ -105,7 +105,8 @@ def request_key(endpoint: str, body: dict[str, Any], exact: bool = False) -> str
 
 def file_name(cassette: Cassette) -> str:
     model = re.sub(r"[^A-Za-z0-9._-]+", "_", cassette.model)[:60] or "model"
-    return f"{cassette.endpoint.replace('/', '-')}-{model}-{request_key(cassette.endpoint, cassette.request)[:12]}"
+    endpoint = re.sub(r"[^A-Za-z0-9._-]+", "-", cassette.endpoint)
+    return f"{endpoint}-{model}-{request_key(cassette.endpoint, cassette.request)[:12]}"
 
 
 def redact(value: Any, secrets: tuple[str, ...] = ()) -> Any:

@@ -57,6 +57,17 @@ class ReasoningSpec(BaseModel):
         return self
 
 
+class EmbeddingSpec(BaseModel):
+    """An embedding model: its vectors' size, the longest text it takes, and whether a client may ask for fewer
+    dimensions (`dimensions`, `outputDimensionality`), from `min_dimensions` up."""
+
+    model_config = ConfigDict(extra="forbid")
+    dimensions: int = Field(gt=0)
+    max_input_tokens: int = Field(8192, gt=0)
+    shortens: bool = True
+    min_dimensions: int = Field(1, gt=0)
+
+
 class Profile(BaseModel):
     """One model as the API presents it."""
 
@@ -75,6 +86,7 @@ class Profile(BaseModel):
     timing: Timing | None = None  # unset: responses come as fast as they are made
     pricing: Pricing | None = None  # unset: no cost reported
     rate_limits: Limits | None = None  # rpm/tpm/itpm/otpm per key; unset: the faults file's (llmsim/chaos/ratelimit.py)
+    embedding: EmbeddingSpec | None = None  # set: an embedding model (POST /v1/embeddings, embedContent)
 
     @property
     def echo_name(self) -> str:

@@ -36,8 +36,10 @@ CLIENTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "smolagents": ("python", ("smolagents",)),
     "haystack": ("python", ("haystack-ai",)),
 }
+# Python clients tested outside the table (the Gemini API's, the embeddings'): newest.py upgrades them too.
+UNLISTED = ("google-genai", "langchain-google-genai", "llama-index-embeddings-openai")
 # Python packages whose pins sit below openai 3: installed apart, with --no-deps (.ci/run, newest.py).
-APART = ("instructor", "llama-index-llms-openai")
+APART = ("instructor", "llama-index-llms-openai", "google-adk")  # google-adk: google-genai<3
 # Features a client has no API for ("n/a" in the table; "–" is a feature it has that no test covers yet).
 NOT_APPLICABLE: dict[str, set[str]] = {
     "inspect-ai": {"server_state"},  # its ModelOutput carries no response id to continue from

@@ -51,7 +51,7 @@ def python_env(folder: Path) -> Path:
                          check=True, capture_output=True, text=True).stdout.strip()
     (Path(own) / "zz-llmsim-base.pth").write_text("\n".join(site.getsitepackages()) + "\n")  # after its own
     packages = sorted({package for language, names in matrix.CLIENTS.values() if language == "python"
-                       for package in names} - set(matrix.APART))
+                       for package in names} - set(matrix.APART) | set(matrix.UNLISTED))
     _run([str(python), "-m", "pip", "install", "--quiet", "--upgrade", *packages])
     # pins below openai 3 (pyproject.toml's `clients` extra says why): installed apart, without their pins
     _run([str(python), "-m", "pip", "install", "--quiet", "--upgrade", "--no-deps", *matrix.APART])

@@ -17,13 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+from llmsim.backends.mlx import embeddings
 from llmsim.backends.mlx.cache import PromptCache
 from llmsim.backends.mlx.chat import to_messages, to_tools
 from llmsim.backends.mlx.models import ModelSpec, resolve
 from llmsim.backends.mlx.parsing import OutputParser, think_markers
 from llmsim.backends.mlx.scheduler import DECODE_CONCURRENCY, PROMPT_CONCURRENCY, Scheduler, Sequence, Token
 from llmsim.backends.mlx.schema import SchemaProcessor, lltokenizer_for, schema_of
-from llmsim.generation import Delta, Finish, FinishReason, Prompt, Usage
+from llmsim.generation import Delta, Embedded, EmbedRequest, Finish, FinishReason, Prompt, Usage
 from llmsim.timing.pacing import QueueObserver
 from llmsim.timing.profiles import Profile, ReasoningSpec
 
@@ -121,6 +122,9 @@ class MLXBackend:
         """Report requests waiting for a decode slot (vllm:num_requests_waiting) to `observer`."""
         for loaded in self.models.values():
             loaded.scheduler.observer = observer
+
+    def embed(self, request: EmbedRequest) -> Embedded:
+        return Embedded(*embeddings.vectors(self.models[request.model], request.texts))
 
     def render(self, loaded: LoadedModel, prompt: Prompt, think: bool = True) -> tuple[list[int], bool]:
         """Prompt tokens from the model's chat template, and whether the template opened a thinking block."""

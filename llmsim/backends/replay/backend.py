@@ -15,7 +15,7 @@ from llmsim.backends.relay import Exchange, Reply, upstream_error
 from llmsim.backends.replay.library import Library
 from llmsim.backends.sim.backend import SimBackend
 from llmsim.config import OnMiss, Settings
-from llmsim.generation import Backend, Delta, Prompt
+from llmsim.generation import Backend, Delta, Embedded, Embedder, EmbedRequest, Prompt
 
 if TYPE_CHECKING:
     from llmsim.backends.proxy.backend import ProxyBackend
@@ -67,6 +67,12 @@ class ReplayBackend:
         if self.fallback is None:
             raise RuntimeError("replay has no fallback backend")
         return self.fallback.generate(prompt)
+
+    def embed(self, request: EmbedRequest) -> Embedded:
+        """A miss left to the simulator (`--on-miss sim`): its vectors."""
+        if not isinstance(self.fallback, Embedder):
+            raise RuntimeError("replay has no fallback backend")
+        return self.fallback.embed(request)
 
 
 def play(cassette: Cassette, exchange: Exchange) -> Reply:

@@ -15,12 +15,14 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from llmsim import tokens
-from llmsim.backends.sim import formats, jsongen, prompted, text
+from llmsim.backends.sim import embeddings, formats, jsongen, prompted, text
 from llmsim.backends.sim.fake import lazy_faker
 from llmsim.backends.sim.text import Answer
 from llmsim.backends.sim.tools import Call, Planner, Say, Step
 from llmsim.generation import (
     Delta,
+    Embedded,
+    EmbedRequest,
     Finish,
     Prompt,
     ReasoningDelta,
@@ -66,6 +68,10 @@ class SimBackend:
         # are made here, in the worker, never at import: a lock made before gevent patches is a real one.
         self._faker = lazy_faker()
         self._faker_lock = threading.Lock()
+
+    def embed(self, request: EmbedRequest) -> Embedded:
+        size = request.profile.embedding.dimensions if request.profile.embedding else embeddings.DEFAULT_SIZE
+        return Embedded([embeddings.embed(text, request.profile.id, size, request.seed) for text in request.texts])
 
     def generate(self, prompt: Prompt) -> Iterator[Delta]:
         rng = rng_for(prompt.seed)

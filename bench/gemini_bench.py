@@ -1,0 +1,109 @@
+"""`python -m bench.gemini_bench`: Gemini API streams per core against Responses streams per core at speed 0, on the
+same answer, and embeddings requests per core against JSON Responses requests per core, in one run.
+
+One server (one worker) answers every surface from one scenario (the same text, so the backend's work is the
+same); concurrent clients stream from one surface at a time, rounds alternating, and the server's CPU seconds in
+each window give requests per CPU-second: requests per core. A ratio is the median of the ratios of windows taken
+next to each other. Goals: Gemini streams per core >= 0.9x Responses' (`streamGenerateContent?alt=sse`); an
+embeddings request of a paragraph (OpenAI's `/v1/embeddings`, 1536 floats; Gemini's `embedContent`, 768) costs no
+more than a JSON Responses request: requests per core >= 1x. A batch of 16 paragraphs is shown beside them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import aiohttp
+import yaml
+
+from bench.common import cpu_seconds, goal, machine, parse, smoke, table
+from llmsim.testing import ServerProcess
+
+ANSWER = " ".join(["Streams carry the same words on either surface, one delta at a time."] * 12)
+PARAGRAPH = ("Retrieval-augmented generation finds the documents that answer a question by comparing their "
+             "embeddings with the question's, then hands the best ones to the model with the question. ") * 2
+QUESTION = "Tell me about streams."
+BATCH = 16  # paragraphs in the batched request
+# name → (path, body, what the answer must hold)
+LOADS: dict[str, tuple[str, dict[str, object], bytes]] = {
+    "responses stream": ("/v1/responses", {"model": "gpt-4o", "input": QUESTION, "stream": True},
+                         b"response.completed"),
+    "gemini stream": ("/v1beta/models/gemini-2.0-flash:streamGenerateContent?alt=sse",
+                      {"contents": [{"role": "user", "parts": [{"text": QUESTION}]}]}, b'"finishReason"'),
+    "responses JSON": ("/v1/responses", {"model": "gpt-4o", "input": QUESTION}, b'"status":"completed"'),
+    "openai embeddings": ("/v1/embeddings", {"model": "text-embedding-3-small", "input": PARAGRAPH,
+                                             "encoding_format": "float"}, b'"usage"'),
+    "gemini embeddings": ("/v1beta/models/text-embedding-004:embedContent",
+                          {"content": {"parts": [{"text": PARAGRAPH}]}}, b'"embedding"'),
+    f"openai embeddings x{BATCH}": ("/v1/embeddings", {"model": "text-embedding-3-small",
+                                                       "input": [PARAGRAPH] * BATCH}, b'"usage"'),
+}
+PAIRS = (("gemini stream", "responses stream", 0.9), ("openai embeddings", "responses JSON", 1.0),
+         ("gemini embeddings", "responses JSON", 1.0))
+
+
+async def _client(session: aiohttp.ClientSession, url: str, body: dict[str, object], end: bytes,
+                  deadline: float, done: list[int]) -> None:
+    while time.perf_counter() < deadline:
+        async with session.post(url, json=body) as response:
+            data = await response.read()
+        if response.status != 200 or end not in data:
+            raise RuntimeError(f"{url}: {response.status} {data[-300:]!r}")
+        done[0] += 1
+
+
+async def _window(base: str, load: str, clients: int, seconds: float) -> int:
+    path, body, end = LOADS[load]
+    done = [0]
+    deadline = time.perf_counter() + seconds
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=clients)) as session:
+        await asyncio.gather(*(_client(session, base + path, body, end, deadline, done) for _ in range(clients)))
+    return done[0]
+
+
+def measure(server: ServerProcess, load: str, clients: int, seconds: float) -> tuple[float, float]:
+    """(requests per CPU-second of the server, requests per second) for one window."""
+    assert server.process is not None
+    before = cpu_seconds(server.process.pid)
+    done = asyncio.run(_window(server.url, load, clients, seconds))
+    used = cpu_seconds(server.process.pid) - before
+    return done / max(used, 1e-3), done / seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--seconds", type=float, default=3.0, help="each window")
+    parser.add_argument("--rounds", type=int, default=3, help="windows per load, alternating")
+    smoke(parser, seconds=0.3, rounds=1, clients=4)
+    args = parse(parser)
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as file:
+        yaml.safe_dump({"turns": [{"text": ANSWER}], "on_exhausted": "repeat_last"}, file)
+    results: dict[str, list[tuple[float, float]]] = {load: [] for load in LOADS}
+    try:
+        with ServerProcess("--speed", "0", "--workers", "1", "--scenario", file.name) as server:
+            for load in LOADS:  # warm each: token caches, imports (numpy), first-use paths
+                measure(server, load, 2, min(0.3, args.seconds / 2))
+            for _ in range(args.rounds):
+                for load in LOADS:
+                    results[load].append(measure(server, load, args.clients, args.seconds))
+    finally:
+        Path(file.name).unlink(missing_ok=True)
+    print(f"speed 0, {args.clients} clients, {args.rounds} x {args.seconds:g} s windows per load, one worker; "
+          f"{machine()}")
+    rows = [[load, f"{statistics.median(w[0] for w in windows):.0f}", f"{statistics.median(w[1] for w in windows):.0f}"]
+            for load, windows in results.items()]
+    print(table(["load", "requests per core (per CPU-second)", "requests per second"], rows))
+    for load, against, target in PAIRS:
+        ratio = statistics.median(a[0] / b[0] for a, b in zip(results[load], results[against], strict=True))
+        print(f"ratio {load} / {against}: {ratio:.2f}x")
+        print(goal(f"{load} per core against {against}", ratio, target))
+
+
+if __name__ == "__main__":
+    main()
