@@ -34,7 +34,7 @@ def create() -> ResponseReturnValue:
 
 @bp.post("/messages/count_tokens")
 def count_tokens() -> ResponseReturnValue:
-    return jsonify(messages.count_tokens(services().pipeline, asked(json_body())))
+    return respond(messages.count_tokens(services().pipeline, asked(json_body())))
 
 
 def _request_id() -> str:

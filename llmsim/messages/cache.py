@@ -36,7 +36,8 @@ class Point:
 
 
 def breakpoints(request: CountTokensRequest, encoding: str) -> list[Point]:
-    """Every marked prefix: its digest and its tokens."""
+    """Every marked prefix: its digest and its tokens. A top-level `cache_control` marks the last block that can
+    carry one (the SDK's "mark the last cacheable block")."""
     digest = hashlib.sha256()
     count = 0
     points: list[Point] = []
@@ -44,13 +45,16 @@ def breakpoints(request: CountTokensRequest, encoding: str) -> list[Point]:
     blocks: list[Any] = [*(request.tools or []), *system]
     for message in request.messages:
         blocks.extend([message.content] if isinstance(message.content, str) else message.content)
-    for block in blocks:
-        data = block if isinstance(block, str) else block.model_dump(exclude={"cache_control"}, exclude_none=True)
+    last = max((at for at, block in enumerate(blocks) if isinstance(block, str) or
+                "cache_control" in type(block).model_fields), default=None) if request.cache_control else None
+    for at, block in enumerate(blocks):
+        data = block if isinstance(block, str) else \
+            block.model_dump(exclude={"cache_control"}, exclude_none=True, by_alias=True)
         text = block if isinstance(block, str) else block.text if isinstance(block, TextBlock) else \
             json.dumps(data, sort_keys=True)
         digest.update(json.dumps(data, sort_keys=True).encode())
         count += tokens.count(text, encoding)
-        control = None if isinstance(block, str) else block.cache_control
+        control = getattr(block, "cache_control", None) or (request.cache_control if at == last else None)
         if control is not None:
             points.append(Point(digest.hexdigest(), corrected(count), TTL[control.ttl or "5m"]))
     return points

@@ -10,9 +10,11 @@ from typing import TYPE_CHECKING
 
 from llmsim.chaos.faults import Admission
 from llmsim.errors import APIError
+from llmsim.generation import Delta, Finish, Usage
 from llmsim.messages import schema, translate
 from llmsim.messages.events import MessageBuilder, dumps
 from llmsim.request import Answer, ApiRequest, SerializedEvent, attach, error_of
+from llmsim.responses import compat
 from llmsim.runtime.fairness import fair
 
 if TYPE_CHECKING:  # the pipeline runs what this module asks of it; nothing below imports this
@@ -35,7 +37,8 @@ def create(pipeline: Pipeline, asked: ApiRequest) -> Answer:
     relayed, admitted = pipeline.relay(ENDPOINT, asked, raw=True)
     if relayed is not None:
         return Answer(relayed=relayed, ticket=admitted.ticket if admitted else None)
-    request = schema.parse(schema.CreateRequest, asked.body)
+    request = schema.parse(schema.CreateRequest, asked.body, asked.lenient)
+    headers = compat.headers(asked.warnings)
     profile = pipeline.catalog.resolve(request.model)
     translated = translate.build_prompt(request, profile, pipeline.seed if asked.seed is None else asked.seed,
                                         asked.owner)
@@ -52,7 +55,7 @@ def create(pipeline: Pipeline, asked: ApiRequest) -> Answer:
     made = make()
     if request.stream:
         return Answer(events=fair(made.events), together=not waits and made.admission.stream_fault is None,
-                      ticket=made.admission.ticket)
+                      ticket=made.admission.ticket, headers=headers)
     try:
         made, failed = pipeline.finish(made, make, lambda made: error_of(made.events, made.admission.ticket))
     except BaseException as unavailable:
@@ -62,8 +65,7 @@ def create(pipeline: Pipeline, asked: ApiRequest) -> Answer:
         error = APIError(json.loads(failed)["error"]["message"], status=500, type="api_error")
         attach(error, made.admission.ticket)
         raise error
-    return Answer(body=made.builder.message, ticket=made.admission.ticket)
-
+    return Answer(body=made.builder.message, ticket=made.admission.ticket, headers=headers)
 
 
 def _made(pipeline: Pipeline, asked: ApiRequest, request: schema.CreateRequest,
@@ -73,13 +75,22 @@ def _made(pipeline: Pipeline, asked: ApiRequest, request: schema.CreateRequest,
     translated = replace(translated, prompt=prompt)
     render = request.stream or admission.stream_fault is not None
     builder = MessageBuilder(translated, request.model, render)
-    deltas = admission.deltas(pipeline.generate(prompt, asked.speed, runs=True))
+    quiet = request.max_tokens == 0 or request.compaction is not None
+    deltas = admission.deltas(_nothing(prompt.input_tokens) if quiet else
+                              pipeline.generate(prompt, asked.speed, runs=True))
     if not request.stream:
         deltas = fair(deltas)  # a long answer takes turns with the worker's other requests
     events = admission.events(builder, builder.run(deltas), dumps)  # type: ignore[arg-type]
     return Made(builder, events, admission)
 
 
-def count_tokens(pipeline: Pipeline, asked: ApiRequest) -> dict[str, int]:
-    request = schema.parse(schema.CountTokensRequest, asked.body)
-    return {"input_tokens": translate.count_tokens(request, pipeline.catalog.resolve(request.model))}
+def _nothing(input_tokens: int) -> Iterator[Delta]:
+    """`max_tokens: 0`: the prompt cache is written (the builder's usage says so), nothing is generated; a
+    compaction request: the builder writes its one block."""
+    yield Finish("length", Usage(input_tokens=input_tokens, output_tokens=0))
+
+
+def count_tokens(pipeline: Pipeline, asked: ApiRequest) -> Answer:
+    request = schema.parse(schema.CountTokensRequest, asked.body, asked.lenient, endpoint="messages")
+    count = translate.count_tokens(request, pipeline.catalog.resolve(request.model))
+    return Answer(body={"input_tokens": count}, headers=compat.headers(asked.warnings))

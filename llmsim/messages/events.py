@@ -37,9 +37,10 @@ def dumps(data: Any) -> str:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
-def signature(text: str, message_id: str) -> str:
-    """A thinking block's signature: opaque, and the same for the same thinking (clients send it back as is)."""
-    digest = hashlib.sha512(f"{message_id}:{text}".encode()).digest()
+def signature(text: str, seed: int | None) -> str:
+    """A thinking block's signature: opaque, and the same for the same thinking under the same seed (clients send
+    it back as is; a fixed seed makes whole answers repeat)."""
+    digest = hashlib.sha512(f"{seed}:{text}".encode()).digest()
     return base64.b64encode(digest + hashlib.sha512(digest).digest()).decode()
 
 
@@ -94,8 +95,9 @@ class MessageBuilder:
                 elif isinstance(delta, ReasoningDelta):
                     yield from self._thinking(delta)
                 elif isinstance(delta, ToolCallStart):
+                    family = self.translated.toolset_of.get(delta.name)
                     yield from self._open({"type": "tool_use", "id": tool_use_id(delta.call_id), "name": delta.name,
-                                           "input": {}})
+                                           "input": {}, **({"toolset_name": family} if family else {})})
                 elif isinstance(delta, ToolArgsDelta) and self.block is not None and \
                         self.block["type"] == "tool_use":
                     self.output_tokens += delta.tokens
@@ -105,6 +107,9 @@ class MessageBuilder:
                 elif isinstance(delta, Finish):
                     reason = STOP_REASONS[delta.reason]
                     self._finished(delta)
+                    if self.translated.compaction is not None:
+                        reason = "compaction"
+                        yield from self._compaction(self.translated.compaction)
                 if self.stopped is not None:
                     reason = "stop_sequence"
                     break
@@ -148,7 +153,7 @@ class MessageBuilder:
         if block is None:
             return
         if block["type"] == "thinking":
-            block["signature"] = signature(block["thinking"], self.id)
+            block["signature"] = signature(block["thinking"], self.translated.prompt.seed)
             yield self._event(DELTA, {"index": self._index, "delta": {"type": "signature_delta",
                                                                        "signature": block["signature"]}})
         elif block["type"] == "tool_use":
@@ -159,6 +164,15 @@ class MessageBuilder:
             self.args = ""
         yield self._event("content_block_stop", {"index": self._index})
         self.block = None
+
+    def _compaction(self, summary: str) -> Iterator[SerializedEvent]:
+        """A compaction request's one block: the summary, in one `compaction_delta`."""
+        yield from self._open({"type": "compaction", "content": None, "encrypted_content": None})
+        assert self.block is not None
+        self.block["content"] = summary
+        self.output_tokens += max(1, len(summary) // 4)
+        yield self._event(DELTA, {"index": self._index, "delta": {"type": "compaction_delta", "content": summary,
+                                                                   "encrypted_content": None}})
 
     def _thinking(self, delta: ReasoningDelta) -> Iterator[SerializedEvent]:
         if self.block is None or self.block["type"] != "thinking":

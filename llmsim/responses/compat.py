@@ -51,6 +51,16 @@ REFUSED: dict[str, dict[str, str]] = {
         "truncation": "the Responses API only",
         "background": "the Responses API only",
     },
+    "messages": {
+        "input": "the Responses API's name: use 'messages'",
+        "instructions": "the Responses API's name: use 'system'",
+        "max_output_tokens": "the Responses API's name: use 'max_tokens'",
+        "max_completion_tokens": "Chat Completions' name: use 'max_tokens'",
+        "response_format": "Chat Completions' name: use 'output_config.format'",
+        "stop": "Chat Completions' name: use 'stop_sequences'",
+        "reasoning_effort": "Chat Completions' name: use 'thinking' or 'output_config.effort'",
+        "n": "Chat Completions only: the Messages API makes one message",
+    },
 }
 
 _VALUE_ERRORS = frozenset({"literal_error", "enum"})
