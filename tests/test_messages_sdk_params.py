@@ -4,8 +4,8 @@ declare is accepted by /v1/messages and its count_tokens, and every streamed eve
 The walk is tests/test_sdk_params.py's, over the anthropic SDK's TypedDicts: one body per declared field and per
 value of each enum, built from a minimal valid request, sent strict (X-LLMSim-Strict-Params), so a field the
 server does not know is a 400 here rather than a warning. A field may still be refused for its value when the live
-API refuses it too; the walk's samples are made valid for the two it would otherwise trip on (a thinking budget
-under 1,024 or over `max_tokens`, a `tool_choice` naming a tool the request lacks). Each create body is sent again streamed, and every
+API refuses it too; the walk's samples are made valid where it would otherwise trip (a thinking budget under 1,024
+or over `max_tokens`, a `tool_choice` naming a tool the request lacks). Each create body is sent again streamed; every
 event is validated against the SDK's `RawMessageStreamEvent` (the beta's for beta bodies), the final message too."""
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from anthropic.types.beta import BetaMessage, BetaRawMessageStreamEvent
 from anthropic.types.beta import message_count_tokens_params as beta_count_params
 from anthropic.types.beta import message_create_params as beta_create_params
 from pydantic import TypeAdapter
-from test_sdk_params import MAX_DEPTH, SAMPLE_STR, cases
 
 from llmsim.testing import ServerProcess
+from test_sdk_params import MAX_DEPTH, SAMPLE_STR, cases
 
 MODEL = "claude-sonnet-4-6"
 MINIMAL = {"model": MODEL, "max_tokens": 2048, "messages": [{"role": "user", "content": "hi"}]}
