@@ -61,6 +61,9 @@ class _Flask(Flask):
 def _store_unavailable(error: BaseException) -> Response:
     """Redis is away: a 503 the SDKs retry; the pool reconnects by itself once it is back."""
     log.warning("redis unavailable: %s", error)
+    if messages_api.owns(request.path):  # Anthropic's envelope names the cause
+        cause = APIError(f"The store is unavailable (Redis: {error}). Retry shortly.", status=503, type="api_error")
+        return settled(_answer(cause, {"retry-after": "1"}, keep_status=True), error)
     body = APIError("The server is overloaded or not ready yet.", status=503, type="server_error").body()
     return settled(_json(body, 503, {"retry-after": "1"}), error)
 
@@ -68,14 +71,23 @@ def _store_unavailable(error: BaseException) -> Response:
 def _storage_unavailable(error: StorageUnavailable) -> Response:
     """The store's disk is full, read-only or locked: a 503 saying so (the SDKs retry it), never a generic 500."""
     log.warning("storage unavailable: %s", error)
-    body = APIError(error.message, status=503, type="server_error", code="storage_unavailable").body()
-    return settled(_json(body, 503, {"retry-after": "1"}), error)
+    answer = APIError(error.message, status=503, type="server_error", code="storage_unavailable")
+    return settled(_answer(answer, {"retry-after": "1"}, keep_status=True), error)
 
 
 def _shutting_down(error: ShuttingDown) -> Response:
     """Cut by a shutdown before its answer began (waiting for admission, say): a 503 to retry elsewhere."""
-    body = APIError(error.message, status=503, type="server_error", code=error.code).body()
-    return settled(_json(body, 503, {"retry-after": "1"}), error)
+    answer = APIError(error.message, status=503, type="server_error", code=error.code)
+    return settled(_answer(answer, {"retry-after": "1"}, keep_status=True), error)
+
+
+def _answer(error: APIError, headers: dict[str, str] | None = None, keep_status: bool = False) -> Response:
+    """`error` in the envelope of the API its path belongs to: Anthropic's under its prefixes, else OpenAI's."""
+    if messages_api.owns(request.path):
+        response = messages_api.error_response(error, error.status if keep_status else None)
+        response.headers.update(headers or {})
+        return response
+    return _json(error.body(), error.status, {**error.headers, **(headers or {})})
 
 
 def _json(body: object, status: int, headers: dict[str, str] | None = None) -> Response:
@@ -107,6 +119,12 @@ def create_app(settings: Settings | None = None) -> Flask:
     app.json.sort_keys = False
     app.json.ensure_ascii = False
     app.extensions["llmsim"] = Services(settings, catalog, pipeline)
+
+    @app.before_request
+    def _start() -> None:  # first: every answer, a 401 from the key check included, has its request id
+        request.environ[ARRIVED] = (stamp.request_id(), time.perf_counter())
+        waits.watch(client_socket())
+
     mount(app)
     messages_api.mount(app)
     writes.install(app, stores.batch, _store_unavailable)
@@ -118,11 +136,6 @@ def create_app(settings: Settings | None = None) -> Flask:
     app.register_blueprint(dashboard.bp)
     app.register_blueprint(dashboard.api)
 
-    @app.before_request
-    def _start() -> None:
-        request.environ[ARRIVED] = (stamp.request_id(), time.perf_counter())
-        waits.watch(client_socket())
-
     @app.after_request
     def _headers(response: Response) -> Response:
         stamp.stamp(response.headers, *request.environ.get(ARRIVED, ("", 0)))
@@ -130,10 +143,10 @@ def create_app(settings: Settings | None = None) -> Flask:
 
     @app.errorhandler(APIError)
     def _api_error(error: APIError) -> Response:
-        return settled(_json(error.body(), error.status, error.headers), error)
+        return settled(_answer(error), error)
 
     @app.errorhandler(HTTPException)
-    def _http_error(error: HTTPException) -> tuple[Response, int, dict[str, str]]:
+    def _http_error(error: HTTPException) -> Response:
         status = error.code or 500
         headers: dict[str, str] = {}
         if status == 404:
@@ -145,7 +158,7 @@ def create_app(settings: Settings | None = None) -> Flask:
             message = f"Request body too large: the limit is {settings.max_body_bytes} bytes."
         else:
             message = error.description or error.name
-        return jsonify(APIError(message, status=status).body()), status, headers
+        return _answer(APIError(message, status=status), headers, keep_status=True)
 
     for unavailable in unavailable_errors() if stores.redis is not None else ():
         app.register_error_handler(unavailable, _store_unavailable)
@@ -155,7 +168,7 @@ def create_app(settings: Settings | None = None) -> Flask:
     @app.errorhandler(Exception)
     def _unexpected(error: Exception) -> Response:
         log.exception("unhandled error")
-        return settled(_json(internal_error().body(), 500), error)
+        return settled(_answer(internal_error()), error)
 
     if forward.applies(app):
         app.wsgi_app = forward.Forwarding(app, app.wsgi_app)  # type: ignore[method-assign]

@@ -51,11 +51,23 @@ def _headers(response: Response) -> Response:
     return response
 
 
-def _error(error: APIError) -> Response:
+def owns(path: str) -> bool:
+    """Whether an error at `path` (a 404, a 405, an outage before routing) answers in Anthropic's envelope."""
+    return path.startswith(f"{PREFIXES[1]}/") or path == f"{PREFIXES[0]}/messages" or \
+        path.startswith(f"{PREFIXES[0]}/messages/")
+
+
+def error_response(error: APIError, status: int | None = None) -> Response:
+    """`error` in Anthropic's envelope, with its `request-id`; `status`: kept as it is (a store's outage is a 503
+    with its cause, not the 529 of an overloaded model)."""
     response = jsonify(envelope.body(error, _request_id()))
-    response.status_code = envelope.status(error)
-    response.headers.update(error.headers)
+    response.status_code = status or envelope.status(error)
+    response.headers.update(envelope.headers(error))
+    response.headers["request-id"] = _request_id()
     return response
+
+
+_error = error_response
 
 
 @bp.errorhandler(APIError)

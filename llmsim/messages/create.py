@@ -19,6 +19,7 @@ from llmsim.runtime.fairness import fair
 
 if TYPE_CHECKING:  # the pipeline runs what this module asks of it; nothing below imports this
     from llmsim.pipeline import Pipeline
+    from llmsim.timing.profiles import Profile
 
 ENDPOINT = "messages"
 
@@ -39,7 +40,7 @@ def create(pipeline: Pipeline, asked: ApiRequest) -> Answer:
         return Answer(relayed=relayed, ticket=admitted.ticket if admitted else None)
     request = schema.parse(schema.CreateRequest, asked.body, asked.lenient)
     headers = compat.headers(asked.warnings)
-    profile = pipeline.catalog.resolve(request.model)
+    profile = _profile(pipeline, request.model)
     translated = translate.build_prompt(request, profile, pipeline.seed if asked.seed is None else asked.seed,
                                         asked.owner)
     if asked.text_mode:
@@ -84,6 +85,16 @@ def _made(pipeline: Pipeline, asked: ApiRequest, request: schema.CreateRequest,
     return Made(builder, events, admission)
 
 
+def _profile(pipeline: Pipeline, model: str) -> Profile:
+    """The model's profile; under --strict-models a model the live API does not serve is its 404."""
+    try:
+        return pipeline.catalog.resolve(model, missing_status=404)
+    except APIError as error:
+        if error.code != "model_not_found":
+            raise
+        raise APIError(f"model: {model}", status=404, type="not_found_error", param="model") from None
+
+
 def _nothing(input_tokens: int) -> Iterator[Delta]:
     """`max_tokens: 0`: the prompt cache is written (the builder's usage says so), nothing is generated; a
     compaction request: the builder writes its one block."""
@@ -92,5 +103,5 @@ def _nothing(input_tokens: int) -> Iterator[Delta]:
 
 def count_tokens(pipeline: Pipeline, asked: ApiRequest) -> Answer:
     request = schema.parse(schema.CountTokensRequest, asked.body, asked.lenient, endpoint="messages")
-    count = translate.count_tokens(request, pipeline.catalog.resolve(request.model))
+    count = translate.count_tokens(request, _profile(pipeline, request.model))
     return Answer(body={"input_tokens": count}, headers=compat.headers(asked.warnings))

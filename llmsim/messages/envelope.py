@@ -31,20 +31,34 @@ DIRECTIONS = ("input-tokens", "output-tokens")  # x-ratelimit-*-{these} are admi
 UNITS = {"(ITPM)": "input tokens", "(OTPM)": "output tokens"}  # in LLMSim's 429 message → Anthropic's words
 
 
+BILLING = "insufficient_quota"  # the fault's type: Anthropic answers a spent balance with a 400, never retried
+BILLING_WORDS = ("Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to "
+                 "upgrade or purchase credits.")
+RETRY_HINTS = ("retry-after", "retry-after-ms", "x-should-retry")
+
+
 def status(error: APIError) -> int:
+    if error.type == BILLING:
+        return 400
     return STATUS.get(error.status, error.status)
 
 
+def headers(error: APIError) -> dict[str, str]:
+    """The error's headers; a billing error's without the retry hints a 429 had (the SDKs would retry it)."""
+    if error.type != BILLING:
+        return dict(error.headers)
+    return {name: value for name, value in error.headers.items() if name.lower() not in RETRY_HINTS}
+
+
 def body(error: APIError, request_id: str) -> dict[str, Any]:
-    kind = "billing_error" if error.type == "insufficient_quota" else \
-        ERROR_TYPES.get(error.status, "api_error" if error.status >= 500 else "invalid_request_error")
+    kind = ERROR_TYPES.get(status(error), "api_error" if error.status >= 500 else "invalid_request_error")
     return {"type": "error", "error": {"type": kind, "message": message(error)}, "request_id": request_id}
 
 
 def message(error: APIError) -> str:
     """Anthropic's words where LLMSim's default ones are OpenAI's (a fault's own message is kept)."""
-    if error.type == "insufficient_quota":
-        return "Your credit balance is too low to access the Anthropic API."
+    if error.type == BILLING:
+        return BILLING_WORDS
     if error.status == 429 and OPENAI_DOCS in error.message:
         unit = "requests" if error.type == "requests" else \
             next((words for mark, words in UNITS.items() if mark in error.message), "input tokens")
