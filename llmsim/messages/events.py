@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -27,6 +28,10 @@ from llmsim.generation import (
 from llmsim.messages.envelope import DEFAULT_WORDS
 from llmsim.messages.translate import Translated
 from llmsim.request import SerializedEvent
+from llmsim.runtime.shutdown import ShuttingDown
+from llmsim.runtime.waits import ClientGone
+
+log = logging.getLogger("llmsim")
 
 STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use"}
 DELTA = "content_block_delta"
@@ -69,6 +74,7 @@ class MessageBuilder:
         self.held = ""  # text that could still be the start of a stop sequence
         self.thought: str | None = None  # where the thinking's words come from: "text" or "summary"
         self.stopped: str | None = None
+        self.reason = "end_turn"  # the stop reason, once the blocks have ended
 
     def _usage(self, output_tokens: int) -> dict[str, Any]:
         cached, input_tokens = self.translated.cached, self.input_tokens
@@ -85,34 +91,19 @@ class MessageBuilder:
         start = {**self.message, "usage": {**self.message["usage"], "output_tokens": 1}}
         yield self._event("message_start", {"message": start})
         yield self._event("ping", {})
-        reason = "end_turn"
         try:
-            for delta in deltas:
-                if type(delta) is TextRun:
-                    yield from self._text(delta.chunks, delta.tokens)
-                elif type(delta) is TextDelta:
-                    yield from self._text(((delta.text, delta.tokens),), delta.tokens)
-                elif isinstance(delta, ReasoningDelta):
-                    yield from self._thinking(delta)
-                elif isinstance(delta, ToolCallStart):
-                    family = self.translated.toolset_of.get(delta.name)
-                    yield from self._open({"type": "tool_use", "id": tool_use_id(delta.call_id), "name": delta.name,
-                                           "input": {}, **({"toolset_name": family} if family else {})})
-                elif isinstance(delta, ToolArgsDelta) and self.block is not None and \
-                        self.block["type"] == "tool_use":
-                    self.output_tokens += delta.tokens
-                    self.args += delta.text
-                    yield self._event(DELTA, {"index": self._index, "delta": {"type": "input_json_delta",
-                                                                               "partial_json": delta.text}})
-                elif isinstance(delta, Finish):
-                    reason = STOP_REASONS[delta.reason]
-                    self._finished(delta)
-                    if self.translated.compaction is not None:
-                        reason = "compaction"
-                        yield from self._compaction(self.translated.compaction)
-                if self.stopped is not None:
-                    reason = "stop_sequence"
-                    break
+            yield from self._blocks(deltas)
+        except ClientGone:  # the client left mid-wait (or a fault cuts it): nothing to send
+            raise
+        except ShuttingDown as cut:  # the graceful timeout is over: a stream ends in an error event (a whole answer's
+            if not self.render:  # request gets the 503 of a shutdown)
+                raise
+            yield "error", dumps(self.error("api_error", cut.message))
+            return
+        except Exception:  # noqa: BLE001 - a backend failure ends the stream with an error event, not its details
+            log.exception("generation failed")
+            yield "error", dumps(self.error("api_error", "The model failed to generate a response."))
+            return
         finally:
             close = getattr(deltas, "close", None)
             if close is not None:
@@ -120,11 +111,41 @@ class MessageBuilder:
         if self.held:
             yield from self._flush_held()
         yield from self._close()
-        self.message.update(stop_reason=reason, stop_sequence=self.stopped, usage=self._usage(self.output_tokens))
-        yield self._event("message_delta", {"delta": {"stop_reason": reason, "stop_sequence": self.stopped},
+        self.message.update(stop_reason=self.reason, stop_sequence=self.stopped,
+                            usage=self._usage(self.output_tokens))
+        yield self._event("message_delta", {"delta": {"stop_reason": self.reason, "stop_sequence": self.stopped},
                                             "usage": {k: v for k, v in self.message["usage"].items()
                                                       if k not in ("service_tier", "cache_creation")}})
         yield self._event("message_stop", {})
+
+    def _blocks(self, deltas: Iterator[Delta]) -> Iterator[SerializedEvent]:
+        """The content blocks' events; `self.reason` says why they ended."""
+        for delta in deltas:
+            if type(delta) is TextRun:
+                yield from self._text(delta.chunks, delta.tokens)
+            elif type(delta) is TextDelta:
+                yield from self._text(((delta.text, delta.tokens),), delta.tokens)
+            elif isinstance(delta, ReasoningDelta):
+                yield from self._thinking(delta)
+            elif isinstance(delta, ToolCallStart):
+                family = self.translated.toolset_of.get(delta.name)
+                yield from self._open({"type": "tool_use", "id": tool_use_id(delta.call_id), "name": delta.name,
+                                       "input": {}, **({"toolset_name": family} if family else {})})
+            elif isinstance(delta, ToolArgsDelta) and self.block is not None and \
+                    self.block["type"] == "tool_use":
+                self.output_tokens += delta.tokens
+                self.args += delta.text
+                yield self._event(DELTA, {"index": self._index, "delta": {"type": "input_json_delta",
+                                                                           "partial_json": delta.text}})
+            elif isinstance(delta, Finish):
+                self.reason = STOP_REASONS[delta.reason]
+                self._finished(delta)
+                if self.translated.compaction is not None:
+                    self.reason = "compaction"
+                    yield from self._compaction(self.translated.compaction)
+            if self.stopped is not None:
+                self.reason = "stop_sequence"
+                break
 
     def _finished(self, finish: Finish) -> None:
         """The backend's usage where it counts better (a real model's tokenizer, its tool-call markup): its input
