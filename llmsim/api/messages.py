@@ -1,23 +1,20 @@
 """POST /v1/messages and /v1/messages/count_tokens (also under /anthropic/v1): the HTTP side of
-llmsim/messages/create.py. Errors leave in Anthropic's envelope with its `request-id` header, and rate-limit
+llmsim/messages/create.py. Errors under its prefixes (raised here or before routing: a 401, 404, 405, 413, an
+outage) leave in Anthropic's envelope with its `request-id` header (llmsim/app.py asks `owns`), and rate-limit
 headers under Anthropic's names too (llmsim/messages/envelope.py)."""
 
 from __future__ import annotations
 
-import logging
-
 from flask import Blueprint, Flask, Response, jsonify, request
 from flask.typing import ResponseReturnValue
-from werkzeug.exceptions import HTTPException
 
-from llmsim.api.answers import respond, settled
+from llmsim.api.answers import respond
 from llmsim.api.http import asked, json_body, services
-from llmsim.errors import APIError, internal_error
+from llmsim.errors import APIError
 from llmsim.messages import create as messages
 from llmsim.messages import envelope
 
 bp = Blueprint("messages", __name__)
-log = logging.getLogger("llmsim")
 PREFIXES = ("/v1", "/anthropic/v1")
 ARRIVED = "llmsim.arrived"  # llmsim/app.py's environ key: this request's id and arrival time
 
@@ -60,28 +57,8 @@ def owns(path: str) -> bool:
 def error_response(error: APIError, status: int | None = None) -> Response:
     """`error` in Anthropic's envelope, with its `request-id`; `status`: kept as it is (a store's outage is a 503
     with its cause, not the 529 of an overloaded model)."""
-    response = jsonify(envelope.body(error, _request_id()))
+    response = jsonify(envelope.body(error, _request_id(), status))
     response.status_code = status or envelope.status(error)
     response.headers.update(envelope.headers(error))
     response.headers["request-id"] = _request_id()
     return response
-
-
-_error = error_response
-
-
-@bp.errorhandler(APIError)
-def _api_error(error: APIError) -> Response:
-    return settled(_error(error), error)
-
-
-@bp.errorhandler(HTTPException)
-def _http_error(error: HTTPException) -> Response:
-    status = error.code or 500
-    return _error(APIError(error.description or error.name, status=status))
-
-
-@bp.errorhandler(Exception)
-def _unexpected(error: Exception) -> Response:
-    log.exception("unhandled error")
-    return settled(_error(internal_error()), error)

@@ -14,7 +14,7 @@ from llmsim.errors import APIError
 ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 402: "billing_error",
                403: "permission_error", 404: "not_found_error", 405: "invalid_request_error",
                413: "request_too_large", 415: "invalid_request_error", 429: "rate_limit_error", 500: "api_error",
-               502: "api_error", 503: "overloaded_error", 504: "timeout_error", 529: "overloaded_error"}
+               502: "api_error", 503: "api_error", 504: "timeout_error", 529: "overloaded_error"}
 OPENAI_DOCS = "platform.openai.com"
 RATE_LIMIT_DOCS = "https://docs.claude.com/en/api/rate-limits"
 DEFAULT_WORDS = {"The server had an error while processing your request. Sorry about that!": "Internal server error",
@@ -50,8 +50,9 @@ def headers(error: APIError) -> dict[str, str]:
     return {name: value for name, value in error.headers.items() if name.lower() not in RETRY_HINTS}
 
 
-def body(error: APIError, request_id: str) -> dict[str, Any]:
-    kind = ERROR_TYPES.get(status(error), "api_error" if error.status >= 500 else "invalid_request_error")
+def body(error: APIError, request_id: str, sent: int | None = None) -> dict[str, Any]:
+    """The error's body; `sent`: the status it leaves with, where not `status(error)`."""
+    kind = ERROR_TYPES.get(sent or status(error), "api_error" if error.status >= 500 else "invalid_request_error")
     return {"type": "error", "error": {"type": kind, "message": message(error)}, "request_id": request_id}
 
 

@@ -54,6 +54,18 @@ def tool_use_id(call_id: str) -> str:
     return call_id if call_id.startswith("toolu_") else "toolu_" + call_id.removeprefix("call_")
 
 
+def _held(text: str, stop: str) -> int:
+    """How long an end of `text` is that begins `stop` (held back: the stop may complete in the next delta). Found
+    with str.find from the stop's first character: linear in the stop, not quadratic."""
+    tail = text[-(len(stop) - 1):] if len(stop) > 1 else ""
+    at = tail.find(stop[:1])
+    while at != -1:
+        if stop.startswith(tail[at:]):
+            return len(tail) - at
+        at = tail.find(stop[:1], at + 1)
+    return 0
+
+
 class MessageBuilder:
     """One Message, built from the backend's deltas; `run` yields its (event type, JSON) pairs, `message` is the
     final object. `render`: serialize the events (a stream); else only their types (nobody reads them)."""
@@ -237,8 +249,7 @@ class MessageBuilder:
             at, self.stopped = min(hits)
             pending, self.held = pending[:at], ""
         else:
-            keep = next((k for k in range(min(max(map(len, stops)) - 1, len(pending)), 0, -1)
-                         if any(s.startswith(pending[-k:]) for s in stops)), 0)
+            keep = max((_held(pending, stop) for stop in stops), default=0)
             pending, self.held = (pending[:-keep], pending[-keep:]) if keep else (pending, "")
         if pending:
             yield from self._say(pending)

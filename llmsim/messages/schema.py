@@ -314,6 +314,12 @@ class CreateRequest(CountTokensRequest):
 
 
 M = TypeVar("M", bound=BaseModel)
+# What one request may hold, checked on the decoded body before any validation (the body itself is bounded by
+# --max-body-bytes, 32 MB as Anthropic's): far past a real conversation, and cheap to refuse.
+MAX_MESSAGES = 10_000
+MAX_BLOCKS = 20_000  # content blocks across the request's messages and system
+MAX_STOP_SEQUENCES = 1_000
+MAX_STOP_CHARS = 1_000
 _TYPE_ERRORS = frozenset({"string_type", "list_type", "dict_type", "model_type", "model_attributes_type",
                           "int_type", "bool_type", "float_type", "is_instance_of", "literal_error",
                           "union_tag_not_found"})
@@ -324,7 +330,33 @@ def parse(model: type[M], body: Any, lenient: list[str] | None = None, endpoint:
     `lenient`: where unknown names and values are reported as they are dropped; None: strict."""
     if not isinstance(body, dict):
         raise APIError("Input should be a valid dictionary", param=None)
+    _bounded(body)
     return responses_schema.parse(model, body, lenient, endpoint, fail=_raise)
+
+
+def _bounded(body: dict[str, Any]) -> None:
+    """A 400 for a request past what one request may hold, before the work its size would cost."""
+    messages = body.get("messages")
+    if isinstance(messages, list):
+        if len(messages) > MAX_MESSAGES:
+            raise APIError(f"messages: too many messages ({len(messages)}); at most {MAX_MESSAGES} are accepted",
+                           param="messages")
+        system = body.get("system")
+        blocks = len(system) if isinstance(system, list) else 0
+        for message in messages:
+            content = message.get("content") if isinstance(message, dict) else None
+            blocks += len(content) if isinstance(content, list) else 0
+        if blocks > MAX_BLOCKS:
+            raise APIError(f"messages: too many content blocks ({blocks}); at most {MAX_BLOCKS} are accepted "
+                           "across a request", param="messages")
+    stops = body.get("stop_sequences")
+    if isinstance(stops, list):
+        if len(stops) > MAX_STOP_SEQUENCES:
+            raise APIError(f"stop_sequences: too many stop sequences ({len(stops)}); at most "
+                           f"{MAX_STOP_SEQUENCES} are accepted", param="stop_sequences")
+        if any(isinstance(stop, str) and len(stop) > MAX_STOP_CHARS for stop in stops):
+            raise APIError(f"stop_sequences: a stop sequence is longer than {MAX_STOP_CHARS} characters",
+                           param="stop_sequences")
 
 
 def _raise(errors: list[ErrorDetails]) -> NoReturn:

@@ -30,6 +30,7 @@ from llmsim.messages.schema import (
     TypedTool,
 )
 from llmsim.responses import schema, translate
+from llmsim.responses.schema_checks import schema_error
 from llmsim.timing.profiles import Profile
 
 # Thinking budget → the simulator's reasoning effort (how much it thinks before answering).
@@ -38,6 +39,8 @@ ADAPTIVE_EFFORT = "medium"
 EFFORTS = {"low": "low", "medium": "medium", "high": "high", "xhigh": "high", "max": "high"}  # output_config's
 SUMMARY_CHARS = 200  # of each user turn, in a compaction block's summary
 FORMAT_NAME = "output"  # the Responses format's name for a structured output (Anthropic's has none)
+SCHEMA_WORDS = ("JSON schema is invalid. It must match JSON Schema draft 2020-12 "
+                "(https://json-schema.org/draft/2020-12).")
 RESPONSES_MIN_OUTPUT = 16
 REMINDER = ("<system-reminder>", "</system-reminder>")
 # Client tools Anthropic defines by type (Claude runs them through the client like any tool): their input.
@@ -203,7 +206,26 @@ def _effort(request: CountTokensRequest, max_tokens: int | None) -> str | None:
     return EFFORTS[asked] if asked else ADAPTIVE_EFFORT
 
 
+def check_schemas(request: CountTokensRequest) -> None:
+    """The live API's 400 for a tool's `input_schema` or a format's `schema` that is not valid JSON Schema (draft
+    2020-12), before anything reads it."""
+    for i, tool in enumerate(request.tools or []):
+        if isinstance(tool, CustomTool):
+            error = schema_error(tool.input_schema, strict=False, require_object=True)
+            if error:
+                raise APIError(f"tools.{i}.custom.input_schema: {SCHEMA_WORDS} {error}",
+                               param=f"tools.{i}.input_schema")
+    fmt = request.format_schema
+    if fmt is not None:
+        error = schema_error(fmt, strict=False, require_object=True)
+        if error:
+            where = "output_config.format" if request.output_config and request.output_config.format else \
+                "output_format"
+            raise APIError(f"{where}.schema: {SCHEMA_WORDS} {error}", param=f"{where}.schema")
+
+
 def responses_body(request: CountTokensRequest, max_tokens: int | None) -> dict[str, Any]:
+    check_schemas(request)
     body: dict[str, Any] = {"model": request.model, "input": input_items(request), "tools": tools(request),
                             "store": False}
     body["tool_choice"], body["parallel_tool_calls"] = _tool_choice(request)
