@@ -37,9 +37,14 @@ BILLING_WORDS = ("Your credit balance is too low to access the Anthropic API. Pl
 RETRY_HINTS = ("retry-after", "retry-after-ms", "x-should-retry")
 
 
+KEPT = frozenset({"storage_unavailable", "server_shutting_down"})  # 503s that say why: not an overloaded model's 529
+
+
 def status(error: APIError) -> int:
     if error.type == BILLING:
         return 400
+    if error.cause is not None or error.code in KEPT:
+        return error.status
     return STATUS.get(error.status, error.status)
 
 
@@ -50,9 +55,8 @@ def headers(error: APIError) -> dict[str, str]:
     return {name: value for name, value in error.headers.items() if name.lower() not in RETRY_HINTS}
 
 
-def body(error: APIError, request_id: str, sent: int | None = None) -> dict[str, Any]:
-    """The error's body; `sent`: the status it leaves with, where not `status(error)`."""
-    kind = ERROR_TYPES.get(sent or status(error), "api_error" if error.status >= 500 else "invalid_request_error")
+def body(error: APIError, request_id: str) -> dict[str, Any]:
+    kind = ERROR_TYPES.get(status(error), "api_error" if error.status >= 500 else "invalid_request_error")
     return {"type": "error", "error": {"type": kind, "message": message(error)}, "request_id": request_id}
 
 
@@ -60,6 +64,8 @@ def message(error: APIError) -> str:
     """Anthropic's words where LLMSim's default ones are OpenAI's (a fault's own message is kept)."""
     if error.type == BILLING:
         return BILLING_WORDS
+    if error.cause is not None:
+        return f"Service unavailable: {error.cause}"
     if error.status == 429 and OPENAI_DOCS in error.message:
         unit = "requests" if error.type == "requests" else \
             next((words for mark, words in UNITS.items() if mark in error.message), "input tokens")

@@ -2,7 +2,7 @@
 (stable and beta) declares them.
 
 Closed (every declared field named, `extra="forbid"`), so the forward-compatibility policy applies as on /responses
-(llmsim/responses/compat.py): an unknown name or enum value is dropped and reported by default, and is the live
+(llmsim/shared/compat.py): an unknown name or enum value is dropped and reported by default, and is the live
 API's 400 ("Extra inputs are not permitted") under --strict-params. What this simulator only carries (citations,
 sources, server tools' results, configs) is typed loosely below its declared names. Errors read as Anthropic's:
 `messages.0.role: Input should be 'user', 'assistant' or 'system'`.
@@ -325,13 +325,25 @@ _TYPE_ERRORS = frozenset({"string_type", "list_type", "dict_type", "model_type",
                           "union_tag_not_found"})
 
 
-def parse(model: type[M], body: Any, lenient: list[str] | None = None, endpoint: str = "messages") -> M:
+REFUSED: dict[str, str] = {  # another API's names, refused in every mode (llmsim/shared/compat.py)
+    "input": "the Responses API's name: use 'messages'",
+    "instructions": "the Responses API's name: use 'system'",
+    "max_output_tokens": "the Responses API's name: use 'max_tokens'",
+    "max_completion_tokens": "Chat Completions' name: use 'max_tokens'",
+    "response_format": "Chat Completions' name: use 'output_config.format'",
+    "stop": "Chat Completions' name: use 'stop_sequences'",
+    "reasoning_effort": "Chat Completions' name: use 'thinking' or 'output_config.effort'",
+    "n": "Chat Completions only: the Messages API makes one message",
+}
+
+
+def parse(model: type[M], body: Any, lenient: list[str] | None = None) -> M:
     """The typed request, or Anthropic's 400 naming the first field at fault (`messages.0.content.0: ...`).
     `lenient`: where unknown names and values are reported as they are dropped; None: strict."""
     if not isinstance(body, dict):
         raise APIError("Input should be a valid dictionary", param=None)
     _bounded(body)
-    return responses_schema.parse(model, body, lenient, endpoint, fail=_raise)
+    return responses_schema.parse(model, body, lenient, REFUSED, fail=_raise)
 
 
 def _bounded(body: dict[str, Any]) -> None:

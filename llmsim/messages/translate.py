@@ -30,7 +30,7 @@ from llmsim.messages.schema import (
     TypedTool,
 )
 from llmsim.responses import schema, translate
-from llmsim.responses.schema_checks import schema_error
+from llmsim.shared.schema_checks import schema_error
 from llmsim.timing.profiles import Profile
 
 # Thinking budget → the simulator's reasoning effort (how much it thinks before answering).
