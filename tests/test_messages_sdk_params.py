@@ -5,8 +5,9 @@ The walk is tests/test_sdk_params.py's, over the anthropic SDK's TypedDicts: one
 value of each enum, built from a minimal valid request, sent strict (X-LLMSim-Strict-Params), so a field the
 server does not know is a 400 here rather than a warning. A field may still be refused for its value when the live
 API refuses it too; the walk's samples are made valid where it would otherwise trip (a thinking budget under 1,024
-or over `max_tokens`, a `tool_choice` naming a tool the request lacks). Each create body is sent again streamed; every
-event is validated against the SDK's `RawMessageStreamEvent` (the beta's for beta bodies), the final message too."""
+or over `max_tokens`, a `tool_choice` naming a tool the request lacks, a schema that is no JSON Schema). Each create
+body is sent again streamed; every event is validated against the SDK's `RawMessageStreamEvent` (the beta's for
+beta bodies), the final message too."""
 
 from __future__ import annotations
 
@@ -51,6 +52,13 @@ def _valid(body: dict[str, Any]) -> dict[str, Any]:
         body["thinking"] = {**thinking, "budget_tokens": 1024}
         if "max_tokens" in body:
             body["max_tokens"] = max(body["max_tokens"], 2048)
+    config = body.get("output_config")
+    if isinstance(config, dict) and isinstance(config.get("format"), dict):  # the walk's free-form object is no schema
+        body["output_config"] = {**config, "format": {**config["format"], "schema": {"type": "object"}}}
+    for tool in body.get("tools") or []:
+        properties = tool.get("input_schema", {}).get("properties") if isinstance(tool, dict) else None
+        if isinstance(properties, dict) and not all(isinstance(v, dict) for v in properties.values()):
+            tool["input_schema"] = {**tool["input_schema"], "properties": {}}
     choice = body.get("tool_choice")
     if isinstance(choice, dict) and choice.get("type") == "tool" and not body.get("tools"):
         body["tools"] = [{**LOOKUP, "name": choice["name"]}]
