@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_anthropic_claude_code import QUIET, refused
 
 from llmsim.pytest_plugin import LLMSim
+from test_anthropic_claude_code import QUIET, refused
 
 claude_agent_sdk = pytest.importorskip("claude_agent_sdk")
 
