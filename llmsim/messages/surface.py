@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from llmsim.errors import APIError
-from llmsim.messages import envelope, models
+from llmsim.messages import envelope, models, schema
 from llmsim.messages.create import Create, count_tokens
 from llmsim.request import int_param
 from llmsim.surface import Headers, HttpFailure, Route, Surface
@@ -30,6 +30,7 @@ class Messages(Surface):
     upstream_auth = "x-api-key"
     upstream_headers = {"anthropic-version": "2023-06-01"}  # the Messages API's version header (its only one)
     match = ("model", "system", "messages", "tools", "tool_choice", "thinking")
+    refused = schema.REFUSED
     listing_header = "anthropic-version"  # every anthropic SDK sends it: /v1/models answers in its shapes
 
     def routes(self) -> Sequence[Route]:
