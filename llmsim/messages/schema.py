@@ -212,10 +212,6 @@ class TypedTool(Closed):
     max_tokens: int | None = None
     model: str | None = None
 
-    @property
-    def input_schema(self) -> None:
-        return None
-
 
 class Toolset(Closed):
     """A family of tools in one entry, with no `name` (`computer_toolset_20260801`, `browser_toolset_20260801`,
