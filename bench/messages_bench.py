@@ -5,19 +5,26 @@ One server (one worker) answers both surfaces from one scenario (the same text, 
 same); concurrent clients stream from one surface at a time, rounds alternating, and the server's CPU seconds in
 each window give streams per CPU-second: streams per core. The goal is that the second surface costs no more
 than a tenth above the first (Messages streams per core >= 0.9x Responses'). Then paced streams of one Claude
-profile on both surfaces at the same load: the median gap between text deltas against the profile's p50.
+profile on both surfaces at the same load: the median gap between text deltas against the profile's p50. Last,
+what a big body costs to parse: one base64 image of --image-mb MB on each surface, rounds alternating, as ms per
+MB (goal: Messages within 2x of Responses), with /llmsim/health probed meanwhile (its slowest answer).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
+import json
+import os
 import statistics
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 import aiohttp
+import httpx
 import yaml
 
 from bench.common import cpu_seconds, goal, machine, parse, smoke, table
@@ -108,6 +115,45 @@ def paced(server: ServerProcess, clients: int, seconds: float, speed: float) -> 
     return rows
 
 
+def image_bodies(megabytes: float) -> dict[str, tuple[str, bytes]]:
+    """The same image on each surface, as the bytes each request sends."""
+    data = base64.b64encode(os.urandom(int(megabytes * 1024 * 1024 * 3 / 4))).decode()
+    bodies = {
+        "responses": ("/v1/responses", {"model": "gpt-4o", "max_output_tokens": 16, "input": [{
+            "role": "user", "content": [{"type": "input_text", "text": "What is this?"},
+                                        {"type": "input_image", "image_url": f"data:image/png;base64,{data}"}]}]}),
+        "messages": ("/v1/messages", {"model": "claude-sonnet-4-6", "max_tokens": 16, "messages": [{
+            "role": "user", "content": [{"type": "text", "text": "What is this?"}, {"type": "image", "source": {
+                "type": "base64", "media_type": "image/png", "data": data}}]}]}),
+    }
+    return {surface: (path, json.dumps(body).encode()) for surface, (path, body) in bodies.items()}
+
+
+def parse_cost(server: ServerProcess, path: str, raw: bytes, megabytes: float) -> tuple[float, float]:
+    """(ms per MB of the request, the slowest /llmsim/health answer meanwhile in ms)."""
+    slowest = [0.0]
+    done = threading.Event()
+
+    def probe() -> None:
+        with httpx.Client(timeout=300) as http:
+            while not done.is_set():
+                started = time.perf_counter()
+                http.get(f"{server.url}/llmsim/health")
+                slowest[0] = max(slowest[0], time.perf_counter() - started)
+                time.sleep(0.01)
+
+    prober = threading.Thread(target=probe)
+    prober.start()
+    started = time.perf_counter()
+    answer = httpx.post(server.url + path, content=raw, headers={"content-type": "application/json"}, timeout=600)
+    took = time.perf_counter() - started
+    done.set()
+    prober.join()
+    if answer.status_code != 200:
+        raise RuntimeError(f"{path}: {answer.status_code} {answer.text[:300]}")
+    return took * 1000 / megabytes, slowest[0] * 1000
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", type=int, default=16)
@@ -115,8 +161,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="windows per surface, alternating")
     parser.add_argument("--paced-clients", type=int, default=8, help="concurrent paced streams per surface")
     parser.add_argument("--paced-speed", type=float, default=0.5, help="pacing speed of the paced part")
+    parser.add_argument("--image-mb", type=float, default=20.0, help="the size of the parse-cost part's image")
     # paced at speed 1, a stream's last after the window takes 2 s, not 4 (a delta's gap still far above a tick)
-    smoke(parser, seconds=0.3, rounds=1, clients=4, paced_clients=2, paced_speed=1.0)
+    smoke(parser, seconds=0.3, rounds=1, clients=4, paced_clients=2, paced_speed=1.0, image_mb=0.5)
     args = parse(parser)
     with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as file:
         yaml.safe_dump({"turns": [{"text": ANSWER}], "on_exhausted": "repeat_last"}, file)
@@ -129,6 +176,11 @@ def main() -> None:
                 for surface in SURFACES:
                     results[surface].append(measure(server, surface, args.clients, args.seconds))
             paced_rows = paced(server, args.paced_clients, args.seconds, args.paced_speed)
+            images = image_bodies(args.image_mb)
+            costs: dict[str, list[tuple[float, float]]] = {surface: [] for surface in images}
+            for _ in range(args.rounds):
+                for surface, (path, raw) in images.items():
+                    costs[surface].append(parse_cost(server, path, raw, args.image_mb))
     finally:
         Path(file.name).unlink(missing_ok=True)
     print(f"speed-0 streams, {args.clients} clients, {args.rounds} x {args.seconds:g} s windows per surface, "
@@ -146,6 +198,14 @@ def main() -> None:
     print(f"\npaced streams of {PACED_MODEL} at speed {args.paced_speed:g}, {args.paced_clients} at once per surface: "
           "the median gap between text deltas against the profile's inter-token p50")
     print(table(["surface", "gaps", "median gap (ms)", "profile p50 (ms)", "measured / profile"], paced_rows))
+    print(f"\none base64 image of {args.image_mb:g} MB per request, {args.rounds} rounds alternating: what a request "
+          "costs per MB of its body, and the slowest /llmsim/health answer meanwhile")
+    print(table(["surface", "ms per MB (median)", "slowest health (ms)"],
+                [[surface, f"{statistics.median(c[0] for c in rounds):.0f}",
+                  f"{max(c[1] for c in rounds):.0f}"] for surface, rounds in costs.items()]))
+    cost = statistics.median(m[0] / r[0] for m, r in zip(costs["messages"], costs["responses"], strict=True))
+    print(f"ratio messages / responses per MB: {cost:.2f}x")
+    print(goal("Messages' parse cost per MB within 2x of Responses'", cost, 2.0, higher=False))
 
 
 if __name__ == "__main__":

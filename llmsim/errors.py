@@ -17,8 +17,10 @@ class APIError(Exception):
         param: str | None = None,
         code: str | None = None,
         headers: dict[str, str] | None = None,
+        cause: str | None = None,
     ) -> None:
         super().__init__(message)
+        self.cause = cause  # what made it, for a surface whose envelope names it (a store outage's); not in body()
         self.message = message
         self.status = status
         self.type = type

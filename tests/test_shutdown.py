@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import anthropic
 import gevent
 import httpx
 import openai
@@ -155,6 +156,45 @@ def test_past_the_graceful_timeout_streams_end_failed_and_stay_stored(tmp_path: 
         background = client.responses.retrieve(queued.id)
         assert background.status == "failed"
         assert background.error is not None and background.error.code == "server_shutting_down"
+
+
+def _message(server: ServerProcess, ends: list[Any], started: threading.Semaphore) -> None:
+    """A paced Messages stream (the anthropic SDK): an `error` event is what the SDK raises."""
+    client = anthropic.Anthropic(base_url=server.url, api_key="sk-ant-test", max_retries=0, timeout=30,
+                                 default_headers={"X-LLMSim-Text-Mode": "echo"})
+    first = True
+    try:
+        with client.messages.stream(model="claude-sonnet-4-6", max_tokens=2000,
+                                    messages=[{"role": "user", "content": LONG}]) as stream:
+            for _ in stream:
+                if first:
+                    started.release()
+                    first = False
+        ends.append("done")
+    except Exception as error:  # noqa: BLE001 - the test says which stream ended how
+        if first:
+            started.release()
+        ends.append(error)
+
+
+def test_past_the_graceful_timeout_messages_streams_end_with_an_error_event() -> None:
+    """Every Messages stream still running at the cut ends with Anthropic's `error` event saying the server shut
+    down (the SDK raises it as an API error), none with a dropped connection."""
+    with ServerProcess("--speed", "1", "--graceful-timeout", "0.5") as server:
+        ends: list[Any] = []
+        started = threading.Semaphore(0)
+        threads = _run([(_message, (server, ends, started)) for _ in range(10)])
+        for _ in threads:
+            assert started.acquire(timeout=30)
+        assert server.process is not None
+        server.process.send_signal(signal.SIGTERM)
+        for thread in threads:
+            thread.join(timeout=30)
+        assert server.process.wait(timeout=15) == 0
+    assert len(ends) == 10
+    for end in ends:
+        assert isinstance(end, anthropic.APIStatusError) and "shutting down" in str(end), repr(end)
+        assert end.body == {"type": "error", "error": {"type": "api_error", "message": shutdown.ShuttingDown().message}}
 
 
 def test_on_redis_a_cut_stream_and_a_background_response_are_stored_failed() -> None:

@@ -75,4 +75,4 @@ def store_unavailable(error: BaseException) -> Response:
     """Redis is away: a 503 the SDKs retry; the pool reconnects by itself once it is back."""
     log.warning("redis unavailable: %s", error)
     return render(APIError("The server is overloaded or not ready yet.", status=503, type="server_error",
-                           headers=RETRY), error)
+                           headers=RETRY, cause=f"the store (Redis) is unavailable: {error}"), error)

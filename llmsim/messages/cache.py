@@ -13,7 +13,8 @@ from typing import Any
 
 from llmsim import tokens
 from llmsim.messages.counting import corrected
-from llmsim.messages.schema import CountTokensRequest, TextBlock
+from llmsim.messages.schema import CountTokensRequest, DocumentBlock, ImageBlock, TextBlock
+from llmsim.responses.translate import IMAGE_TOKENS
 
 MIN_TOKENS = 1024  # the shortest prefix Anthropic caches (Sonnet and Opus; shorter prefixes are not cached)
 MAX_ENTRIES = 10_000
@@ -36,7 +37,8 @@ class Point:
 
 
 def breakpoints(request: CountTokensRequest, encoding: str) -> list[Point]:
-    """Every marked prefix: its digest and its tokens."""
+    """Every marked prefix: its digest and its tokens. A top-level `cache_control` marks the last block that can
+    carry one (the SDK's "mark the last cacheable block")."""
     digest = hashlib.sha256()
     count = 0
     points: list[Point] = []
@@ -44,13 +46,20 @@ def breakpoints(request: CountTokensRequest, encoding: str) -> list[Point]:
     blocks: list[Any] = [*(request.tools or []), *system]
     for message in request.messages:
         blocks.extend([message.content] if isinstance(message.content, str) else message.content)
-    for block in blocks:
-        data = block if isinstance(block, str) else block.model_dump(exclude={"cache_control"}, exclude_none=True)
-        text = block if isinstance(block, str) else block.text if isinstance(block, TextBlock) else \
-            json.dumps(data, sort_keys=True)
+    last = max((at for at, block in enumerate(blocks) if isinstance(block, str) or
+                "cache_control" in type(block).model_fields), default=None) if request.cache_control else None
+    if last is None and not any(getattr(block, "cache_control", None) for block in blocks):
+        return points  # nothing marked: nothing to digest or count
+    for at, block in enumerate(blocks):
+        data = block if isinstance(block, str) else \
+            block.model_dump(exclude={"cache_control"}, exclude_none=True, by_alias=True)
         digest.update(json.dumps(data, sort_keys=True).encode())
-        count += tokens.count(text, encoding)
-        control = None if isinstance(block, str) else block.cache_control
+        if isinstance(block, ImageBlock | DocumentBlock):  # an image's tokens are its size's, not its bytes' text
+            count += IMAGE_TOKENS["auto"]
+        else:
+            count += tokens.count(block if isinstance(block, str) else block.text if isinstance(block, TextBlock)
+                                  else json.dumps(data, sort_keys=True), encoding)
+        control = getattr(block, "cache_control", None) or (request.cache_control if at == last else None)
         if control is not None:
             points.append(Point(digest.hexdigest(), corrected(count), TTL[control.ttl or "5m"]))
     return points

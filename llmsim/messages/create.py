@@ -11,16 +11,19 @@ from typing import TYPE_CHECKING
 
 from llmsim.chaos.faults import Admission
 from llmsim.errors import APIError
+from llmsim.generation import Delta, Finish, Usage
 from llmsim.messages import files, schema, translate
 from llmsim.messages.events import MessageBuilder
 from llmsim.request import Answer, ApiRequest, SerializedEvent, error_of
 from llmsim.runtime.fairness import fair
+from llmsim.shared import compat
 from llmsim.store.objects import ANTHROPIC_FILE
 from llmsim.surface import Job
 
 if TYPE_CHECKING:  # the pipeline runs what this module asks of it; nothing below imports this
     from llmsim.pipeline import Pipeline
     from llmsim.surface import Surface
+    from llmsim.timing.profiles import Profile
 
 
 @dataclass
@@ -45,9 +48,9 @@ class Create:
         self.surface = surface
 
     def read(self, pipeline: Pipeline, asked: ApiRequest) -> Job:
-        request = schema.parse(schema.CreateRequest, asked.body)
+        request = schema.parse(schema.CreateRequest, asked.body, asked.lenient)
         _read_files(pipeline, request, asked.owner)
-        profile = pipeline.catalog.resolve(request.model)
+        profile = _profile(pipeline, request.model)
         translated = translate.build_prompt(request, profile, pipeline.seed if asked.seed is None else asked.seed,
                                             asked.owner)
         if asked.text_mode:
@@ -63,13 +66,16 @@ class Create:
         translated = replace(read.translated, prompt=prompt)
         render = request.stream or admission.stream_fault is not None
         builder = MessageBuilder(translated, request.model, render)
-        deltas = admission.deltas(pipeline.generate(prompt, asked.speed, runs=True, key=asked.key))
+        quiet = request.max_tokens == 0 or request.compaction is not None
+        deltas = admission.deltas(_nothing(prompt.input_tokens) if quiet else
+                                  pipeline.generate(prompt, asked.speed, runs=True, key=asked.key))
         if not request.stream:
             deltas = fair(deltas)  # a long answer takes turns with the worker's other requests
         return Made(builder, admission.events(builder, builder.run(deltas)), admission)
 
     def streamed(self, pipeline: Pipeline, made: Made, asked: ApiRequest, together: bool) -> Answer:
-        return Answer(events=fair(made.events), together=together, ticket=made.admission.ticket)
+        return Answer(events=fair(made.events), together=together, ticket=made.admission.ticket,
+                      headers=compat.headers(asked.warnings))
 
     def drained(self, made: Made) -> APIError | None:
         failed = error_of(made.events, made.admission.ticket)
@@ -77,13 +83,31 @@ class Create:
                                                     type="api_error")
 
     def answered(self, pipeline: Pipeline, made: Made, asked: ApiRequest) -> Answer:
-        return Answer(body=made.builder.message, ticket=made.admission.ticket)
+        return Answer(body=made.builder.message, ticket=made.admission.ticket,
+                      headers=compat.headers(asked.warnings))
+
+
+def _profile(pipeline: Pipeline, model: str) -> Profile:
+    """The model's profile; under --strict-models a model the live API does not serve is its 404."""
+    try:
+        return pipeline.catalog.resolve(model, missing_status=404)
+    except APIError as error:
+        if error.code != "model_not_found":
+            raise
+        raise APIError(f"model: {model}", status=404, type="not_found_error", param="model") from None
+
+
+def _nothing(input_tokens: int) -> Iterator[Delta]:
+    """`max_tokens: 0`: the prompt cache is written (the builder's usage says so), nothing is generated; a
+    compaction request: the builder writes its one block."""
+    yield Finish("length", Usage(input_tokens=input_tokens, output_tokens=0))
 
 
 def count_tokens(pipeline: Pipeline, asked: ApiRequest) -> Answer:
-    request = schema.parse(schema.CountTokensRequest, asked.body)
+    request = schema.parse(schema.CountTokensRequest, asked.body, asked.lenient)
     _read_files(pipeline, request, asked.owner)
-    return Answer(body={"input_tokens": translate.count_tokens(request, pipeline.catalog.resolve(request.model))})
+    count = translate.count_tokens(request, _profile(pipeline, request.model))
+    return Answer(body={"input_tokens": count}, headers=compat.headers(asked.warnings))
 
 
 def _read_files(pipeline: Pipeline, request: schema.CountTokensRequest, owner: str) -> None:

@@ -14,7 +14,7 @@ from llmsim.errors import APIError
 ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 402: "billing_error",
                403: "permission_error", 404: "not_found_error", 405: "invalid_request_error",
                413: "request_too_large", 415: "invalid_request_error", 429: "rate_limit_error", 500: "api_error",
-               502: "api_error", 503: "overloaded_error", 504: "timeout_error", 529: "overloaded_error"}
+               502: "api_error", 503: "api_error", 504: "timeout_error", 529: "overloaded_error"}
 OPENAI_DOCS = "platform.openai.com"
 RATE_LIMIT_DOCS = "https://docs.claude.com/en/api/rate-limits"
 DEFAULT_WORDS = {"The server had an error while processing your request. Sorry about that!": "Internal server error",
@@ -31,20 +31,41 @@ DIRECTIONS = ("input-tokens", "output-tokens")  # x-ratelimit-*-{these} are admi
 UNITS = {"(ITPM)": "input tokens", "(OTPM)": "output tokens"}  # in LLMSim's 429 message → Anthropic's words
 
 
+BILLING = "insufficient_quota"  # the fault's type: Anthropic answers a spent balance with a 400, never retried
+BILLING_WORDS = ("Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to "
+                 "upgrade or purchase credits.")
+RETRY_HINTS = ("retry-after", "retry-after-ms", "x-should-retry")
+
+
+KEPT = frozenset({"storage_unavailable", "server_shutting_down"})  # 503s that say why: not an overloaded model's 529
+
+
 def status(error: APIError) -> int:
+    if error.type == BILLING:
+        return 400
+    if error.cause is not None or error.code in KEPT:
+        return error.status
     return STATUS.get(error.status, error.status)
 
 
+def headers(error: APIError) -> dict[str, str]:
+    """The error's headers; a billing error's without the retry hints a 429 had (the SDKs would retry it)."""
+    if error.type != BILLING:
+        return dict(error.headers)
+    return {name: value for name, value in error.headers.items() if name.lower() not in RETRY_HINTS}
+
+
 def body(error: APIError, request_id: str) -> dict[str, Any]:
-    kind = "billing_error" if error.type == "insufficient_quota" else \
-        ERROR_TYPES.get(error.status, "api_error" if error.status >= 500 else "invalid_request_error")
+    kind = ERROR_TYPES.get(status(error), "api_error" if error.status >= 500 else "invalid_request_error")
     return {"type": "error", "error": {"type": kind, "message": message(error)}, "request_id": request_id}
 
 
 def message(error: APIError) -> str:
     """Anthropic's words where LLMSim's default ones are OpenAI's (a fault's own message is kept)."""
-    if error.type == "insufficient_quota":
-        return "Your credit balance is too low to access the Anthropic API."
+    if error.type == BILLING:
+        return BILLING_WORDS
+    if error.cause is not None:
+        return f"Service unavailable: {error.cause}"
     if error.status == 429 and OPENAI_DOCS in error.message:
         unit = "requests" if error.type == "requests" else \
             next((words for mark, words in UNITS.items() if mark in error.message), "input tokens")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -27,6 +28,10 @@ from llmsim.generation import (
 from llmsim.messages.envelope import DEFAULT_WORDS
 from llmsim.messages.translate import Translated
 from llmsim.request import SerializedEvent
+from llmsim.runtime.shutdown import ShuttingDown
+from llmsim.runtime.waits import ClientGone
+
+log = logging.getLogger("llmsim")
 
 STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use"}
 DELTA = "content_block_delta"
@@ -37,15 +42,28 @@ def dumps(data: Any) -> str:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
-def signature(text: str, message_id: str) -> str:
-    """A thinking block's signature: opaque, and the same for the same thinking (clients send it back as is)."""
-    digest = hashlib.sha512(f"{message_id}:{text}".encode()).digest()
+def signature(text: str, seed: int | None) -> str:
+    """A thinking block's signature: opaque, and the same for the same thinking under the same seed (clients send
+    it back as is; a fixed seed makes whole answers repeat)."""
+    digest = hashlib.sha512(f"{seed}:{text}".encode()).digest()
     return base64.b64encode(digest + hashlib.sha512(digest).digest()).decode()
 
 
 def tool_use_id(call_id: str) -> str:
     """`toolu_…`, Anthropic's tool_use id form, from the backend's call id."""
     return call_id if call_id.startswith("toolu_") else "toolu_" + call_id.removeprefix("call_")
+
+
+def _held(text: str, stop: str) -> int:
+    """How long an end of `text` is that begins `stop` (held back: the stop may complete in the next delta). Found
+    with str.find from the stop's first character: linear in the stop, not quadratic."""
+    tail = text[-(len(stop) - 1):] if len(stop) > 1 else ""
+    at = tail.find(stop[:1])
+    while at != -1:
+        if stop.startswith(tail[at:]):
+            return len(tail) - at
+        at = tail.find(stop[:1], at + 1)
+    return 0
 
 
 class MessageBuilder:
@@ -68,6 +86,7 @@ class MessageBuilder:
         self.held = ""  # text that could still be the start of a stop sequence
         self.thought: str | None = None  # where the thinking's words come from: "text" or "summary"
         self.stopped: str | None = None
+        self.reason = "end_turn"  # the stop reason, once the blocks have ended
 
     def _usage(self, output_tokens: int) -> dict[str, Any]:
         cached, input_tokens = self.translated.cached, self.input_tokens
@@ -84,30 +103,19 @@ class MessageBuilder:
         start = {**self.message, "usage": {**self.message["usage"], "output_tokens": 1}}
         yield self._event("message_start", {"message": start})
         yield self._event("ping", {})
-        reason = "end_turn"
         try:
-            for delta in deltas:
-                if type(delta) is TextRun:
-                    yield from self._text(delta.chunks, delta.tokens)
-                elif type(delta) is TextDelta:
-                    yield from self._text(((delta.text, delta.tokens),), delta.tokens)
-                elif isinstance(delta, ReasoningDelta):
-                    yield from self._thinking(delta)
-                elif isinstance(delta, ToolCallStart):
-                    yield from self._open({"type": "tool_use", "id": tool_use_id(delta.call_id), "name": delta.name,
-                                           "input": {}})
-                elif isinstance(delta, ToolArgsDelta) and self.block is not None and \
-                        self.block["type"] == "tool_use":
-                    self.output_tokens += delta.tokens
-                    self.args += delta.text
-                    yield self._event(DELTA, {"index": self._index, "delta": {"type": "input_json_delta",
-                                                                               "partial_json": delta.text}})
-                elif isinstance(delta, Finish):
-                    reason = STOP_REASONS[delta.reason]
-                    self._finished(delta)
-                if self.stopped is not None:
-                    reason = "stop_sequence"
-                    break
+            yield from self._blocks(deltas)
+        except ClientGone:  # the client left mid-wait (or a fault cuts it): nothing to send
+            raise
+        except ShuttingDown as cut:  # the graceful timeout is over: a stream ends in an error event (a whole answer's
+            if not self.render:  # request gets the 503 of a shutdown)
+                raise
+            yield "error", dumps(self.error("api_error", cut.message))
+            return
+        except Exception:  # noqa: BLE001 - a backend failure ends the stream with an error event, not its details
+            log.exception("generation failed")
+            yield "error", dumps(self.error("api_error", "The model failed to generate a response."))
+            return
         finally:
             close = getattr(deltas, "close", None)
             if close is not None:
@@ -115,11 +123,41 @@ class MessageBuilder:
         if self.held:
             yield from self._flush_held()
         yield from self._close()
-        self.message.update(stop_reason=reason, stop_sequence=self.stopped, usage=self._usage(self.output_tokens))
-        yield self._event("message_delta", {"delta": {"stop_reason": reason, "stop_sequence": self.stopped},
+        self.message.update(stop_reason=self.reason, stop_sequence=self.stopped,
+                            usage=self._usage(self.output_tokens))
+        yield self._event("message_delta", {"delta": {"stop_reason": self.reason, "stop_sequence": self.stopped},
                                             "usage": {k: v for k, v in self.message["usage"].items()
                                                       if k not in ("service_tier", "cache_creation")}})
         yield self._event("message_stop", {})
+
+    def _blocks(self, deltas: Iterator[Delta]) -> Iterator[SerializedEvent]:
+        """The content blocks' events; `self.reason` says why they ended."""
+        for delta in deltas:
+            if type(delta) is TextRun:
+                yield from self._text(delta.chunks, delta.tokens)
+            elif type(delta) is TextDelta:
+                yield from self._text(((delta.text, delta.tokens),), delta.tokens)
+            elif isinstance(delta, ReasoningDelta):
+                yield from self._thinking(delta)
+            elif isinstance(delta, ToolCallStart):
+                family = self.translated.toolset_of.get(delta.name)
+                yield from self._open({"type": "tool_use", "id": tool_use_id(delta.call_id), "name": delta.name,
+                                       "input": {}, **({"toolset_name": family} if family else {})})
+            elif isinstance(delta, ToolArgsDelta) and self.block is not None and \
+                    self.block["type"] == "tool_use":
+                self.output_tokens += delta.tokens
+                self.args += delta.text
+                yield self._event(DELTA, {"index": self._index, "delta": {"type": "input_json_delta",
+                                                                           "partial_json": delta.text}})
+            elif isinstance(delta, Finish):
+                self.reason = STOP_REASONS[delta.reason]
+                self._finished(delta)
+                if self.translated.compaction is not None:
+                    self.reason = "compaction"
+                    yield from self._compaction(self.translated.compaction)
+            if self.stopped is not None:
+                self.reason = "stop_sequence"
+                break
 
     def _finished(self, finish: Finish) -> None:
         """The backend's usage where it counts better (a real model's tokenizer, its tool-call markup): its input
@@ -148,7 +186,7 @@ class MessageBuilder:
         if block is None:
             return
         if block["type"] == "thinking":
-            block["signature"] = signature(block["thinking"], self.id)
+            block["signature"] = signature(block["thinking"], self.translated.prompt.seed)
             yield self._event(DELTA, {"index": self._index, "delta": {"type": "signature_delta",
                                                                        "signature": block["signature"]}})
         elif block["type"] == "tool_use":
@@ -159,6 +197,15 @@ class MessageBuilder:
             self.args = ""
         yield self._event("content_block_stop", {"index": self._index})
         self.block = None
+
+    def _compaction(self, summary: str) -> Iterator[SerializedEvent]:
+        """A compaction request's one block: the summary, in one `compaction_delta`."""
+        yield from self._open({"type": "compaction", "content": None, "encrypted_content": None})
+        assert self.block is not None
+        self.block["content"] = summary
+        self.output_tokens += max(1, len(summary) // 4)
+        yield self._event(DELTA, {"index": self._index, "delta": {"type": "compaction_delta", "content": summary,
+                                                                   "encrypted_content": None}})
 
     def _thinking(self, delta: ReasoningDelta) -> Iterator[SerializedEvent]:
         if self.block is None or self.block["type"] != "thinking":
@@ -202,8 +249,7 @@ class MessageBuilder:
             at, self.stopped = min(hits)
             pending, self.held = pending[:at], ""
         else:
-            keep = next((k for k in range(min(max(map(len, stops)) - 1, len(pending)), 0, -1)
-                         if any(s.startswith(pending[-k:]) for s in stops)), 0)
+            keep = max((_held(pending, stop) for stop in stops), default=0)
             pending, self.held = (pending[:-keep], pending[-keep:]) if keep else (pending, "")
         if pending:
             yield from self._say(pending)

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from llmsim.errors import APIError
-from llmsim.messages import envelope, models
+from llmsim.messages import envelope, models, schema
 from llmsim.messages.create import Create, count_tokens
 from llmsim.request import int_param
 from llmsim.surface import Headers, HttpFailure, Route, Surface
@@ -24,18 +24,20 @@ class Messages(Surface):
     name = "messages"
     path = "messages"
     prefixes = ("/v1", "/anthropic/v1")
-    exclusive_prefixes = ("/anthropic/v1",)
+    exclusive_prefixes = ("/anthropic/v1", "/v1/messages")  # a 404 or 405 there is Anthropic's too
     lean = False  # its answers carry Anthropic's headers, which only the app's path adds
     directional = True  # Anthropic reports input and output tokens' limits apart
     upstream_auth = "x-api-key"
     upstream_headers = {"anthropic-version": "2023-06-01"}  # the Messages API's version header (its only one)
     match = ("model", "system", "messages", "tools", "tool_choice", "thinking")
+    refused = schema.REFUSED
     listing_header = "anthropic-version"  # every anthropic SDK sends it: /v1/models answers in its shapes
 
     def routes(self) -> Sequence[Route]:
         return (Route("POST", "/messages", Create(self)), Route("POST", "/messages/count_tokens", count_tokens))
 
     def envelope(self, error: APIError, request_id: str) -> tuple[Any, int]:
+        error.headers = envelope.headers(error)  # a spent balance's 400 goes without the 429's retry hints
         return envelope.body(error, request_id), envelope.status(error)
 
     def http_error(self, failure: HttpFailure) -> APIError:

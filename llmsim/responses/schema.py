@@ -8,7 +8,7 @@ api.openai.com fails it: `Unknown parameter: 'input[0].contnet'.`
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Annotated, Any, Literal, NoReturn, TypeVar, Union
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
@@ -891,10 +891,12 @@ REFUSED: dict[str, str] = {
 }
 
 
-def parse(model: type[M], body: Any, lenient: list[str] | None = None, refused: Mapping[str, str] = REFUSED) -> M:
+def parse(model: type[M], body: Any, lenient: list[str] | None = None, refused: Mapping[str, str] = REFUSED,
+          fail: Callable[[list[ErrorDetails]], NoReturn] | None = None) -> M:
     """`body` as `model`, or the live API's 400. `lenient`: where to report what is forgiven (see
     llmsim/shared/compat.py: unknown names and enum values are dropped, except the names `refused`); None:
-    strict."""
+    strict. `fail`: raises the surface's 400 for what stands (OpenAI's words by default)."""
+    fail = fail or _raise
     if not isinstance(body, dict):
         raise APIError(
             f"Invalid type for request body: expected an object, but got {_describe(body)} instead.",
@@ -910,9 +912,9 @@ def parse(model: type[M], body: Any, lenient: list[str] | None = None, refused: 
             lost = next((was for e in errors if e["type"] in _LOST for at, was in forgiven.items()
                          if at[:len(e["loc"])] == e["loc"]), None)
             if lost is not None:  # a required field's unknown value (a role): its own error, not its absence's
-                raise _error(lost) from None
+                fail([lost])
             if lenient is None:
-                _raise(errors)
+                fail(errors)
             if not copied:
                 body, copied = copy.deepcopy(body), True  # the request as sent stays as sent (the transcript)
             # Every unknown name at once (dropping a key moves no other), else the first unknown value (dropping a
@@ -924,13 +926,13 @@ def parse(model: type[M], body: Any, lenient: list[str] | None = None, refused: 
                     found, forgiven[error["loc"]] = [warning], error
                     break
             if not found:
-                _raise(errors)
+                fail(errors)
             lenient.extend(w for w in dict.fromkeys(found) if w not in lenient)
             del lenient[compat.MAX_WARNINGS:]
     try:  # past MAX_FORGIVEN rounds the body is refused as it now stands
         return model.model_validate(body)
     except ValidationError as exc:
-        _raise(exc.errors())
+        fail(exc.errors())
 
 
 def _raise(errors: list[ErrorDetails]) -> NoReturn:

@@ -28,5 +28,8 @@ def test_anthropic_node(llmsim_server: ServerProcess, script: str, check: str) -
         assert any(body.get("tools") for body in bodies)
     elif check == "reasoning":
         assert {body["thinking"]["type"] for body in bodies} == {"enabled", "adaptive"}
+    elif check == "structured":  # output_config.format (json_schema): the object comes from its schema
+        assert all(body.get("output_config", {}).get("format", {}).get("type") == "json_schema" or
+                   body.get("output_format", {}).get("type") == "json_schema" for body in bodies), bodies
     elif check == "retry":
         retried(outcome["fault_log"])

@@ -1,8 +1,9 @@
 // The Vercel AI SDK's anthropic provider (`@ai-sdk/anthropic`) against LLMSim's Messages API: text, streaming, a
-// tool loop. `baseURL` is check.mjs's OpenAI one; the provider takes the root's /v1.
+// tool loop, structured outputs (generateObject and streamObject: output_config.format). `baseURL` is
+// check.mjs's OpenAI one; the provider takes the root's /v1.
 import assert from "node:assert/strict";
 import { createAnthropic } from "@ai-sdk/anthropic";
-import { generateText, stepCountIs, streamText, tool } from "ai";
+import { generateObject, generateText, stepCountIs, streamObject, streamText, tool } from "ai";
 import { z } from "zod";
 import { API_KEY, WEATHER_ANSWER, WEATHER_QUESTION, weather } from "./shared.mjs";
 
@@ -40,4 +41,16 @@ export async function tool_loop(baseURL) {
   assert.ok(loop.steps.length >= 2);
   assert.ok(loop.text.includes(WEATHER_ANSWER.split(" ")[0]) || loop.text.trim());
   return { text: loop.text };
+}
+
+export async function structured(baseURL) {
+  const schema = z.object({ city: z.string(), population: z.number().int(), landmarks: z.array(z.string()) });
+  const result = await generateObject({ model: model(baseURL), schema, prompt: "Describe Paris." });
+  schema.parse(result.object);
+  assert.equal(result.finishReason, "stop");
+  const streamed = streamObject({ model: model(baseURL), schema, prompt: "Describe Rome." });
+  let partials = 0;
+  for await (const _ of streamed.partialObjectStream) partials++;  // the object settles once the stream is read
+  assert.ok(partials > 1);
+  schema.parse(await streamed.object);
 }
