@@ -661,6 +661,8 @@ CHOICE_TAGS = {"function", "allowed_tools", "mcp", "custom"}
 
 def _choice_tag(value: Any) -> str:
     kind = value.get("type") if isinstance(value, dict) else None
+    if not isinstance(kind, str):
+        return "other"  # a wrong type is refused there as an invalid type (and an unhashable one looked up no set)
     return kind if kind in CHOICE_TAGS else "type_only" if kind in TYPE_ONLY_CHOICES else "other"
 
 
