@@ -14,6 +14,9 @@ import pytest
 
 from llmsim.backends.sim.shell import COMMANDS, DEFAULT_COMMAND
 from llmsim.pytest_plugin import LLMSim
+from optional import needs_node
+
+pytestmark = needs_node()
 
 CODEX = Path(__file__).parent / "node" / "node_modules" / ".bin" / "codex"
 READ_ONLY = {command for _, command in COMMANDS} | {DEFAULT_COMMAND}
