@@ -4,9 +4,10 @@ own, in a thread, on 127.0.0.1. A start costs no process (a process's start cost
 It serves as `llmsim serve` does with one worker: gunicorn's HTTP parser, gevent's StreamServer and pool, the
 worker's read deadlines and connection cap, the same app. Its waits must yield to its hub as they do under
 gevent's monkey-patching, yet the test process is not patched (pytest-xdist's channel thread, asyncio clients
-and Playwright stop working under it). So the calls the app waits or locks with (`time.sleep`, `select.select`,
-`threading.Lock` and `RLock`, and what the standard library builds of them: Condition, Semaphore, Event) are
-routed to gevent's in a server's thread, and stay the standard library's in every other thread.
+and Playwright stop working under it). So the calls the app waits, locks or starts a thread with (`time.sleep`,
+`select.select`, `selectors.DefaultSelector`, `threading.Lock` and `RLock` and what the standard library builds
+of them: Condition, Semaphore, Event; a Thread's start) are routed to gevent's in a server's thread, and stay
+the standard library's in every other thread.
 
 What is about the process stays with a process of its own (llmsim.testing.ServerProcess): signals, shutdown,
 several workers, what the server prints, environment variables other than LLMSIM_*, and backends that wait on
@@ -19,6 +20,7 @@ import functools
 import logging
 import os
 import select
+import selectors
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -57,13 +59,38 @@ def route_to_gevent() -> None:
     import gevent
     import gevent.lock
     import gevent.select
+    import gevent.selectors
     import gevent.thread
 
     _route(time, "sleep", gevent.sleep)
     _route(select, "select", gevent.select.select)
+    _route(selectors, "DefaultSelector", gevent.selectors.GeventSelector)  # simple-websocket's reader
     _route(threading, "Lock", gevent.thread.allocate_lock)
     _route(threading, "_allocate_lock", gevent.thread.allocate_lock)  # Condition's waiters
     _route(threading, "RLock", gevent.lock.RLock)
+    _route(threading, "_start_new_thread", _start_greenlet)  # Thread.start: a background response, the history
+
+
+def _start_greenlet(function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] | None = None) -> int:
+    """A thread started in a server's thread runs as a greenlet of its hub, as under gevent's patching: its waits
+    and locks are then the hub's (a real thread could not wake the hub's locks). It is a daemon as the app's are;
+    its `start` returns once it runs, and nothing joins it."""
+    import gevent
+
+    thread = getattr(function, "__self__", None)  # Thread._bootstrap's thread
+    if not isinstance(thread, threading.Thread):
+        return id(gevent.spawn(function, *args, **(kwargs or {})))
+
+    def run() -> None:
+        with threading._active_limbo_lock:  # type: ignore[attr-defined]
+            threading._limbo.pop(thread, None)  # type: ignore[attr-defined]
+        thread._started.set()  # type: ignore[attr-defined]
+        try:
+            thread.run()
+        finally:
+            thread._is_stopped = True  # type: ignore[attr-defined]
+
+    return id(gevent.spawn(run))
 
 
 def fits(flags: tuple[str, ...], env: dict[str, str]) -> bool:
