@@ -36,6 +36,7 @@ def main() -> None:
     smoke(parser, streams=3, rounds=2)
     args = parse(parser)
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="llmsim-bench-metrics-")
+    from llmsim import orchestrate
     from llmsim.api.sse import frames
     from llmsim.backends import load_backend, load_models
     from llmsim.chaos.admission import Gate
@@ -46,7 +47,10 @@ def main() -> None:
     from llmsim.metrics.registry import Metrics
     from llmsim.pipeline import Pipeline
     from llmsim.request import ApiRequest
+    from llmsim.responses.create import Create
+    from llmsim.responses.surface import RESPONSES
     from llmsim.store import MemoryStore
+    from llmsim.surface import Surface
 
     settings = Settings(speed=0.0, seed=7)
     backend = load_backend(settings)
@@ -61,7 +65,7 @@ def main() -> None:
             super().__init__()
             self.admission = admission
 
-        def check_limits_and_faults(self, _endpoint: str, prompt: Prompt, _request: ApiRequest, stream: bool,
+        def check_limits_and_faults(self, _surface: Surface, prompt: Prompt, _request: ApiRequest, stream: bool,
                                     _whole: bool = False) -> Admission:
             return self.admission(prompt, stream)
 
@@ -76,7 +80,8 @@ def main() -> None:
         events = 0
         start = time.perf_counter()
         for _ in range(args.streams):
-            for _ in frames(pipeline.create(ApiRequest(body)).events):
+            answer = orchestrate.create(pipeline, Create(RESPONSES, paced_runs=False), ApiRequest(body))
+            for _ in frames(answer.events or iter(())):
                 events += 1
         return time.perf_counter() - start, events
 

@@ -6,38 +6,33 @@ import logging
 import time
 from typing import Protocol, runtime_checkable
 
-from flask import Flask, Response, jsonify, request
+from flask import Flask, Response, request
 from flask.json.provider import DefaultJSONProvider
-from werkzeug.exceptions import HTTPException
 
-from llmsim.api import admin, chaos, dashboard, forward, guard, mount, stamp, writes
-from llmsim.api import messages as messages_api
+from llmsim.api import admin, chaos, dashboard, errors, forward, guard, mount, stamp, which, writes
 from llmsim.api import metrics as api_metrics
 from llmsim.api import scenarios as scenarios_api
-from llmsim.api.answers import settled
 from llmsim.api.http import client_socket
 from llmsim.api.url_rules import LazyBuildRule
+from llmsim.api.which import ARRIVED
 from llmsim.backends import load_backend, load_models
 from llmsim.chaos import scenarios
 from llmsim.chaos.admission import Gate
 from llmsim.chaos.rules import fault_config
 from llmsim.chaos.state import ChaosState
 from llmsim.config import Settings
-from llmsim.errors import APIError, internal_error
 from llmsim.metrics.meter import Measured
 from llmsim.metrics.registry import Metrics
 from llmsim.pipeline import Pipeline
+from llmsim.responses.background import BackgroundRunner
 from llmsim.responses.replay import Replay
 from llmsim.runtime import waits
-from llmsim.runtime.shutdown import ShuttingDown
 from llmsim.services import Services
 from llmsim.store import Stores, open_stores
-from llmsim.store.base import StorageUnavailable
 from llmsim.store.redis_client import unavailable_errors
 from llmsim.timing.pacing import Pacer, QueueObserver
 
 log = logging.getLogger("llmsim")
-ARRIVED = "llmsim.arrived"  # the WSGI environ's key for the request's id and arrival time, for its headers
 
 
 @runtime_checkable
@@ -58,33 +53,6 @@ class _Flask(Flask):
         return response
 
 
-def _store_unavailable(error: BaseException) -> Response:
-    """Redis is away: a 503 the SDKs retry; the pool reconnects by itself once it is back."""
-    log.warning("redis unavailable: %s", error)
-    body = APIError("The server is overloaded or not ready yet.", status=503, type="server_error").body()
-    return settled(_json(body, 503, {"retry-after": "1"}), error)
-
-
-def _storage_unavailable(error: StorageUnavailable) -> Response:
-    """The store's disk is full, read-only or locked: a 503 saying so (the SDKs retry it), never a generic 500."""
-    log.warning("storage unavailable: %s", error)
-    body = APIError(error.message, status=503, type="server_error", code="storage_unavailable").body()
-    return settled(_json(body, 503, {"retry-after": "1"}), error)
-
-
-def _shutting_down(error: ShuttingDown) -> Response:
-    """Cut by a shutdown before its answer began (waiting for admission, say): a 503 to retry elsewhere."""
-    body = APIError(error.message, status=503, type="server_error", code=error.code).body()
-    return settled(_json(body, 503, {"retry-after": "1"}), error)
-
-
-def _json(body: object, status: int, headers: dict[str, str] | None = None) -> Response:
-    response = jsonify(body)
-    response.status_code = status
-    response.headers.update(headers or {})
-    return response
-
-
 def create_app(settings: Settings | None = None) -> Flask:
     settings = settings or Settings()
     backend = load_backend(settings)
@@ -94,10 +62,11 @@ def create_app(settings: Settings | None = None) -> Flask:
     chaos_state, player = shared_state(stores, settings, scenario)
     metrics = Metrics(shared_store=settings.store != "memory")
     gate = Gate(chaos_state, player, Measured(metrics))
+    runner = BackgroundRunner(stores.responses)
+    runner.on_queue = metrics.background_queue.inc
     pipeline = Pipeline(catalog, backend, stores.responses, seed=settings.seed,
                         pacer=Pacer(settings.speed, observer=metrics.queues), conversations=stores.conversations,
-                        gate=gate, batch=stores.batch)
-    pipeline.runner.on_queue = metrics.background_queue.inc
+                        gate=gate, batch=stores.batch, runner=runner)
     if isinstance(backend, Queued):
         backend.observe(metrics.queues)
 
@@ -108,8 +77,7 @@ def create_app(settings: Settings | None = None) -> Flask:
     app.json.ensure_ascii = False
     app.extensions["llmsim"] = Services(settings, catalog, pipeline)
     mount(app)
-    messages_api.mount(app)
-    writes.install(app, stores.batch, _store_unavailable)
+    writes.install(app, stores.batch, errors.store_unavailable)
     chaos.install(app, chaos_state)
     api_metrics.install(app, metrics, pipeline)
     app.register_blueprint(admin.bp)
@@ -125,38 +93,12 @@ def create_app(settings: Settings | None = None) -> Flask:
 
     @app.after_request
     def _headers(response: Response) -> Response:
-        stamp.stamp(response.headers, *request.environ.get(ARRIVED, ("", 0)))
+        request_id, started = request.environ.get(ARRIVED, ("", 0))
+        which.surface().answer_headers(response.headers, request_id)
+        stamp.stamp(response.headers, request_id, started)
         return response
 
-    @app.errorhandler(APIError)
-    def _api_error(error: APIError) -> Response:
-        return settled(_json(error.body(), error.status, error.headers), error)
-
-    @app.errorhandler(HTTPException)
-    def _http_error(error: HTTPException) -> tuple[Response, int, dict[str, str]]:
-        status = error.code or 500
-        headers: dict[str, str] = {}
-        if status == 404:
-            message = f"Invalid URL ({request.method} {request.path})"
-        elif status == 405:
-            message = f"Method not allowed: {request.method} {request.path}"
-            headers = {"Allow": ", ".join(sorted(getattr(error, "valid_methods", None) or []))}
-        elif status == 413:
-            message = f"Request body too large: the limit is {settings.max_body_bytes} bytes."
-        else:
-            message = error.description or error.name
-        return jsonify(APIError(message, status=status).body()), status, headers
-
-    for unavailable in unavailable_errors() if stores.redis is not None else ():
-        app.register_error_handler(unavailable, _store_unavailable)
-    app.register_error_handler(StorageUnavailable, _storage_unavailable)
-    app.register_error_handler(ShuttingDown, _shutting_down)
-
-    @app.errorhandler(Exception)
-    def _unexpected(error: Exception) -> Response:
-        log.exception("unhandled error")
-        return settled(_json(internal_error().body(), 500), error)
-
+    errors.install(app, settings.max_body_bytes, unavailable_errors() if stores.redis is not None else ())
     if forward.applies(app):
         app.wsgi_app = forward.Forwarding(app, app.wsgi_app)  # type: ignore[method-assign]
     app.wsgi_app = guard.Guard(app.wsgi_app, settings)  # type: ignore[method-assign]  # outermost: before routing

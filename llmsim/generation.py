@@ -12,6 +12,11 @@ if TYPE_CHECKING:
 Role = Literal["system", "user", "assistant", "tool"]
 
 
+# The tool types that are OpenAI's hosted web search, by any of its names (the backends answer them alike).
+WEB_SEARCH_TYPES = frozenset({"web_search", "web_search_preview", "web_search_2025_08_26",
+                              "web_search_preview_2025_03_11"})
+
+
 @dataclass(frozen=True)
 class Turn:
     """One item of the conversation as a backend sees it (roles already normalised)."""

@@ -1,22 +1,24 @@
 """A request and its answer as every layer below the transport sees them: typed values.
 
 The transport (llmsim/api/) reads HTTP, a WebSocket's upgrade or a WSGI environ into an ApiRequest once;
-admission, the orchestrators (llmsim/responses/create.py, llmsim/chat/create.py) and the pipeline take it as a
-value, so none of them reads a header or a request context. An orchestrator gives back an Answer, which the
+admission, the one template (llmsim/orchestrate.py), the surfaces' steps and the pipeline take it as a
+value, so none of them reads a header or a request context. The template gives back an Answer, which the
 transport turns into bytes without deciding anything.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, overload
+
+from llmsim.errors import APIError
 
 if TYPE_CHECKING:
     from llmsim.backends.relay import Relayed
     from llmsim.chaos.state import ChaosState
-    from llmsim.pipeline import Run
+    from llmsim.responses.run import Run
 
 SerializedEvent = tuple[str, Any]  # (event type, its JSON text; or PACED_TEXT and a paced run, passed through)
 log = logging.getLogger("llmsim")
@@ -31,7 +33,8 @@ class ApiRequest:
     header as sent, checked by admission (llmsim/chaos/admission.py). `raw`: the body's bytes, where a proxy
     may forward them as they are (the lean path). `strict_params`: unknown names and values get the live API's
     400 (--strict-params, X-LLMSim-Strict-Params); else they are dropped and reported in `warnings`, each
-    request's own (llmsim/responses/compat.py)."""
+    request's own (llmsim/shared/compat.py). `params`: the route's variables and the query string (a surface
+    that takes the model or the stream flag from its URL reads them there)."""
 
     body: Any
     owner: str = ""
@@ -42,6 +45,7 @@ class ApiRequest:
     fault: str | None = None
     raw: bytes | None = None
     strict_params: bool = False
+    params: Mapping[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list, init=False, compare=False)
 
     @property
@@ -53,17 +57,19 @@ class ApiRequest:
 @dataclass
 class Answer:
     """One of: `json`, a JSON text encoded once (with the stored response); `body`, an object to encode; `events`,
-    the SSE events of a Responses stream; `frames`, a Chat Completions stream's SSE text; `relayed`, a relaying
-    backend's answer with its own status and headers. `together`: nothing waits between the events, so they may
-    leave in as few writes as fit. `trailer`: an SSE comment after the last event, known only then. `ticket`:
-    admission's x-ratelimit headers and request log entry, finished with the answer's status. `run`: the
-    generated run (WebSocket mode chains the next response from its record)."""
+    the SSE events of a Responses stream; `frames`, a stream's text as it is sent (Chat Completions' SSE lines; a
+    JSON array streamed, with its `media_type`); `relayed`, a relaying backend's answer with its own status and
+    headers. `together`: nothing waits between the events, so they may leave in as few writes as fit.
+    `trailer`: an SSE comment after the last event, known only then. `ticket`: admission's x-ratelimit headers and
+    request log entry, finished with the answer's status. `run`: the generated run (WebSocket mode chains the next
+    response from its record)."""
 
     headers: dict[str, str] = field(default_factory=dict)
     json: str | None = None
     body: Any = None
     events: Iterator[SerializedEvent] | None = None
     frames: Iterator[str] | None = None
+    media_type: str = "text/event-stream"  # the frames'
     relayed: Relayed | None = None
     together: bool = False
     trailer: Callable[[], str | None] | None = None
@@ -121,3 +127,30 @@ def error_of(events: Iterable[SerializedEvent], ticket: Ticket | None) -> Any:
         attach(error, ticket)
         raise
     return None
+
+
+@overload
+def int_param(params: Mapping[str, str], name: str, default: int, low: int | None = None,
+              high: int | None = None) -> int: ...
+
+
+@overload
+def int_param(params: Mapping[str, str], name: str, default: None, low: int | None = None,
+              high: int | None = None) -> int | None: ...
+
+
+def int_param(params: Mapping[str, str], name: str, default: int | None, low: int | None = None,
+              high: int | None = None) -> int | None:
+    """An integer query parameter within bounds, or the API's 400 naming it."""
+    raw = params.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise APIError(f"Invalid type for '{name}': expected an integer, but got a string instead.", param=name,
+                       code="invalid_type") from None
+    if low is not None and value < low or high is not None and value > high:
+        raise APIError(f"Invalid '{name}': expected a value between {low} and {high}, but got {value} instead.",
+                       param=name, code="invalid_value")
+    return value

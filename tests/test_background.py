@@ -9,8 +9,9 @@ from pathlib import Path
 import openai
 import pytest
 
+from llmsim.responses import background
 from llmsim.responses.events import EventBuilder
-from llmsim.store import Database, MemoryStore, SQLiteStore, StoredResponse, background
+from llmsim.store import Database, MemoryStore, SQLiteStore, StoredResponse
 from llmsim.testing import ServerProcess
 from stateful import PACED, client_for, slow_profiles, until, wait_final
 

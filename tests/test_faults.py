@@ -164,6 +164,6 @@ def test_admin_api_is_guarded_by_the_admin_key_and_health_is_open(
 def test_a_stream_fault_still_ends_a_stream_shorter_than_its_trigger() -> None:
     chunks = iter([("chunk", "{}"), ("chunk", "{}")])  # no terminal event, as Chat Completions streams
     fault = StreamFault(parse_forced("stream_error;after_events=50"), stream=True)
-    out = list(fault.events(EventBuilder({}), chunks, json.dumps))
+    out = list(fault.events(EventBuilder({}), chunks))
     assert [kind for kind, _ in out] == ["chunk", "chunk", "error"]
     assert json.loads(out[-1][1])["code"] == "server_error"

@@ -122,6 +122,59 @@ def test_the_parts_import_one_way() -> None:
     assert not cycles, "import cycles between parts:\n" + "\n".join(described)
 
 
+# The layers, top to bottom (docs/layout.md shows the same table): a part imports only parts of its layer or
+# below (imports for type annotations aside); within a layer, no cycle (above). A surface's folder (a part with
+# a `surface.py`, llmsim/surface.py's contract) is in the surfaces' layer without being named here.
+SURFACES_LAYER = "the surfaces"
+LAYERS: tuple[tuple[str, frozenset[str]], ...] = tuple((name, frozenset(f"llmsim.{part}" if part else "llmsim"
+                                                                        for part in parts)) for name, parts in (
+    ("entry points", ("", "__main__", "cli", "preflight", "server", "testing", "pytest_plugin")),
+    ("the app factory", ("app",)),
+    ("transport", ("api",)),
+    ("the road", ("services", "orchestrate", "relaying", "pipeline")),
+    ("the registry", ("surfaces",)),
+    (SURFACES_LAYER, ()),
+    ("backends, metrics", ("backends", "metrics")),
+    ("admission", ("chaos",)),
+    ("stores", ("store",)),
+    ("timing", ("timing",)),
+    ("shared machinery", ("shared",)),
+    ("foundations", ("surface", "generation", "request", "runtime", "config", "errors", "ids", "rng", "tokens",
+                     "wire", "yamlload")),
+))
+
+
+def _is_surface(part: str, modules: dict[str, Path]) -> bool:
+    return part != "llmsim" and f"{part}.surface" in modules
+
+
+def _layer(part: str, modules: dict[str, Path]) -> int:
+    if _is_surface(part, modules):
+        return [name for name, _ in LAYERS].index(SURFACES_LAYER)
+    found = [i for i, (_, parts) in enumerate(LAYERS) if part in parts]
+    assert found, f"{part} is in no layer: add it to LAYERS (and docs/layout.md)"
+    return found[0]
+
+
+def test_the_parts_import_down_the_layers() -> None:
+    modules = _modules()
+    edges = _imports(modules)
+    upward = sorted(f"{part} ({LAYERS[_layer(part, modules)][0]}) -> {target} ({LAYERS[_layer(target, modules)][0]})"
+                    for part, targets in edges.items() for target in targets
+                    if _layer(target, modules) < _layer(part, modules))
+    assert not upward, "imports up the layers:\n" + "\n".join(upward)
+
+
+def test_the_surfaces_import_no_surface_below_them() -> None:
+    """The shared parts know a surface only through its contract: none of them imports a surface's folder."""
+    modules = _modules()
+    surfaces = {part for part in {_part(name) for name in modules} if _is_surface(part, modules)}
+    shared = {part for layer in LAYERS[[n for n, _ in LAYERS].index(SURFACES_LAYER) + 1:] for part in layer[1]}
+    found = sorted(f"{part} -> {target}" for part, targets in _imports(modules).items() if part in shared
+                   for target in targets & surfaces)
+    assert surfaces >= {"llmsim.responses", "llmsim.chat", "llmsim.messages"} and not found, found
+
+
 def test_the_walk_sees_imports() -> None:
     """The check above could pass by seeing nothing: it must find what the app factory is known to import."""
     edges = _imports(_modules())

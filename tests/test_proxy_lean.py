@@ -22,6 +22,7 @@ from llmsim.backends.proxy.backend import ProxyBackend
 from llmsim.backends.relay import Exchange
 from llmsim.chaos.faults import ConnectionDropped
 from llmsim.config import Settings
+from llmsim.responses.surface import RESPONSES
 from llmsim.testing import ServerProcess
 
 BODY = {"model": "gpt-4o", "input": "Tell me about lighthouses.", "stream": True}
@@ -131,7 +132,7 @@ def test_a_silent_upstream_is_cut_after_the_idle_limit() -> None:
     try:
         backend = ProxyBackend(f"http://127.0.0.1:{listener.getsockname()[1]}/v1", idle_limit=0.5)
         backend.idle.every = 0.1
-        chunks = backend.relay(Exchange("responses", {"model": "m", "input": "x", "stream": True})).chunks
+        chunks = backend.relay(Exchange(RESPONSES, {"model": "m", "input": "x", "stream": True})).chunks
         assert chunks is not None
         started = time.monotonic()
         assert next(chunks) == b'data: {"type":"x"}\n\n'

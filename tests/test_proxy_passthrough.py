@@ -13,8 +13,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from llmsim.metrics.meter import DELTA_EVENT, Tally
-from llmsim.responses.rawsse import events
-from llmsim.responses.relayed import RelayedStream
+from llmsim.responses.surface import RESPONSES
+from llmsim.shared.rawsse import events
+from llmsim.shared.relayed import RelayedStream
 from llmsim.testing import ServerProcess
 from llmsim.timing.pricing import COST_HEADER
 
@@ -107,7 +108,7 @@ def test_the_final_event_is_found_however_the_reads_cut_it() -> None:
     stream = (b'event: response.output_text.delta\ndata: {"delta":"the response.completed event"}\n\n'
               b"event: response.completed\ndata: " + json.dumps(final).encode() + b"\n\n")
     for size in (1, 5, 16, len(stream)):
-        watch, buffer, seen_at = RelayedStream("responses"), bytearray(), None
+        watch, buffer, seen_at = RelayedStream(RESPONSES), bytearray(), None
         tally, tokens = Tally(DELTA_EVENT), 0
         for i in range(0, len(stream), size):
             buffer += stream[i:i + size]

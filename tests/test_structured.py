@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from llmsim.backends.sim import jsongen
-from llmsim.responses.schema_checks import schema_error
+from llmsim.shared.schema_checks import schema_error
 
 CHECKER = jsonschema.FormatChecker()
 

@@ -9,7 +9,7 @@ import httpx
 import openai
 import pytest
 
-from llmsim.responses import compat
+from llmsim.surfaces import REFUSED
 from llmsim.testing import ServerProcess
 
 
@@ -87,7 +87,7 @@ def test_the_sdk_surfaces_validation_errors(client: openai.OpenAI) -> None:
                                 "param": "bogus", "code": "unknown_parameter"}
 
 
-# --- forward compatibility (llmsim/responses/compat.py) ------------------------------------------------
+# --- forward compatibility (llmsim/shared/compat.py) ------------------------------------------------
 
 FORWARD = {
     "model": "gpt-4o", "service_tier": "hyperspeed", "brand_new_param": {"x": 1},
@@ -307,9 +307,9 @@ def test_bad_requests_never_lose_stored_data(client: openai.OpenAI, server: Serv
 
 
 def test_the_refused_names_are_documented() -> None:
-    """docs/compatibility.md lists every name of the one list (llmsim/responses/compat.py's REFUSED)."""
+    """docs/compatibility.md lists every name each surface refuses (llmsim/surface.py's `refused`)."""
     page = (Path(__file__).resolve().parent.parent / "docs" / "compatibility.md").read_text()
-    missing = [f"{endpoint}: {name}" for endpoint, names in compat.REFUSED.items() for name in names
+    missing = [f"{endpoint}: {name}" for endpoint, names in REFUSED.items() for name in names
                if f"`{name}`" not in page]
     assert missing == []
 

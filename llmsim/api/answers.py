@@ -1,5 +1,6 @@
-"""An orchestrator's typed Answer as Flask's response: JSON, SSE, or a relayed answer with the upstream's (or the
-recording's) status and headers; then the x-ratelimit headers and the request log entry its admission left."""
+"""The template's typed Answer (llmsim/orchestrate.py) as Flask's response: JSON, SSE, or a relayed answer with
+the upstream's (or the recording's) status and headers; then the x-ratelimit headers and the request log entry its
+admission left."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ def respond(answer: Answer, named_events: bool = True) -> Response:
         if answer.together:
             cork()
         frames = batched(answer.frames) if answer.together else answer.frames
-        response = Response(frames, mimetype="text/event-stream", headers=SSE_HEADERS)
+        response = Response(frames, mimetype=answer.media_type, headers=SSE_HEADERS)
     elif answer.events is not None:
         response = sse_response(answer.events, answer.trailer, together=answer.together)
     else:

@@ -1,12 +1,12 @@
-"""The lean path of a forwarded request: POST /responses and /chat/completions on `--backend proxy`, answered
-without Flask's request machinery.
+"""The lean path of a forwarded request: a lean surface's create route (POST /responses and /chat/completions) on
+`--backend proxy`, answered without Flask's request machinery.
 
 A proxy's time per request is what its clients lose in throughput and TTFT, and a forwarded request needs little
 of the app: the upstream validates the body, so it is decoded once (for the model, limits and `stream`) and never
 modelled; no route is matched and no request object is built; the upstream's stream bytes go to the server as they
 come, without werkzeug's layers per chunk. This is transport only: the environ becomes the typed request the app's
-routes make, the same orchestrator answers it (its relay: admission, the backend, store, settling, the metrics'
-Meter; llmsim/pipeline.py `Pipeline.relay`), and its answer becomes bytes with what the app's hooks add (the
+routes make, the same template answers it (its relay road: admission, the backend, store, settling, the metrics'
+Meter; llmsim/relaying.py), and its answer becomes bytes with what the app's hooks add (the
 x-ratelimit headers and request log entry of its ticket, the request count, the standard headers).
 
 Whatever is out of the ordinary takes the app's path instead, which answers it as before: API keys configured
@@ -21,32 +21,35 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from flask import Flask, Response, jsonify
+from flask import Flask, Response
 from werkzeug.http import HTTP_STATUS_CODES
 
-from llmsim.api import PREFIXES, chaos, decode, stamp, writes
+from llmsim import orchestrate
+from llmsim.api import chaos, decode, stamp, writes
 from llmsim.api import metrics as api_metrics
 from llmsim.api.answers import relayed_response
+from llmsim.api.errors import rendered
 from llmsim.api.http import SPEED_HEADER
 from llmsim.api.sse import SSE_HEADERS
-from llmsim.backends.relay import ENDPOINTS, Relayed
+from llmsim.backends.relay import Relayed
 from llmsim.chaos.admission import FAULT_HEADER
-from llmsim.chat import create as chat
 from llmsim.errors import APIError, internal_error
 from llmsim.metrics.answers import answered
-from llmsim.pipeline import Pipeline
-from llmsim.request import Answer, ApiRequest, Ticket, ticket_of
-from llmsim.responses import create as responses
+from llmsim.request import ApiRequest, Ticket, ticket_of
 from llmsim.runtime import waits
 from llmsim.runtime.waits import ClientGone
 from llmsim.services import Services
+from llmsim.surface import Generation, Surface
+from llmsim.surfaces import SURFACES
 
 log = logging.getLogger("llmsim")
-ROUTES = {f"{prefix}/{endpoint}": endpoint for prefix in PREFIXES for endpoint in ENDPOINTS}
+# the lean path's routes: every lean surface's create route (llmsim/surface.py), and its generation
+ROUTES: dict[str, tuple[Surface, Generation[Any]]] = {
+    f"{prefix}/{surface.path}": (surface, route.run)  # a Generation: not callable
+    for surface in SURFACES if surface.lean for route in surface.routes()
+    if route.rule == f"/{surface.path}" and not callable(route.run) for prefix in surface.prefixes}
 SPEED_KEY = "HTTP_" + SPEED_HEADER.upper().replace("-", "_")
 FAULT_KEY = "HTTP_" + FAULT_HEADER.upper().replace("-", "_")
-SURFACES: dict[str, Callable[[Pipeline, ApiRequest], Answer]] = {"responses": responses.create,
-                                                                  "chat/completions": chat.create}
 
 # a relayed stream's own headers, lower-case as the relayed ones (kept_headers) and the x-ratelimit ones are
 SSE = {"content-type": "text/event-stream; charset=utf-8",
@@ -88,16 +91,17 @@ class Forwarding:
         self.metrics = app.extensions[api_metrics.EXTENSION]
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        endpoint = ROUTES.get(environ.get("PATH_INFO", "")) if environ.get("REQUEST_METHOD") == "POST" else None
-        length = self._plain(environ) if endpoint is not None else None
-        if endpoint is None or length is None:
+        route = ROUTES.get(environ.get("PATH_INFO", "")) if environ.get("REQUEST_METHOD") == "POST" else None
+        length = self._plain(environ) if route is not None else None
+        if route is None or length is None:
             return self.wsgi(environ, start_response)
         request_id, started = stamp.request_id(), time.perf_counter()
+        surface = route[0]
         with self.app.app_context():  # as on the app's path (jsonify)
-            response, ticket = self._answer(endpoint, environ, length)
+            response, ticket = self._answer(route, environ, length, request_id)
             stamp.stamp(response.headers, request_id, started)
             streamed = isinstance(response, Passthrough)  # stored as it ends: its Meter updates the gauges then
-            answered(self.metrics, self.pipeline, f"/{endpoint}", response.status_code, not streamed)
+            answered(self.metrics, self.pipeline, f"/{surface.path}", response.status_code, not streamed)
             if ticket is not None:
                 ticket.answered(response.headers, response.status_code)
         return response(environ, start_response)
@@ -111,30 +115,26 @@ class Forwarding:
             return None
         return int(length)
 
-    def _answer(self, endpoint: str, environ: dict[str, Any], length: int
-                ) -> tuple[Response | Passthrough, Ticket | None]:
+    def _answer(self, route: tuple[Surface, Generation[Any]], environ: dict[str, Any], length: int,
+                request_id: str) -> tuple[Response | Passthrough, Ticket | None]:
         """The answer, and the ticket its admission left (if it got that far)."""
+        surface, generation = route
         waits.watch(environ.get("gunicorn.socket"))
         try:
             raw = environ["wsgi.input"].read(length)
-            answer = SURFACES[endpoint](self.pipeline, asked(environ, decode.loads(raw), raw))
+            answer = orchestrate.create(self.pipeline, generation, asked(environ, decode.loads(raw), raw))
             if answer.relayed is None:  # a proxy always answers; this would be a bug
                 raise RuntimeError("the proxy backend gave no answer")
             if answer.relayed.chunks is not None:
                 return Passthrough(answer.relayed), answer.ticket
-            return relayed_response(answer.relayed, named_events=endpoint == "responses"), answer.ticket
+            return relayed_response(answer.relayed, named_events=surface.named_events), answer.ticket
         except ClientGone as error:
             return Response(chaos.cut()), ticket_of(error)
         except APIError as error:
-            response = jsonify(error.body())
-            response.status_code = error.status
-            response.headers.update(error.headers)
-            return response, ticket_of(error)
+            return rendered(error, surface, request_id), ticket_of(error)
         except Exception as error:
             log.exception("unhandled error")
-            response = jsonify(internal_error().body())
-            response.status_code = 500
-            return response, ticket_of(error)
+            return rendered(internal_error(), surface, request_id), ticket_of(error)
 
 
 def asked(environ: dict[str, Any], body: Any, raw: bytes) -> ApiRequest:

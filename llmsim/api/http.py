@@ -6,19 +6,19 @@ import hashlib
 import hmac
 import socket
 from collections.abc import Callable
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar
 
 from flask import current_app, request
 from gunicorn.http.errors import ParseException
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from llmsim.api import decode
+from llmsim.api import decode, which
 from llmsim.chaos.admission import FAULT_HEADER
 from llmsim.config import SPEED_EXPECTED, TEXT_MODES, valid_speed
 from llmsim.errors import APIError
-from llmsim.request import ApiRequest
-from llmsim.responses import compat
+from llmsim.request import ApiRequest, int_param
 from llmsim.services import Services
+from llmsim.shared import compat
 
 
 def services() -> Services:
@@ -68,9 +68,8 @@ def _terminated(environ: dict[str, Any], limit: int | None) -> bytes:
 
 
 def _bearer() -> str | None:
-    """The API key: a bearer token, or Anthropic's `x-api-key` header."""
-    scheme, _, key = request.headers.get("Authorization", "").partition(" ")
-    return key.strip() if scheme.lower() == "bearer" else request.headers.get("x-api-key")
+    """The API key, where the request's surface takes it (llmsim/surface.py `api_key`)."""
+    return which.surface().api_key(request.headers, request.args)
 
 
 def _matches(key: str | None, expected: tuple[str, ...]) -> bool:
@@ -82,13 +81,14 @@ def require_api_key() -> None:
     expected = services().settings.api_keys
     if not expected or request.path.startswith("/llmsim/") or request.path == "/metrics":
         return  # LLMSim's own endpoints guard themselves; /metrics is open, as vLLM's is
-    header = request.headers.get("Authorization", "") or request.headers.get("x-api-key", "")
+    key = _bearer()
+    header = request.headers.get("Authorization", "") or request.headers.get("x-api-key", "") or key or ""
     if not header:
         raise APIError(
             "You didn't provide an API key. You need to provide your API key in an Authorization header using "
             "Bearer auth (i.e. Authorization: Bearer YOUR_KEY).", status=401, code="invalid_api_key",
         )
-    if not _matches(_bearer(), expected):
+    if not _matches(key, expected):
         shown = header.partition(" ")[2].strip() if " " in header else header
         masked = shown[:3] + "*" * max(0, len(shown) - 7) + shown[-4:] if len(shown) > 7 else "****"
         raise APIError(f"Incorrect API key provided: {masked}.", status=401, code="invalid_api_key")
@@ -148,12 +148,13 @@ def text_mode_header() -> str | None:
     return _header(TEXT_MODE_HEADER, str.lower, f"one of {', '.join(TEXT_MODES)}", valid=lambda m: m in TEXT_MODES)
 
 
-def asked(body: Any) -> ApiRequest:
-    """This request, typed: its body and the headers that matter below the transport (an LLMSim header that is
-    not valid is the client's 400 here, the fault header's when admission reads it)."""
+def asked(body: Any, params: dict[str, str] | None = None) -> ApiRequest:
+    """This request, typed: its body, the headers that matter below the transport (an LLMSim header that is
+    not valid is the client's 400 here, the fault header's when admission reads it), and `params`: the route's
+    variables and the query."""
     return ApiRequest(body, owner=owner(), api_key=_bearer() or None, speed=speed_header(), seed=seed_header(),
                       text_mode=text_mode_header(), fault=request.headers.get(FAULT_HEADER),
-                      strict_params=strict_params())
+                      strict_params=strict_params(), params=params or {})
 
 
 def strict_params() -> bool:
@@ -164,27 +165,8 @@ def strict_params() -> bool:
     return _header(STRICT_HEADER, str.lower, "true or false", valid=lambda v: v in ("true", "false")) == "true"
 
 
-@overload
-def int_arg(name: str, default: int, low: int | None = None, high: int | None = None) -> int: ...
-
-
-@overload
-def int_arg(name: str, default: None, low: int | None = None, high: int | None = None) -> int | None: ...
-
-
-def int_arg(name: str, default: int | None, low: int | None = None, high: int | None = None) -> int | None:
-    raw = request.args.get(name)
-    if raw is None:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise APIError(f"Invalid type for '{name}': expected an integer, but got a string instead.", param=name,
-                       code="invalid_type") from None
-    if low is not None and value < low or high is not None and value > high:
-        raise APIError(f"Invalid '{name}': expected a value between {low} and {high}, but got {value} instead.",
-                       param=name, code="invalid_value")
-    return value
+def int_arg(name: str, default: int, low: int | None = None, high: int | None = None) -> int:
+    return int_param(request.args, name, default, low, high)
 
 
 def bool_arg(name: str) -> bool:

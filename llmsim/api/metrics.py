@@ -12,6 +12,7 @@ import functools
 from flask import Blueprint, Flask, Response, current_app, request
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from llmsim.api import which
 from llmsim.api.http import services
 from llmsim.metrics.answers import answered, store_gauges
 from llmsim.metrics.registry import Metrics
@@ -43,10 +44,7 @@ def _endpoint() -> str | None:
         return "unknown"
     if rule == PATH or rule.startswith("/llmsim/"):
         return None
-    for prefix in ("/openai/v1", "/anthropic/v1", "/v1", "/v3"):
-        if rule.startswith(prefix + "/"):
-            return rule[len(prefix):]
-    return rule
+    return which.surface().metrics_label(rule)
 
 
 def install(app: Flask, found: Metrics, pipeline: Pipeline) -> None:

@@ -1,32 +1,28 @@
-"""GET /models and /models/{id}: the models the profiles define."""
+"""GET /models and /models/{id}: the models the profiles define, in the shapes of the surface whose header the
+request carries (an anthropic SDK's `anthropic-version`: llmsim/surface.py `listing_header`), else OpenAI's."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from flask import Blueprint, jsonify, request
 from flask.typing import ResponseReturnValue
 
-from llmsim.api.http import int_arg, services
+from llmsim.api.http import services
 from llmsim.errors import APIError
-from llmsim.messages import models as anthropic_models
-from llmsim.timing.profiles import Profile
+from llmsim.surface import Surface
+from llmsim.surfaces import DEFAULT, SURFACES
 
 bp = Blueprint("models", __name__)
-ANTHROPIC = "anthropic-version"  # the header every anthropic SDK sends: answer in Anthropic's shapes
+LISTINGS = tuple((surface.listing_header, surface) for surface in SURFACES if surface.listing_header)
 
 
-def _model(name: str, profile: Profile) -> dict[str, Any]:
-    return {"id": name, "object": "model", "created": profile.created, "owned_by": profile.owned_by}
+def _lister() -> Surface:
+    headers = request.headers
+    return next((surface for header, surface in LISTINGS if header in headers), DEFAULT)
 
 
 @bp.get("/models")
 def list_models() -> ResponseReturnValue:
-    if ANTHROPIC in request.headers:  # the anthropic SDKs' models.list
-        return jsonify(anthropic_models.page(services().catalog.listed(), int_arg("limit", 20, 1, 1000),
-                                             request.args.get("after_id"), request.args.get("before_id")))
-    data = [_model(p.id, p) for p in services().catalog.listed()]
-    return jsonify({"object": "list", "data": data})
+    return jsonify(_lister().list_models(services().catalog, request.args))
 
 
 @bp.get("/models/<path:model>")
@@ -35,6 +31,4 @@ def get_model(model: str) -> ResponseReturnValue:
     if profile is None or profile.id == "default":
         raise APIError(f"The model '{model}' does not exist or you do not have access to it.", status=404,
                        param="model", code="model_not_found")
-    if ANTHROPIC in request.headers:
-        return jsonify(anthropic_models.model_info(model, profile))
-    return jsonify(_model(model, profile))
+    return jsonify(_lister().model_info(model, profile))

@@ -5,15 +5,14 @@ from __future__ import annotations
 from flask import Blueprint, jsonify, request
 from flask.typing import ResponseReturnValue
 
-from llmsim.api.answers import respond
 from llmsim.api.http import asked, bool_arg, int_arg, json_body, owner, services
 from llmsim.api.sse import sse_response
 from llmsim.errors import APIError, not_found
-from llmsim.responses import compaction, compat
-from llmsim.responses import create as responses
+from llmsim.responses import background, compaction, run
+from llmsim.responses.background import follow
 from llmsim.responses.create import cost_headers
-from llmsim.store import StoredResponse, background
-from llmsim.store.background import follow
+from llmsim.shared import compat
+from llmsim.store import StoredResponse
 
 bp = Blueprint("responses", __name__)
 
@@ -23,11 +22,6 @@ def _stored(response_id: str) -> StoredResponse:
     if record is None:
         raise not_found("Response", response_id)
     return record
-
-
-@bp.post("/responses")
-def create() -> ResponseReturnValue:
-    return respond(responses.create(services().pipeline, asked(json_body())))
 
 
 @bp.get("/responses/<response_id>")
@@ -86,7 +80,7 @@ def input_items(response_id: str) -> ResponseReturnValue:
 @bp.post("/responses/input_tokens")
 def input_tokens() -> ResponseReturnValue:
     request = asked(json_body())
-    count = services().pipeline.count_input_tokens(request.body, request.owner, request.lenient)
+    count = run.count_input_tokens(services().pipeline, request.body, request.owner, request.lenient)
     return jsonify({"object": "response.input_tokens", "input_tokens": count}), compat.headers(request.warnings)
 
 

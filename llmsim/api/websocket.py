@@ -15,15 +15,18 @@ from typing import Any, Protocol
 
 from flask import Blueprint, Response, current_app, request
 
+from llmsim import orchestrate
 from llmsim.api import decode
 from llmsim.api.http import asked, services
 from llmsim.chaos.faults import ConnectionDropped
 from llmsim.errors import APIError
-from llmsim.pipeline import Pipeline, dumps
+from llmsim.pipeline import Pipeline
 from llmsim.request import ApiRequest, Ticket, ticket_of
-from llmsim.responses import create as responses
+from llmsim.responses.create import Create
+from llmsim.responses.surface import RESPONSES
 from llmsim.runtime import shutdown
 from llmsim.runtime.wsconn import WholeFrames
+from llmsim.shared.events import dumps
 from llmsim.store import StoredResponse
 
 # simple_websocket and wsproto (~4 MB, ~30 ms a worker start) are imported by the first WebSocket, not at start-up.
@@ -165,8 +168,9 @@ class Session:
             raise APIError("Invalid type for 'generate': expected a boolean.", param="generate", code="invalid_type")
         body.pop("type")
         try:
-            answer = responses.create_streamed(self.pipeline, replace(self.asked, body={**body, "stream": True}),
-                                               self.recent, generate)
+            turn = Create(RESPONSES, recent=self.recent, generate=generate, paced_runs=False, holds=False)
+            answer = orchestrate.create(self.pipeline, turn, replace(self.asked, body={**body, "stream": True}),
+                                        raw=False)
         except BaseException as error:
             self.ticket = ticket_of(error) or self.ticket
             raise

@@ -19,15 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from llmsim.backends.relay import TimedEvent
+from llmsim.surface import by_path
 from llmsim.wire import canonical
 
 VERSION = 1
-# The parts of a request that decide its answer, for the default `normalised` matching.
-NORMALISED = {
-    "responses": ("model", "instructions", "input", "tools", "text", "previous_response_id", "conversation"),
-    "chat/completions": ("model", "messages", "tools", "response_format"),
-    "messages": ("model", "system", "messages", "tools", "tool_choice", "thinking"),
-}
 KEPT_HEADERS = ("openai-processing-ms", "openai-version", "x-request-id", "retry-after", "retry-after-ms",
                 "request-id")
 KEPT_PREFIXES = ("x-ratelimit-", "anthropic-ratelimit-")
@@ -94,7 +89,8 @@ def _text(data: Any) -> str:
 
 def normalised(endpoint: str, body: dict[str, Any]) -> dict[str, Any]:
     """What decides the answer: model, instructions, input, tools, text format (and the chain it continues)."""
-    fields = {name: body.get(name) for name in NORMALISED.get(endpoint, ())}
+    surface = by_path(endpoint)  # its `match`: the fields that decide its answer (llmsim/surface.py)
+    fields = {name: body.get(name) for name in (surface.match if surface is not None else ())}
     if isinstance(text := fields.get("text"), dict):
         fields["text"] = text.get("format")
     if isinstance(fields.get("input"), str):  # a string is one user message

@@ -3,33 +3,42 @@
 Their answer is the upstream's (or the recording's) own events and ids, byte for byte in meaning, so they sit
 where a backend sits but hand the pipeline serialized events instead of Deltas: rebuilding events from Deltas
 would mint new ids and lose the upstream's fields. The pipeline still applies faults, rate limits, timing and
-stores around them (Pipeline.relay).
+stores around them (the relay road, llmsim/relaying.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from llmsim.errors import APIError
 from llmsim.timing.recorded import TimedEvent
 
-ENDPOINTS = ("responses", "chat/completions")
+if TYPE_CHECKING:
+    from llmsim.surface import Surface
 
 
 @dataclass(frozen=True)
 class Exchange:
-    """One client request as the relay sees it: which endpoint and the JSON body, untouched. `raw`: the body's
-    bytes as the client sent them, when at hand (a proxy forwards them as they are)."""
+    """One client request as the relay sees it: its surface (llmsim/surface.py: the upstream path and auth, the
+    cassette match key) and the JSON body, untouched. `raw`: the body's bytes as the client sent them, when at
+    hand (a proxy forwards them as they are)."""
 
-    endpoint: str
+    surface: Surface
     body: dict[str, Any]
     raw: bytes | None = None
+    path: str | None = None  # where a proxy forwards it (its surface's `outline`); None: the surface's path
+    streamed: bool | None = None  # whether it streams (its surface's `outline`); None: as the body says
+
+    @property
+    def endpoint(self) -> str:
+        """The upstream path: where a proxy forwards it, a cassette's `endpoint`."""
+        return self.surface.path if self.path is None else self.path
 
     @property
     def stream(self) -> bool:
-        return bool(self.body.get("stream"))
+        return bool(self.body.get("stream")) if self.streamed is None else self.streamed
 
 
 @dataclass

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from pydantic import ValidationError
 
@@ -29,10 +29,12 @@ from llmsim.runtime import waits
 from llmsim.timing.profiles import Catalog
 from llmsim.wire import canonical
 
+if TYPE_CHECKING:
+    from llmsim.surface import Outline, Surface
+
 log = logging.getLogger("llmsim")
 FAULT_HEADER = "X-LLMSim-Fault"
 FALLBACK_LIMITS = Limits(rpm=500, tpm=30_000)  # what an injected 429 reports when no real limit is set
-DIRECTIONAL = frozenset({"messages"})  # endpoints whose rate-limit headers report input and output tokens apart
 CHARS_PER_TOKEN = 4  # a relayed request's input estimate for its rate limit; the answer's usage settles the count
 
 
@@ -52,7 +54,7 @@ class Gate:
         self.scenarios = scenarios or Player()  # scripted replies (llmsim/chaos/scenarios.py); none by default
         self.measure = measure
 
-    def direct_and_admit(self, endpoint: str, prompt: Prompt, request: ApiRequest, stream: bool,
+    def direct_and_admit(self, surface: Surface, prompt: Prompt, request: ApiRequest, stream: bool,
                          whole: bool = False, admitted: Admission | None = None) -> tuple[Prompt, Admission]:
         """Rate limits and faults, then scenarios. Raises the HTTP faults; the Admission carries a stream fault.
         `whole`: nothing of the answer leaves or waits before it is made (see ChaosState.decide). `admitted`: the
@@ -60,7 +62,7 @@ class Gate:
         def check(directed: Prompt) -> Admission:
             if admitted is not None:
                 return admitted
-            return self.check_limits_and_faults(endpoint, directed, request, stream, whole)
+            return self.check_limits_and_faults(surface, directed, request, stream, whole)
 
         player = self.scenarios
         if player.deferred():  # Redis, no scenario loaded: the admission's own script records the request
@@ -93,48 +95,45 @@ class Gate:
         admission.stream_fault = scripted_fault or admission.stream_fault
         return directed, admission
 
-    def check_limits_and_faults(self, endpoint: str, prompt: Prompt, request: ApiRequest, stream: bool,
+    def check_limits_and_faults(self, surface: Surface, prompt: Prompt, request: ApiRequest, stream: bool,
                                 whole: bool = False) -> Admission:
         """Rate limits and faults for one request, measured."""
         if self.state is None:
             return Admission()
         state = self.state
         if self.measure is None:
-            return _limits_and_faults(state, endpoint, prompt, request, stream, whole)
-        return self.measure(prompt, stream, lambda: _limits_and_faults(state, endpoint, prompt, request, stream,
+            return _limits_and_faults(state, surface, prompt, request, stream, whole)
+        return self.measure(prompt, stream, lambda: _limits_and_faults(state, surface, prompt, request, stream,
                                                                         whole))
 
 
-def relayed_prompt(body: dict[str, Any], catalog: Catalog) -> Prompt:
-    """What admission needs of a relayed request, from what its body says: the model, metadata, the output
-    limit and an estimate of the input tokens (the upstream counts them; its usage settles the estimate)."""
-    model = str(body.get("model") or "")
-    said = [body.get(name) for name in ("instructions", "input", "messages") if body.get(name) is not None]
-    limit = body.get("max_output_tokens") or body.get("max_completion_tokens") or body.get("max_tokens")
-    metadata = body.get("metadata")
+def relayed_prompt(outline: Outline, catalog: Catalog) -> Prompt:
+    """What admission needs of a relayed request, from what its surface reads of it (llmsim/surface.py
+    `outline`): the model, metadata, the output limit and an estimate of the input tokens (the upstream counts
+    them; its usage settles the estimate)."""
+    model = outline.model
     return Prompt(model=model, profile=catalog.get(model) or catalog.default, turns=[],
-                  input_tokens=len(canonical(said)) // CHARS_PER_TOKEN,
-                  max_output_tokens=limit if isinstance(limit, int) else None,
-                  metadata=metadata if isinstance(metadata, dict) else {})
+                  input_tokens=len(canonical(outline.said)) // CHARS_PER_TOKEN, max_output_tokens=outline.limit,
+                  metadata=outline.metadata)
 
 
-def _limits_and_faults(state: ChaosState, endpoint: str, prompt: Prompt, request: ApiRequest, stream: bool,
+def _limits_and_faults(state: ChaosState, surface: Surface, prompt: Prompt, request: ApiRequest, stream: bool,
                        whole: bool) -> Admission:
     """Rate limits, then faults (the header's, else the first rule that fires), for one generating request."""
     forced = _forced(request.fault)
     model, model_id = prompt.model, prompt.profile.id
     models = (model, model_id) if model_id and model_id != model else (model,)
-    entry = {"time": time.time(), "endpoint": endpoint, "model": model, "api_key": _masked(request.api_key),
+    entry = {"time": time.time(), "endpoint": surface.name, "model": model, "api_key": _masked(request.api_key),
              "stream": stream, "fault": None, "rule": None, "rate_limited": False, "status": None,
              "owner": request.owner,  # the key's scope: an API key as admin credential sees only its own
-             **({"warnings": list(request.warnings)} if request.warnings else {})}  # see llmsim/responses/compat.py
+             **({"warnings": list(request.warnings)} if request.warnings else {})}  # see llmsim/shared/compat.py
     key = (request.api_key or "", model_id or model)
     estimate = Charge(prompt.input_tokens, prompt.max_output_tokens or 0, prompt.cached_input_tokens)
-    decision = state.decide(RequestInfo(endpoint, models, request.api_key, dict(prompt.metadata or {})), entry, key,
+    decision = state.decide(RequestInfo(surface.name, models, request.api_key, dict(prompt.metadata or {})), entry, key,
                            lambda config: config.rate_limits.resolve(models, prompt.profile.rate_limits), estimate,
                            choose=forced is None, whole=whole)
     if decision.verdict is not None:
-        decision.verdict.directional = endpoint in DIRECTIONAL
+        decision.verdict.directional = surface.directional
     ticket = Ticket(state, decision.entry)
     try:
         return _decided(state, decision, ticket, forced, key, estimate, model, stream)

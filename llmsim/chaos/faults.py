@@ -13,19 +13,19 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from llmsim.chaos.ratelimit import duration, retry_after_headers
 from llmsim.chaos.rules import DEFAULT_AFTER_EVENTS, DEFAULT_RETRY_AFTER, Fault, FaultConfig, RequestInfo, Rule
 from llmsim.errors import APIError
 from llmsim.generation import Delta, Finish, expand
 from llmsim.request import SerializedEvent
-from llmsim.responses.events import TERMINAL, EventBuilder
 from llmsim.runtime import waits
 
 if TYPE_CHECKING:
     from llmsim.metrics.meter import Meter
     from llmsim.request import Ticket
+    from llmsim.surface import Ending
 
 
 @dataclass(frozen=True)
@@ -153,22 +153,22 @@ class StreamFault:
         return ((self.after_events is not None and sent >= self.after_events)
                 or (self.fault.after_tokens is not None and self.tokens >= self.fault.after_tokens))
 
-    def events(self, builder: EventBuilder, events: Iterator[SerializedEvent],
-               dumps: Callable[[Any], str]) -> Iterator[SerializedEvent]:
+    def events(self, builder: Ending, events: Iterator[SerializedEvent]) -> Iterator[SerializedEvent]:
+        """The events, ended (or slowed) as the fault says, the end in the builder's words."""
         ending = self.kind not in ("latency_spike", "slow_stream")
         sent, slept = 0, False
         while True:
             due = self._due(sent)
             if ending and due:
-                yield from self._end(builder, events, None, dumps)
+                yield from self._end(builder, events, None)
                 return
             item = next(events, None)
             if item is None:  # a stream with no terminal event (Chat Completions chunks) ended short of the trigger
                 if ending:
-                    yield from self._end(builder, events, None, dumps)
+                    yield from self._end(builder, events, None)
                 return
-            if ending and item[0] in TERMINAL:  # a stream shorter than the trigger: the fault takes its end
-                yield from self._end(builder, events, item, dumps)
+            if ending and item[0] in builder.terminal:  # a stream shorter than the trigger: the fault takes its end
+                yield from self._end(builder, events, item)
                 return
             if due and (self.kind == "slow_stream" or not slept):
                 slept = True
@@ -186,8 +186,8 @@ class StreamFault:
             raise APIError(self.fault.message or "The server had an error while processing your request. Sorry "
                            "about that!", status=500, type="server_error")
 
-    def _end(self, builder: EventBuilder, events: Iterator[SerializedEvent], pending: SerializedEvent | None,
-             dumps: Callable[[Any], str]) -> Iterator[SerializedEvent]:
+    def _end(self, builder: Ending, events: Iterator[SerializedEvent], pending: SerializedEvent | None
+             ) -> Iterator[SerializedEvent]:
         if self.kind == "stream_malformed" and pending is None:
             pending = next(events, None)
         close = getattr(events, "close", None)  # stop the generator under it: nothing more is made
@@ -196,10 +196,10 @@ class StreamFault:
         message = self.fault.message or "The server had an error while processing your request. Sorry about that!"
         if self.kind == "stream_failed":
             for event in builder.fail("server_error", message):
-                yield event["type"], dumps(event)
+                yield event["type"], builder.dumps(event)
         elif self.kind == "stream_error":
             event = builder.error("server_error", message)
-            yield event["type"], dumps(event)
+            yield event["type"], builder.dumps(event)
         else:
             if self.kind == "stream_malformed" and pending is not None:  # half of an event's JSON, then nothing
                 yield pending[0], pending[1][: len(pending[1]) // 2]
@@ -232,17 +232,18 @@ class Admission:
                 self.on_finish(delta)
             yield delta
 
-    def events(self, builder: EventBuilder, events: Iterator[SerializedEvent],
-               dumps: Callable[[Any], str]) -> Iterator[SerializedEvent]:
-        events = self.stream_fault.events(builder, events, dumps) if self.stream_fault else events
+    def events(self, builder: Ending, events: Iterator[SerializedEvent]) -> Iterator[SerializedEvent]:
+        """`events` (the builder's), ended or slowed by the stream fault, timed by the meter."""
+        events = self.stream_fault.events(builder, events) if self.stream_fault else events
         if self.meter is None:
             return events
-        if self.meter.response_id is None and getattr(builder, "response", None):  # a JSON answer's events are
-            self.meter.response_id = builder.response.get("id")  # not serialized: its id is the builder's
+        if self.meter.response_id is None and builder.response:  # a JSON answer's events are not serialized:
+            self.meter.response_id = builder.response.get("id")  # its id is the builder's
         return self.meter.events(events)  # last: what leaves the server is timed
 
-    def chunks(self, chunks: Iterator[bytes], chat: bool) -> Iterator[bytes]:
-        """A relayed stream sent as its bytes (no stream fault: nothing needs its events one by one), timed."""
+    def chunks(self, chunks: Iterator[bytes], marks: tuple[bytes, bytes | None]) -> Iterator[bytes]:
+        """A relayed stream sent as its bytes (no stream fault: nothing needs its events one by one), timed;
+        `marks`: how its token events are told in its bytes (llmsim/surface.py `token_marks`)."""
         assert self.stream_fault is None, "a stream fault needs the events"
-        return self.meter.chunks(chunks, chat) if self.meter else chunks
+        return self.meter.chunks(chunks, marks) if self.meter else chunks
 

@@ -1,1 +1,2 @@
-"""Chat Completions: its request schema, and the translator/serializer onto the shared pipeline."""
+"""Chat Completions: its contract (`surface.py`), request schema, translator and builder (`completions.py`), and
+its steps on the one template (`create.py`)."""

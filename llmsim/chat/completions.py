@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from llmsim.chat.schema import (
+    REFUSED,
     AssistantMessage,
     ChatRequest,
     FunctionMessage,
@@ -63,7 +64,7 @@ def parse(body: Any, lenient: list[str] | None = None) -> ChatRequest:
     if isinstance(body, dict) and body.get("messages") == []:
         raise APIError("Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty "
                        "array instead.", param="messages", code="empty_array")
-    request = schema.parse(ChatRequest, body, lenient, endpoint="chat.completions")
+    request = schema.parse(ChatRequest, body, lenient, REFUSED)
     schema.check_metadata(request.metadata)
     if request.top_logprobs is not None and not request.logprobs:
         raise APIError("Invalid value for 'top_logprobs': you must set 'logprobs' to true to use 'top_logprobs'.",

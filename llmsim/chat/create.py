@@ -1,5 +1,5 @@
-"""POST /chat/completions, the one place that runs it: the same prompt rules, backends, scenarios, pacing, rate
-limits and faults as /responses, on the one pipeline; its transport is llmsim/api/chat.py."""
+"""POST /chat/completions: the same prompt rules, backends, scenarios, pacing, rate limits and faults as
+/responses, on the one template (llmsim/orchestrate.py)."""
 
 from __future__ import annotations
 
@@ -15,16 +15,18 @@ from llmsim.chat import completions as chat
 from llmsim.chat.schema import ChatRequest
 from llmsim.errors import APIError
 from llmsim.generation import Delta, Prompt
-from llmsim.request import Answer, ApiRequest, attach, error_of
-from llmsim.responses import compat
-from llmsim.responses.events import SerializedEvent, dumps
+from llmsim.request import Answer, ApiRequest, error_of
 from llmsim.runtime.fairness import fair
 from llmsim.runtime.shutdown import ShuttingDown
 from llmsim.runtime.waits import ClientGone
+from llmsim.shared import compat
+from llmsim.shared.events import SerializedEvent, dumps
+from llmsim.surface import Job
 from llmsim.timing.profiles import Profile
 
 if TYPE_CHECKING:  # the pipeline runs what this module asks of it; nothing below imports this
     from llmsim.pipeline import Pipeline
+    from llmsim.surface import Surface
 
 log = logging.getLogger("llmsim")
 CHUNK = "chat.completion.chunk"
@@ -39,52 +41,51 @@ class Made:
     admission: Admission
 
 
-def create(pipeline: Pipeline, asked: ApiRequest) -> Answer:
-    """The answer: a relayed one, an SSE stream, or the completion's JSON (its Redis writes held when nothing
-    paces it, and made again if the fleet's chaos changed meanwhile)."""
-    relayed, admitted = pipeline.relay("chat/completions", asked, raw=True)
-    if relayed is not None:
-        return Answer(relayed=relayed, ticket=admitted.ticket if admitted else None)
-    request = chat.parse(asked.body, asked.lenient)
-    profile = pipeline.catalog.resolve(request.model, missing_status=404)
-    prompt = chat.build_prompt(request, profile, pipeline.seed if asked.seed is None else asked.seed)
-    prompt = replace(prompt, text_mode=asked.text_mode or prompt.text_mode)
-    waits = pipeline.waits(prompt, asked.speed)
-    whole = not request.stream and not waits
-    if whole:
-        pipeline.hold()  # its admission goes to Redis with its request log entry as it is answered: one round trip
-
-    def make() -> Made:
-        return _made(pipeline, asked, request, profile, prompt, whole, admitted)
-
-    made = make()
-    if request.stream:  # when nothing waits in it, slows or cuts it, its frames go out in as few writes as fit
-        return Answer(frames=_frames(fair(made.events)), together=not waits and made.admission.stream_fault is None,
-                      ticket=made.admission.ticket, headers=compat.headers(asked.warnings))
-    try:
-        made, failed = pipeline.finish(made, make, lambda made: error_of(made.events, made.admission.ticket))
-    except BaseException as unavailable:  # Redis away, say: the first ticket, where the drain attached none
-        attach(unavailable, made.admission.ticket)
-        raise
-    if failed is not None:
-        error = APIError(ErrorChunk.message(failed), status=500, type="server_error")
-        attach(error, made.admission.ticket)
-        raise error
-    return Answer(body=made.completion.body(), ticket=made.admission.ticket, headers=compat.headers(asked.warnings))
+@dataclass
+class Read:
+    request: ChatRequest
+    profile: Profile
 
 
+class Create:
+    """The Chat Completions surface's generating steps, as the one template runs them (llmsim/orchestrate.py)."""
 
-def _made(pipeline: Pipeline, asked: ApiRequest, request: ChatRequest, profile: Profile, prompt: Prompt,
-          whole: bool, admitted: Admission | None) -> Made:
-    prompt, admission = pipeline.direct_and_admit("chat.completions", prompt, asked, bool(request.stream), whole,
-                                                  admitted)
+    def __init__(self, surface: Surface) -> None:
+        self.surface = surface
 
-    def deltas(choice_prompt: Prompt) -> Iterator[Delta]:
-        return admission.deltas(pipeline.generate(choice_prompt, asked.speed))
+    def read(self, pipeline: Pipeline, asked: ApiRequest) -> Job:
+        request = chat.parse(asked.body, asked.lenient)
+        profile = pipeline.catalog.resolve(request.model, missing_status=404)
+        prompt = chat.build_prompt(request, profile, pipeline.seed if asked.seed is None else asked.seed)
+        prompt = replace(prompt, text_mode=asked.text_mode or prompt.text_mode)
+        return Job(prompt, bool(request.stream), Read(request, profile))
 
-    completion = chat.Completion(request, profile, prompt)
-    chunks = _chunks(completion, chat.choice_prompts(prompt, request.n or 1), deltas)
-    return Made(completion, admission.events(ErrorChunk(), chunks, ErrorChunk.dumps), admission)  # type: ignore[arg-type]
+    def make(self, pipeline: Pipeline, asked: ApiRequest, job: Job, whole: bool, admitted: Admission | None
+             ) -> Made:
+        read: Read = job.request
+        request = read.request
+        prompt, admission = pipeline.direct_and_admit(self.surface, job.prompt, asked, bool(request.stream), whole,
+                                                      admitted)
+
+        def deltas(choice_prompt: Prompt) -> Iterator[Delta]:
+            return admission.deltas(pipeline.generate(choice_prompt, asked.speed))
+
+        completion = chat.Completion(request, read.profile, prompt)
+        chunks = _chunks(completion, chat.choice_prompts(prompt, request.n or 1), deltas)
+        return Made(completion, admission.events(ErrorChunk(), chunks), admission)
+
+    def streamed(self, pipeline: Pipeline, made: Made, asked: ApiRequest, together: bool) -> Answer:
+        """When nothing waits in it, slows or cuts it, its frames go out in as few writes as fit."""
+        return Answer(frames=_frames(fair(made.events)), together=together, ticket=made.admission.ticket,
+                      headers=compat.headers(asked.warnings))
+
+    def drained(self, made: Made) -> APIError | None:
+        failed = error_of(made.events, made.admission.ticket)
+        return None if failed is None else APIError(ErrorChunk.message(failed), status=500, type="server_error")
+
+    def answered(self, pipeline: Pipeline, made: Made, asked: ApiRequest) -> Answer:
+        return Answer(body=made.completion.body(), ticket=made.admission.ticket,
+                      headers=compat.headers(asked.warnings))
 
 
 def _chunks(completion: chat.Completion, prompts: list[Prompt],
@@ -122,8 +123,11 @@ class ErrorChunk:
     """How a chat stream ends in error (`data: {"error": {...}}`, which the SDK raises on); it stands in for the
     event builder when an injected stream fault ends the stream."""
 
+    terminal = frozenset({"error"})
+    response = None
+
     @staticmethod
-    def error(code: str | None, message: str, param: str | None = None) -> dict[str, Any]:
+    def error(code: str, message: str, param: str | None = None) -> dict[str, Any]:
         return {"type": "error", "error": {"message": message, "type": "server_error", "param": param, "code": code}}
 
     def fail(self, code: str, message: str) -> Iterator[dict[str, Any]]:

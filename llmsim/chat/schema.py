@@ -283,3 +283,18 @@ class ChatRequest(Strict):
     @property
     def stops(self) -> list[str]:
         return [self.stop] if isinstance(self.stop, str) else [s for s in self.stop or [] if s]
+
+
+# Top-level names refused on /chat/completions, with what the client meant (llmsim/shared/compat.py).
+REFUSED: dict[str, str] = {
+    "input": "the Responses API's name: use 'messages'",
+    "instructions": "the Responses API's name: use a system or developer message",
+    "max_output_tokens": "the Responses API's name: use 'max_completion_tokens'",
+    "text": "the Responses API's name: use 'response_format' and 'verbosity'",
+    "reasoning": "the Responses API's name: use 'reasoning_effort'",
+    "previous_response_id": "the Responses API only",
+    "conversation": "the Responses API only",
+    "include": "the Responses API only",
+    "truncation": "the Responses API only",
+    "background": "the Responses API only",
+}

@@ -1,1 +1,2 @@
-"""The Anthropic Messages API surface: schema, translator, event builder, orchestrator."""
+"""The Anthropic Messages API surface: its contract (`surface.py`), schema, translator, event builder, and its
+steps on the one template."""

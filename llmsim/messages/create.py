@@ -1,5 +1,5 @@
-"""POST /v1/messages, the one place that runs it: the same prompt rules, backends, scenarios, pacing, rate limits
-and faults as /responses and /chat/completions, on the one pipeline; its transport is llmsim/api/messages.py."""
+"""POST /v1/messages: the same prompt rules, backends, scenarios, pacing, rate limits and faults as /responses
+and /chat/completions, on the one template (llmsim/orchestrate.py); and its token count."""
 
 from __future__ import annotations
 
@@ -11,14 +11,14 @@ from typing import TYPE_CHECKING
 from llmsim.chaos.faults import Admission
 from llmsim.errors import APIError
 from llmsim.messages import schema, translate
-from llmsim.messages.events import MessageBuilder, dumps
-from llmsim.request import Answer, ApiRequest, SerializedEvent, attach, error_of
+from llmsim.messages.events import MessageBuilder
+from llmsim.request import Answer, ApiRequest, SerializedEvent, error_of
 from llmsim.runtime.fairness import fair
+from llmsim.surface import Job
 
 if TYPE_CHECKING:  # the pipeline runs what this module asks of it; nothing below imports this
     from llmsim.pipeline import Pipeline
-
-ENDPOINT = "messages"
+    from llmsim.surface import Surface
 
 
 @dataclass
@@ -30,56 +30,53 @@ class Made:
     admission: Admission
 
 
-def create(pipeline: Pipeline, asked: ApiRequest) -> Answer:
-    """The answer: a relayed one, an SSE stream, or the Message's JSON."""
-    relayed, admitted = pipeline.relay(ENDPOINT, asked, raw=True)
-    if relayed is not None:
-        return Answer(relayed=relayed, ticket=admitted.ticket if admitted else None)
-    request = schema.parse(schema.CreateRequest, asked.body)
-    profile = pipeline.catalog.resolve(request.model)
-    translated = translate.build_prompt(request, profile, pipeline.seed if asked.seed is None else asked.seed,
-                                        asked.owner)
-    if asked.text_mode:
-        translated = replace(translated, prompt=replace(translated.prompt, text_mode=asked.text_mode))
-    waits = pipeline.waits(translated.prompt, asked.speed)
-    whole = not request.stream and not waits
-    if whole:
-        pipeline.hold()  # its admission goes to Redis with its request log entry as it is answered
-
-    def make() -> Made:
-        return _made(pipeline, asked, request, translated, whole, admitted)
-
-    made = make()
-    if request.stream:
-        return Answer(events=fair(made.events), together=not waits and made.admission.stream_fault is None,
-                      ticket=made.admission.ticket)
-    try:
-        made, failed = pipeline.finish(made, make, lambda made: error_of(made.events, made.admission.ticket))
-    except BaseException as unavailable:
-        attach(unavailable, made.admission.ticket)
-        raise
-    if failed is not None:
-        error = APIError(json.loads(failed)["error"]["message"], status=500, type="api_error")
-        attach(error, made.admission.ticket)
-        raise error
-    return Answer(body=made.builder.message, ticket=made.admission.ticket)
+@dataclass
+class Read:
+    request: schema.CreateRequest
+    translated: translate.Translated
 
 
+class Create:
+    """The Messages surface's generating steps, as the one template runs them."""
 
-def _made(pipeline: Pipeline, asked: ApiRequest, request: schema.CreateRequest,
-          translated: translate.Translated, whole: bool, admitted: Admission | None) -> Made:
-    prompt, admission = pipeline.direct_and_admit(ENDPOINT, translated.prompt, asked, request.stream, whole,
-                                                  admitted)
-    translated = replace(translated, prompt=prompt)
-    render = request.stream or admission.stream_fault is not None
-    builder = MessageBuilder(translated, request.model, render)
-    deltas = admission.deltas(pipeline.generate(prompt, asked.speed, runs=True))
-    if not request.stream:
-        deltas = fair(deltas)  # a long answer takes turns with the worker's other requests
-    events = admission.events(builder, builder.run(deltas), dumps)  # type: ignore[arg-type]
-    return Made(builder, events, admission)
+    def __init__(self, surface: Surface) -> None:
+        self.surface = surface
+
+    def read(self, pipeline: Pipeline, asked: ApiRequest) -> Job:
+        request = schema.parse(schema.CreateRequest, asked.body)
+        profile = pipeline.catalog.resolve(request.model)
+        translated = translate.build_prompt(request, profile, pipeline.seed if asked.seed is None else asked.seed,
+                                            asked.owner)
+        if asked.text_mode:
+            translated = replace(translated, prompt=replace(translated.prompt, text_mode=asked.text_mode))
+        return Job(translated.prompt, request.stream, Read(request, translated))
+
+    def make(self, pipeline: Pipeline, asked: ApiRequest, job: Job, whole: bool, admitted: Admission | None
+             ) -> Made:
+        read: Read = job.request
+        request = read.request
+        prompt, admission = pipeline.direct_and_admit(self.surface, job.prompt, asked, request.stream, whole,
+                                                      admitted)
+        translated = replace(read.translated, prompt=prompt)
+        render = request.stream or admission.stream_fault is not None
+        builder = MessageBuilder(translated, request.model, render)
+        deltas = admission.deltas(pipeline.generate(prompt, asked.speed, runs=True))
+        if not request.stream:
+            deltas = fair(deltas)  # a long answer takes turns with the worker's other requests
+        return Made(builder, admission.events(builder, builder.run(deltas)), admission)
+
+    def streamed(self, pipeline: Pipeline, made: Made, asked: ApiRequest, together: bool) -> Answer:
+        return Answer(events=fair(made.events), together=together, ticket=made.admission.ticket)
+
+    def drained(self, made: Made) -> APIError | None:
+        failed = error_of(made.events, made.admission.ticket)
+        return None if failed is None else APIError(json.loads(failed)["error"]["message"], status=500,
+                                                    type="api_error")
+
+    def answered(self, pipeline: Pipeline, made: Made, asked: ApiRequest) -> Answer:
+        return Answer(body=made.builder.message, ticket=made.admission.ticket)
 
 
-def count_tokens(pipeline: Pipeline, asked: ApiRequest) -> dict[str, int]:
+def count_tokens(pipeline: Pipeline, asked: ApiRequest) -> Answer:
     request = schema.parse(schema.CountTokensRequest, asked.body)
-    return {"input_tokens": translate.count_tokens(request, pipeline.catalog.resolve(request.model))}
+    return Answer(body={"input_tokens": translate.count_tokens(request, pipeline.catalog.resolve(request.model))})

@@ -219,8 +219,14 @@ class MessageBuilder:
 
     # --- how a fault ends the stream (llmsim/chaos/faults.py) -----------------------------------------
 
+    terminal = frozenset({"error"})
+
     @staticmethod
-    def error(code: str, message: str) -> dict[str, Any]:
+    def dumps(event: dict[str, Any]) -> str:
+        return dumps(event)
+
+    @staticmethod
+    def error(code: str, message: str, param: str | None = None) -> dict[str, Any]:
         kind = "overloaded_error" if code == "overloaded" else "api_error"
         return {"type": "error", "error": {"type": kind, "message": DEFAULT_WORDS.get(message, message)}}
 

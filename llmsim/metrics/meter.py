@@ -20,7 +20,7 @@ from llmsim.chaos.faults import Admission
 from llmsim.generation import Finish, Prompt
 from llmsim.metrics.registry import ITL_BUCKETS, Metrics
 from llmsim.request import SerializedEvent, ticket_of
-from llmsim.responses.events import PACED_TEXT
+from llmsim.shared.events import PACED_TEXT
 from llmsim.timing.pricing import Pricing
 
 FINISHED = {"stop": "stop", "tool_calls": "stop", "length": "length"}  # vLLM's reasons; anything else: abort
@@ -125,12 +125,13 @@ class Meter:
             running.dec()
             self.close(first, last, gaps)
 
-    def chunks(self, chunks: Iterator[bytes], chat: bool) -> Iterator[bytes]:
+    def chunks(self, chunks: Iterator[bytes], marks: tuple[bytes, bytes | None]) -> Iterator[bytes]:
         """A relayed stream forwarded as SSE bytes: its token events counted in each chunk, not cut out of it;
-        the tokens of one chunk left the server together (no gap between them)."""
+        the tokens of one chunk left the server together (no gap between them). `marks`: what a token event
+        carries, and what such an event that carries no token has besides (llmsim/surface.py `token_marks`)."""
         self.at_edge = True
-        roles = Tally(CHAT_ROLE) if chat else None
-        return self._timed_chunks(chunks, Tally(CHAT_TOKEN if chat else DELTA_EVENT), roles)
+        token, none = marks
+        return self._timed_chunks(chunks, Tally(token), Tally(none) if none is not None else None)
 
     def _timed_chunks(self, chunks: Iterator[bytes], tally: Tally, roles: Tally | None) -> Iterator[bytes]:
         running = self.series.running
@@ -206,8 +207,7 @@ class Meter:
                 sum(f.usage.reasoning_tokens for f in self.usage), max(f.usage.cached_tokens for f in self.usage))
 
 
-DELTA_EVENT = b".delta\ndata:"  # the end of a Responses `*.delta` event's name line
-CHAT_TOKEN, CHAT_ROLE = b'"finish_reason":null', b'"role":"'  # a chat chunk still going; the first says its role
+DELTA_EVENT = b".delta\ndata:"  # the end of a Responses `*.delta` event's name line (its `token_marks`)
 
 
 class Tally:

@@ -15,7 +15,7 @@ from pydantic import Field, field_validator
 
 from llmsim import ids, tokens
 from llmsim.generation import Usage
-from llmsim.responses import schema, translate
+from llmsim.responses import run, schema, translate
 from llmsim.responses.events import usage_dict
 
 if TYPE_CHECKING:
@@ -52,8 +52,8 @@ def compact(pipeline: Pipeline, body: Any, owner: str = "", lenient: list[str] |
     """`lenient`: see llmsim/responses/schema.py's parse."""
     request = schema.parse(CompactRequest, body, lenient)
     profile = pipeline.catalog.resolve(request.model or "default")
-    history = pipeline.history(request.previous_response_id, None, owner=owner)
-    items = history + translate.normalize_items(request.input or [], history, pipeline.item_finder(owner))
+    history = run.history(pipeline, request.previous_response_id, None, owner=owner)
+    items = history + translate.normalize_items(request.input or [], history, run.item_finder(pipeline, owner))
     kept = [item for item in items if item["type"] == "message" and item["role"] == "user"]
     replaced = translate.count_input_tokens([item for item in items if item not in kept], None, [], profile.encoding)
     summary = opaque(max(MIN_SUMMARY_TOKENS, round(SUMMARY_SHARE * replaced)))

@@ -39,12 +39,11 @@ from llmsim.generation import (
 )
 from llmsim.runtime.shutdown import ShuttingDown
 from llmsim.runtime.waits import ClientGone
+from llmsim.shared.events import PACED_TEXT, PacedEvent, PacedText, SerializedEvent, dumps
 
 Event = dict[str, Any]
 log = logging.getLogger("llmsim")
-SerializedEvent = tuple[str, str]  # (event type, JSON data)
 TEXT_DELTA = "response.output_text.delta"
-PACED_TEXT = "llmsim.paced_text"  # the kind that comes with a PacedText: not an event type any client sees
 TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed", "error"})
 CANCELLED = "response.incomplete"  # the terminal event of a cancelled response
 # Events after which a stored snapshot of a running response is refreshed (not every delta: that is O(n²)).
@@ -107,7 +106,11 @@ class Entropy:
 
 
 class EventBuilder:
-    """Feeds deltas into `response` (a Response dict) and yields the events a client sees."""
+    """Feeds deltas into `response` (a Response dict) and yields the events a client sees (the Responses
+    surface's Builder, llmsim/surface.py)."""
+
+    terminal = TERMINAL
+    dumps = staticmethod(dumps)
 
     def __init__(self, response: dict[str, Any], *, encrypted_reasoning: bool = False,
                  obfuscate: bool = False, entropy: Entropy | None = None, quiet: bool = False,
@@ -463,29 +466,12 @@ class EventBuilder:
         return {"obfuscation": self.entropy.obfuscation()} if self.obfuscate else {}
 
 
-class PacedText:
-    """Not an event: a run's text-delta events (their JSON), which a transport sends one by one, each when `pace`
-    says it is due, recording when each left in `pace.sent`; with no `pace`, all at once. Only SSE asks for them."""
-
-    __slots__ = ("data", "pace")
-
-    def __init__(self, data: list[str], pace: Any) -> None:
-        self.data = data
-        self.pace = pace
-
-
-PacedEvent = tuple[str, PacedText]  # (PACED_TEXT, the PacedText)
 
 
 _encode = wire.dumps
 _string = json.encoder.encode_basestring  # a str as JSON, UTF-8 as is: what the encoder does with one
 _TEXT_DELTA_KEYS = ("type", "sequence_number", "item_id", "output_index", "content_index", "delta", "logprobs",
                     "obfuscation")
-
-
-def dumps(data: Any) -> str:
-    """An event's (or any API object's) wire form: compact JSON, UTF-8 as is."""
-    return _encode(data)
 
 
 def dumps_event(event: Event) -> str:

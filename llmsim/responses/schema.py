@@ -8,13 +8,14 @@ api.openai.com fails it: `Unknown parameter: 'input[0].contnet'.`
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Any, Literal, NoReturn, TypeVar, Union
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
 
 from llmsim.errors import APIError
-from llmsim.responses import compat
+from llmsim.shared import compat
 
 Effort = Literal["none", "minimal", "low", "medium", "high", "xhigh", "max", "ultra"]  # ultra: Codex CLI's newest
 Includable = Literal[
@@ -664,16 +665,33 @@ M = TypeVar("M", bound=BaseModel)
 _LOST = frozenset({"missing", "invalid_item", "union_tag_invalid", "union_tag_not_found"})  # a field gone missing
 
 
-def parse(model: type[M], body: Any, lenient: list[str] | None = None, endpoint: str = "responses") -> M:
+# Top-level names refused on /responses, with what the client meant (llmsim/shared/compat.py).
+REFUSED: dict[str, str] = {
+    "messages": "Chat Completions' name: use 'input'",
+    "max_tokens": "Chat Completions' name: use 'max_output_tokens'",
+    "max_completion_tokens": "Chat Completions' name: use 'max_output_tokens'",
+    "response_format": "Chat Completions' name: use 'text.format'",
+    "reasoning_effort": "Chat Completions' name: use 'reasoning.effort'",
+    "functions": "Chat Completions' deprecated name: use 'tools'",
+    "function_call": "Chat Completions' deprecated name: use 'tool_choice'",
+    "n": "Chat Completions only: the Responses API makes one output",
+    "stop": "Chat Completions only",
+    "logit_bias": "Chat Completions only",
+    "frequency_penalty": "Chat Completions only",
+    "presence_penalty": "Chat Completions only",
+    "seed": "not a Responses API parameter",
+}
+
+
+def parse(model: type[M], body: Any, lenient: list[str] | None = None, refused: Mapping[str, str] = REFUSED) -> M:
     """`body` as `model`, or the live API's 400. `lenient`: where to report what is forgiven (see
-    llmsim/responses/compat.py: unknown names and enum values are dropped, except the names refused on
-    `endpoint`); None: strict."""
+    llmsim/shared/compat.py: unknown names and enum values are dropped, except the names `refused`); None:
+    strict."""
     if not isinstance(body, dict):
         raise APIError(
             f"Invalid type for request body: expected an object, but got {_describe(body)} instead.",
             code="invalid_type",
         )
-    refused = compat.REFUSED.get(endpoint, {})
     forgiven: dict[tuple[Any, ...], ErrorDetails] = {}  # an enum value dropped, by where it was
     copied = False
     for _ in range(compat.MAX_FORGIVEN):

@@ -7,16 +7,14 @@ from collections.abc import Iterable
 from typing import Any
 
 from llmsim.errors import APIError
+from llmsim.generation import WEB_SEARCH_TYPES
 from llmsim.responses.schema import (
     CreateRequest,
     FunctionTool,
     TextFormatJsonObject,
     TextFormatJsonSchema,
 )
-from llmsim.responses.schema_checks import schema_error
-
-WEB_SEARCH_TYPES = frozenset({"web_search", "web_search_preview", "web_search_2025_08_26",
-                              "web_search_preview_2025_03_11"})
+from llmsim.shared.schema_checks import schema_error
 
 
 def check(request: CreateRequest) -> None:

@@ -113,9 +113,9 @@ def open_stores(url: str, max_entries: int, ttl_seconds: float,
     """The stores behind `--store`; every kind applies the same entry and TTL limits. `load_replay`: how a store
     other processes read (Redis) gets a response's replay back from its `dump` (without it, it keeps the events)."""
     if is_redis_url(url):
-        from llmsim.store.background import this_worker
         from llmsim.store.redis_client import Batch, Heartbeat, Scripts, connect
         from llmsim.store.redis_store import RedisConversations, RedisStore
+        from llmsim.store.workers import this_worker
 
         client = connect(url)
         heartbeat = Heartbeat(client, this_worker())

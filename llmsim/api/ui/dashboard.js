@@ -393,7 +393,7 @@ function renderRequests(recent) {
       } else if (i === 4) {
         const [status, kind] = statusOf(r);
         td.append(pill(status, kind));
-        if (r.warnings && r.warnings.length) {  // accepted without being known (llmsim/responses/compat.py)
+        if (r.warnings && r.warnings.length) {  // accepted without being known (llmsim/shared/compat.py)
           const warned = pill(`${r.warnings.length} warning${r.warnings.length > 1 ? "s" : ""}`, "warn");
           warned.title = r.warnings.join("\n");
           warned.className += " warnings";

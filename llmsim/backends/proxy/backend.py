@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Generator, Iterator
+from typing import TYPE_CHECKING
 
 import urllib3
 from urllib3.exceptions import HTTPError
@@ -29,7 +30,10 @@ from llmsim.chaos.faults import ConnectionDropped
 from llmsim.config import Settings
 from llmsim.errors import APIError
 from llmsim.generation import Delta, Prompt
-from llmsim.responses import rawsse
+from llmsim.shared import rawsse
+
+if TYPE_CHECKING:
+    from llmsim.surface import Surface
 
 CONNECT_TIMEOUT = 10.0
 READ_TIMEOUT = 600.0  # the longest an upstream may stay silent (before its answer, and mid-answer)
@@ -38,8 +42,6 @@ READ_SIZE = 64 * 1024  # an upstream that does not send chunked: what one read t
 # identity: a stream's bytes are forwarded as they come, so they should come uncompressed
 STREAM_HEADERS = {"Accept": "text/event-stream", "Accept-Encoding": "identity", "Content-Type": "application/json"}
 JSON_HEADERS = {"Accept": "application/json", "Content-Type": "application/json"}
-ANTHROPIC_ENDPOINTS = frozenset({"messages"})  # forwarded with Anthropic's auth headers
-ANTHROPIC_VERSION = "2023-06-01"  # the Messages API's version header (its only version)
 TIMEOUTS = urllib3.Timeout(connect=CONNECT_TIMEOUT, read=READ_TIMEOUT)
 
 
@@ -59,11 +61,8 @@ class ProxyBackend:
                  on_record: Callable[[Cassette], None] | None = None, idle_limit: float = READ_TIMEOUT) -> None:
         self.upstream = upstream.rstrip("/")
         self.path = urllib3.util.parse_url(self.upstream).path or ""
-        auth = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        anthropic = {"anthropic-version": ANTHROPIC_VERSION, **({"x-api-key": api_key} if api_key else {})}
-        self.headers = {(True, False): {**auth, **STREAM_HEADERS}, (False, False): {**auth, **JSON_HEADERS},
-                        (True, True): {**anthropic, **STREAM_HEADERS}, (False, True): {**anthropic, **JSON_HEADERS}}
-        # by (`stream`, an Anthropic Messages request: its key goes in `x-api-key`)
+        self.key = api_key
+        self.headers: dict[tuple[bool, Surface], dict[str, str]] = {}  # by (`stream`, the surface: its auth)
         self.writer = writer
         self.on_record = on_record  # replay's `--on-miss proxy` adds what was recorded to its library
         self.pool = upstream_pool(self.upstream)
@@ -77,9 +76,18 @@ class ProxyBackend:
         writer = Writer(settings.record_dir, secrets=(key,) if key else ()) if settings.record_dir else None
         return cls(settings.upstream, key, writer, **options)  # type: ignore[arg-type]
 
+    def _headers(self, exchange: Exchange) -> dict[str, str]:
+        """The upstream request's headers for a surface: its key where the surface's API takes it."""
+        surface, key = exchange.surface, self.key
+        auth: dict[str, str] = {} if not key else {"Authorization": f"Bearer {key}"} \
+            if surface.upstream_auth == "bearer" else {surface.upstream_auth: key}
+        headers = {**surface.upstream_headers, **auth, **(STREAM_HEADERS if exchange.stream else JSON_HEADERS)}
+        self.headers[exchange.stream, surface] = headers
+        return headers
+
     def relay(self, exchange: Exchange) -> Reply:
         order, started = time.time_ns(), time.monotonic()
-        headers = self.headers[exchange.stream, exchange.endpoint in ANTHROPIC_ENDPOINTS]
+        headers = self.headers.get((exchange.stream, exchange.surface)) or self._headers(exchange)
         try:
             response = self.pool.urlopen("POST", f"{self.path}/{exchange.endpoint}",
                                          body=exchange.raw or json.dumps(exchange.body).encode(),

@@ -97,7 +97,7 @@ def playable(cassette: Cassette, exchange: Exchange) -> bool:
         return False
     if cassette.stream == exchange.stream or cassette.status >= 400:
         return True
-    return cassette.stream and exchange.endpoint == "responses"
+    return cassette.stream and exchange.surface.json_from_stream
 
 
 def _name(cassette: Cassette) -> str:

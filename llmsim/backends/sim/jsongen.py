@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from llmsim.backends.sim import regexgen
 from llmsim.backends.sim.fake import lazy_faker
-from llmsim.responses.schema_checks import pointer
+from llmsim.shared.schema_checks import pointer
 
 if TYPE_CHECKING:
     from faker import Faker  # a type here; Faker itself is imported at its first use (llmsim/backends/sim/fake.py)

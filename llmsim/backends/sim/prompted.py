@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from llmsim.generation import Turn
-from llmsim.responses.schema_checks import schema_error
+from llmsim.shared.schema_checks import schema_error
 
 MAX_SCAN_CHARS = 100_000  # of the prompt's end: the instructions that matter are near the question
 MAX_ATTEMPTS = 256  # JSON decodes tried: bounded work whatever the prompt holds

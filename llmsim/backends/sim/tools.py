@@ -16,8 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from llmsim.backends.sim import hosted, intent, jsongen, shell
-from llmsim.generation import Prompt, Turn, pending
-from llmsim.responses.toolspec import WEB_SEARCH_TYPES
+from llmsim.generation import WEB_SEARCH_TYPES, Prompt, Turn, pending
 
 if TYPE_CHECKING:
     from faker import Faker  # a type here; Faker itself is imported at its first use (llmsim/backends/sim/fake.py)

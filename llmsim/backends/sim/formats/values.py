@@ -13,7 +13,7 @@ from typing import Any
 
 from llmsim.backends.sim import intent, jsongen, phrases, text, tools
 from llmsim.backends.sim.formats.request import Request
-from llmsim.responses.schema_checks import schema_error
+from llmsim.shared.schema_checks import schema_error
 
 MAX_QUOTE_CHARS = 300  # of one tool result quoted in an answer
 _EXPRESSION = re.compile(r"\d[\d\s.+\-*/×x÷()]*[+\-*/×÷][\d\s.+\-*/×x÷()]*\d")

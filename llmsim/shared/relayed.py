@@ -10,27 +10,36 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llmsim.generation import Finish, Usage
-from llmsim.responses.events import dumps
-from llmsim.responses.rawsse import events as split_events
-from llmsim.responses.rawsse import frame_at, parse
+from llmsim.shared.rawsse import events as split_events
+from llmsim.shared.rawsse import frame_at, parse
+
+if TYPE_CHECKING:
+    from llmsim.surface import Surface
 
 LIFECYCLE = frozenset({"response.created", "response.queued", "response.in_progress", "response.completed",
                        "response.incomplete", "response.failed"})
 FINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
+TERMINAL = FINAL | {"error"}
 FINAL_MARKS = tuple(kind.encode() for kind in sorted(FINAL))  # in a final event's bytes (and maybe in text)
-USAGE_MARK = b'"usage":{'  # in a chat chunk that carries usage
-LONGEST_MARK = max(len(mark) for mark in (*FINAL_MARKS, USAGE_MARK))
+LONGEST_FINAL = max(len(mark) for mark in FINAL_MARKS)
 
 
 class RelayedStream:
-    """Stands in for the EventBuilder when a StreamFault ends a relayed stream (`fail`, `error`, `dumps`)."""
+    """Stands in for a surface's builder when a StreamFault ends a relayed stream (`fail`, `error`, `dumps`: the
+    surface's `relayed_error`, llmsim/surface.py)."""
 
-    def __init__(self, endpoint: str) -> None:
-        self.anthropic = endpoint == "messages"  # Anthropic's Messages: its errors are its own shape
-        self.chat = endpoint == "chat/completions" or self.anthropic  # no final response: settled from its usage
+    terminal = TERMINAL
+
+    def __init__(self, surface: Surface) -> None:
+        self.surface = surface
+        self.chat = surface.final == "usage"  # no final response: settled from its usage
+        self.usage_key = surface.usage_key
+        self.usage_text = f'"{surface.usage_key}":{{'  # in an event that carries usage
+        self.usage_mark = self.usage_text.encode()
+        self.longest_mark = max(LONGEST_FINAL, len(self.usage_mark))
         self.response: dict[str, Any] | None = None  # the latest Response snapshot
         self.usage: dict[str, Any] | None = None
         self.last = ""  # the last event's data, for its sequence_number
@@ -39,10 +48,10 @@ class RelayedStream:
     def observe(self, kind: str, data: str) -> bool:
         """Takes note of one event; True when it carried the final response."""
         self.last = data
-        if kind in LIFECYCLE or (self.chat and '"usage":{' in data):
+        if kind in LIFECYCLE or (self.chat and self.usage_text in data):
             event = json.loads(data)
             if self.chat:
-                self.usage = event.get("usage")
+                self.usage = event.get(self.usage_key)
                 return False
             self.response = event.get("response")
             self.usage = (self.response or {}).get("usage") or self.usage
@@ -53,8 +62,8 @@ class RelayedStream:
         """Looks for the final event (Chat Completions: the usage) in the stream's bytes so far, from where the
         last look ended; True when the final response was seen. A mark inside text is parsed and passed over."""
         start = self.scanned
-        self.scanned = max(start, len(buffer) - LONGEST_MARK)  # a mark cut by a read is found next time
-        for mark in (USAGE_MARK,) if self.chat else FINAL_MARKS:
+        self.scanned = max(start, len(buffer) - self.longest_mark)  # a mark cut by a read is found next time
+        for mark in (self.usage_mark,) if self.chat else FINAL_MARKS:
             position = buffer.find(mark, start)
             while position >= 0:
                 frame = frame_at(buffer, position)
@@ -74,7 +83,7 @@ class RelayedStream:
     def observe_body(self, body: Any) -> None:
         """A JSON answer: a Response or a chat completion."""
         if isinstance(body, dict):
-            self.usage = body.get("usage")
+            self.usage = body.get(self.usage_key)
             if body.get("object") == "response":
                 self.response = body
 
@@ -82,9 +91,7 @@ class RelayedStream:
         """The usage as a Finish, for settling rate limits; None when the answer gave none."""
         if not isinstance(self.usage, dict):
             return None
-        get = self.usage.get
-        return Finish("stop", Usage(int(get("input_tokens", get("prompt_tokens", 0)) or 0),
-                                    int(get("output_tokens", get("completion_tokens", 0)) or 0)))
+        return Finish("stop", Usage(*self.surface.relayed_tokens(self.usage)))
 
     @property
     def _sequence(self) -> int:
@@ -102,12 +109,7 @@ class RelayedStream:
         yield {"type": "response.failed", "sequence_number": self._sequence, "response": response}
 
     def error(self, code: str, message: str, param: str | None = None) -> dict[str, Any]:
-        if self.anthropic:
-            return {"type": "error", "error": {"type": "api_error", "message": message}}
-        if self.chat:
-            return {"type": "error", "error": {"message": message, "type": "server_error", "param": param,
-                                               "code": code}}
-        return {"type": "error", "sequence_number": self._sequence, "code": code, "message": message, "param": param}
+        return self.surface.relayed_error(code, message, param, self._sequence)
 
     def dumps(self, event: dict[str, Any]) -> str:
-        return dumps({"error": event["error"]} if self.chat and not self.anthropic else event)
+        return self.surface.relayed_dumps(event)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from llmsim.responses.events import SerializedEvent  # here: (SSE event name or "", data)
+from llmsim.shared.events import SerializedEvent  # here: (SSE event name or "", data)
 
 
 def events(chunks: Iterable[bytes]) -> Iterator[SerializedEvent]:

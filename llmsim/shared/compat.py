@@ -6,13 +6,14 @@ of a known enum are accepted (dropped: the default applies) and reported: the `x
 request log (and the dashboard), the pytest handle's `llmsim.warnings`. `--strict-params` (or the
 `X-LLMSim-Strict-Params: true` header) gives the live API's 400 for them instead.
 
-`REFUSED` is the one list of names known to be wrong on an endpoint: another endpoint's parameters, which a client
-sends by mistake, and parameters the live API has removed. They get the live API's 400 always (docs/compatibility.md
-lists them).
+Each surface says which names are known to be wrong on it (its `refused`, llmsim/surface.py): another API's
+parameters, which a client sends by mistake, and parameters the live API has removed. They get the live API's 400
+always (docs/compatibility.md lists them).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic_core import ErrorDetails
@@ -22,42 +23,11 @@ STRICT_HEADER = "X-LLMSim-Strict-Params"
 MAX_WARNINGS = 20  # per request: bounded, whatever a body holds
 MAX_FORGIVEN = 64  # fields dropped from one body before it is refused as it stands
 
-# Top-level names refused on each endpoint, with what the client meant.
-REFUSED: dict[str, dict[str, str]] = {
-    "responses": {
-        "messages": "Chat Completions' name: use 'input'",
-        "max_tokens": "Chat Completions' name: use 'max_output_tokens'",
-        "max_completion_tokens": "Chat Completions' name: use 'max_output_tokens'",
-        "response_format": "Chat Completions' name: use 'text.format'",
-        "reasoning_effort": "Chat Completions' name: use 'reasoning.effort'",
-        "functions": "Chat Completions' deprecated name: use 'tools'",
-        "function_call": "Chat Completions' deprecated name: use 'tool_choice'",
-        "n": "Chat Completions only: the Responses API makes one output",
-        "stop": "Chat Completions only",
-        "logit_bias": "Chat Completions only",
-        "frequency_penalty": "Chat Completions only",
-        "presence_penalty": "Chat Completions only",
-        "seed": "not a Responses API parameter",
-    },
-    "chat.completions": {
-        "input": "the Responses API's name: use 'messages'",
-        "instructions": "the Responses API's name: use a system or developer message",
-        "max_output_tokens": "the Responses API's name: use 'max_completion_tokens'",
-        "text": "the Responses API's name: use 'response_format' and 'verbosity'",
-        "reasoning": "the Responses API's name: use 'reasoning_effort'",
-        "previous_response_id": "the Responses API only",
-        "conversation": "the Responses API only",
-        "include": "the Responses API only",
-        "truncation": "the Responses API only",
-        "background": "the Responses API only",
-    },
-}
-
 _VALUE_ERRORS = frozenset({"literal_error", "enum"})
 _MISSING = object()
 
 
-def forgive(body: dict[str, Any], error: ErrorDetails, refused: frozenset[str] | dict[str, str]) -> str | None:
+def forgive(body: dict[str, Any], error: ErrorDetails, refused: frozenset[str] | Mapping[str, str]) -> str | None:
     """Drop from `body` (in place) what `error` is about, if it is an unknown name or enum value, and say so; None
     when the error stands (a wrong type, a missing field, an unknown item type, a refused name)."""
     kind, loc = error["type"], error["loc"]
