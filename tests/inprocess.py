@@ -175,7 +175,7 @@ class InProcessServer(ServerProcess):
 
         with _environ, _environment(self.env):
             args = build_parser().parse_args(["serve", "--host", "127.0.0.1", "--port", "1", *self.flags])
-        return settings_from_args(args)
+            return settings_from_args(args)
 
     def _serve(self, settings: Any) -> None:
         _serving.hub = True
