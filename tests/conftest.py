@@ -197,10 +197,12 @@ def _server(request: pytest.FixtureRequest, flags: tuple[str, ...], env: dict[st
     return inprocess.InProcessServer("--speed", "0", *flags, env=env).start()
 
 
-@pytest.fixture(scope="session")
-def server() -> Iterator[ServerProcess]:
-    with inprocess.InProcessServer("--speed", "0") as started:
-        yield started
+@pytest.fixture(scope="module")
+def server(request: pytest.FixtureRequest) -> Iterator[ServerProcess]:
+    """The module's server at speed 0 (in this process: a start costs ~0.1 s, so each module has its own)."""
+    started = _server(request, (), None)
+    yield started
+    started.stop()
 
 
 @pytest.fixture(scope="session")
@@ -210,7 +212,7 @@ def llmsim_server(llmsim_flags: tuple[str, ...]) -> Iterator[ServerProcess]:
         yield started
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def client(server: ServerProcess) -> openai.OpenAI:
     return openai.OpenAI(base_url=server.base_url, api_key="sk-test", max_retries=0)
 
