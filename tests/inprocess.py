@@ -33,10 +33,6 @@ _serving = threading.local()  # .hub: True in a server's thread
 _environ = threading.Lock()  # parsing flags with the server's LLMSIM_* variables set in os.environ
 
 
-def in_server_thread() -> bool:
-    return getattr(_serving, "hub", False)
-
-
 class _Routed:
     """gevent's `green` in a server's thread, `plain` elsewhere. An object, not a function: a class attribute
     holding it (werkzeug's `Map.lock_class`) stays unbound."""
