@@ -57,7 +57,7 @@ AREAS = {
     "mlx": {"mlx"},
     "sim": {"text", "formats", "determinism", "rng", "token", "models"},
     "timing": {"latency", "profiles", "ticks", "paced"},
-    "process": {"serve", "startup", "shutdown", "sockets", "ticks", "fairness", "paced", "stalls"},
+    "process": {"serve", "startup", "shutdown", "restarts", "sockets", "ticks", "fairness", "paced", "stalls"},
     "errors": {"error", "validation", "hostile", "fuzz", "bounds"},
     "security": {"security", "origins"},
     "metrics": {"metrics", "dashboard"},

@@ -25,7 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Self
+from typing import Any, NoReturn, Self
 
 from llmsim.testing import ServerProcess
 
@@ -113,7 +113,7 @@ class _Log(logging.Handler):
 
 class InProcessServer(ServerProcess):
     """`ServerProcess`'s interface (`url`, `base_url`, `port`, `start`, `stop`, `log`) for a server in this process:
-    `InProcessServer("--seed", "7").start()`. Its `process` is None."""
+    `InProcessServer("--seed", "7").start()`. It has no `process`."""
 
     LOGGERS = ("llmsim", "gunicorn.error")
 
@@ -122,13 +122,17 @@ class InProcessServer(ServerProcess):
         self.env = env or {}
         self.startup_timeout = startup_timeout
         self.port = 0
-        self.process = None
         self.stopping = False
         self._up = threading.Event()
         self._failed: BaseException | None = None
         self._wake: Any = None  # the hub's async watcher: sent from any thread, it stops the server
         self._thread: threading.Thread | None = None
         self._log: _Log | None = None
+
+    @property  # type: ignore[override]
+    def process(self) -> NoReturn:
+        raise AttributeError("this server serves in the test process, which has no process of its own to signal or "
+                             "kill: mark the test @pytest.mark.process (or name its file for the process area)")
 
     def launch(self) -> Self:
         route_to_gevent()
