@@ -7,11 +7,13 @@ import ssl
 import sys
 import tempfile
 from collections.abc import Callable, Generator, Iterator
+from pathlib import Path
 from typing import IO
 
 import openai
 import pytest
 
+import inprocess
 from llmsim.testing import ServerProcess, stop_all
 
 # Modules whose tests time a paced stream or a timer to the millisecond, and a test that fits a profile to the
@@ -40,7 +42,55 @@ FIRST = ("test_proxy_replay.py", "test_redis.py", "test_bench.py", "test_stalls.
          "test_codex.py", "test_bench_proxy.py")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+# The area markers (`python -m pytest -m chat`), registered in pyproject.toml: a test file is in every area one of
+# the words of its name names (test_messages_relay.py: messages and proxy), and tests/clients/ is `clients`. A file
+# whose words name none is in the area of its first word (test_gemini.py: `gemini`), registered as it is met; a file
+# that belongs elsewhere says so itself (`pytestmark = pytest.mark.store`).
+AREAS = {
+    "responses": {"responses", "conversations", "background", "reasoning", "structured", "tools", "tool", "item",
+                  "shapes", "params", "event", "websocket", "json", "wire"},
+    "chat": {"chat"},
+    "messages": {"messages", "anthropic"},
+    "chaos": {"faults", "ratelimit", "scenarios", "stalls"},
+    "store": {"store", "sqlite", "redis"},
+    "proxy": {"proxy", "replay", "relay", "cassettes"},
+    "mlx": {"mlx"},
+    "sim": {"text", "formats", "determinism", "rng", "token", "models"},
+    "timing": {"latency", "profiles", "ticks", "paced"},
+    "process": {"serve", "startup", "shutdown", "restarts", "sockets", "ticks", "fairness", "paced", "stalls"},
+    "errors": {"error", "validation", "hostile", "fuzz", "bounds"},
+    "security": {"security", "origins"},
+    "metrics": {"metrics", "dashboard"},
+    "dashboard": {"dashboard", "origins"},
+    "docs": {"docs", "examples"},
+    "bench": {"bench"},
+    "plugin": {"plugin"},
+    "layout": {"layout"},
+}
+
+
+def areas_of(path: Path) -> set[str]:
+    words = set(path.stem.removeprefix("test_").split("_"))
+    found = {area for area, names in AREAS.items() if words & names}
+    if path.parent.name == "clients":
+        found.add("clients")
+    return found
+
+
+def _mark_areas(config: pytest.Config, items: list[pytest.Item]) -> None:
+    registered = {line.split(":")[0].split("(")[0] for line in config.getini("markers")}
+    for item in items:
+        explicit = {mark.name for mark in item.iter_markers()} & registered
+        areas = areas_of(item.path) or explicit or {item.path.stem.removeprefix("test_").split("_")[0]}
+        for area in sorted(areas - explicit):
+            if area not in registered:
+                config.addinivalue_line("markers", f"{area}: the tests of {item.path.name} and its kin")
+                registered.add(area)
+            item.add_marker(area)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    _mark_areas(config, items)
     rank = {name: i for i, name in enumerate(FIRST)}
     last = len(FIRST) + 1
     items.sort(key=lambda item: last if item.path.name in ALONE else rank.get(item.path.name, len(FIRST)))  # stable
@@ -138,41 +188,58 @@ def one_tls_context() -> Iterator[None]:
     default.create_ssl_context = made
 
 
-@pytest.fixture(scope="session")
-def server() -> Iterator[ServerProcess]:
-    with ServerProcess("--speed", "0") as process:
-        yield process
+def _server(request: pytest.FixtureRequest, flags: tuple[str, ...], env: dict[str, str] | None) -> ServerProcess:
+    """A started server: in this process (tests/inprocess.py), or a process of its own for a test about the process
+    (the `process` area, or a test marked so) and for flags or variables a process of its own must have."""
+    about_process = "process" in areas_of(request.path) or request.node.get_closest_marker("process") is not None
+    if about_process or not inprocess.fits(flags, env or {}):
+        return ServerProcess("--speed", "0", *flags, env=env).start()
+    return inprocess.InProcessServer("--speed", "0", *flags, env=env).start()
+
+
+@pytest.fixture(scope="module")
+def server(request: pytest.FixtureRequest) -> Iterator[ServerProcess]:
+    """The module's server at speed 0 (in this process: a start costs ~0.1 s, so each module has its own)."""
+    started = _server(request, (), None)
+    yield started
+    started.stop()
 
 
 @pytest.fixture(scope="session")
+def llmsim_server(llmsim_flags: tuple[str, ...]) -> Iterator[ServerProcess]:
+    """The pytest plugin's server (its `llmsim` fixture), here in this process."""
+    with inprocess.InProcessServer(*llmsim_flags) as started:
+        yield started
+
+
+@pytest.fixture(scope="module")
 def client(server: ServerProcess) -> openai.OpenAI:
     return openai.OpenAI(base_url=server.base_url, api_key="sk-test", max_retries=0)
 
 
 @pytest.fixture
-def start_server() -> Iterator[Callable[..., ServerProcess]]:
+def start_server(request: pytest.FixtureRequest) -> Iterator[Callable[..., ServerProcess]]:
     """A server of the test's own, with extra flags; stopped after the test."""
     started: list[ServerProcess] = []
 
     def start(*flags: str, env: dict[str, str] | None = None) -> ServerProcess:
-        process = ServerProcess("--speed", "0", *flags, env=env).start()
-        started.append(process)
-        return process
+        started.append(_server(request, flags, env))
+        return started[-1]
 
     yield start
     stop_all(started)
 
 
 @pytest.fixture(scope="module")
-def shared_server() -> Iterator[Callable[..., ServerProcess]]:
+def shared_server(request: pytest.FixtureRequest) -> Iterator[Callable[..., ServerProcess]]:
     """`start_server` for a module whose tests need no fresh server: one server per set of flags and environment,
-    started at its first use and stopped after the module (a start costs a core 1.5 s)."""
+    started at its first use and stopped after the module."""
     started: dict[tuple[tuple[str, ...], tuple[tuple[str, str], ...]], ServerProcess] = {}
 
     def start(*flags: str, env: dict[str, str] | None = None) -> ServerProcess:
         key = (flags, tuple(sorted((env or {}).items())))
         if key not in started:
-            started[key] = ServerProcess("--speed", "0", *flags, env=env).start()
+            started[key] = _server(request, flags, env)
         return started[key]
 
     yield start

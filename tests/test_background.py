@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import openai
@@ -17,10 +17,9 @@ from stateful import PACED, client_for, slow_profiles, until, wait_final
 
 
 @pytest.fixture(scope="module")
-def slow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    profiles = slow_profiles(tmp_path_factory.mktemp("profiles"))
-    with ServerProcess("--speed", "0", "--profiles-dir", str(profiles)) as process:
-        yield process
+def slow_server(shared_server: Callable[..., ServerProcess], tmp_path_factory: pytest.TempPathFactory
+                ) -> ServerProcess:
+    return shared_server("--profiles-dir", str(slow_profiles(tmp_path_factory.mktemp("profiles"))))
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,8 @@ import pytest
 
 from llmsim.wire import dumps_plain as dumps
 
+pytestmark = pytest.mark.store  # the Redis store's encoder
+
 VALUES = [
     "plain", 'quotes " and \\ and \n\t and \x1e', "UTF-8 as is: ✓ é 日本",
     0, -7, 2**70, 1.5, 1e-7, 1795505795.7281132,

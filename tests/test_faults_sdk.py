@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import itertools
 import json
+import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -19,9 +20,8 @@ FAULT = "X-LLMSim-Fault"
 
 
 @pytest.fixture(scope="module")
-def chaos_server() -> Iterator[ServerProcess]:
-    with ServerProcess("--speed", "0", "--seed", "11") as process:
-        yield process
+def chaos_server(shared_server: Callable[..., ServerProcess]) -> ServerProcess:
+    return shared_server("--seed", "11")
 
 
 @pytest.fixture
@@ -50,12 +50,15 @@ def client(chaos_server: ServerProcess, sdk_client: Callable[..., openai.OpenAI]
 
 @pytest.fixture
 def retry_waits(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    """The seconds the SDK chose to sleep between attempts (it still sleeps them)."""
+    """The seconds the SDK chose to sleep between attempts (it still sleeps them): the test's own thread's sleeps,
+    not those of the server serving in this process."""
     waits: list[float] = []
     real_sleep = time.sleep
+    test = threading.get_ident()
 
     def sleep(seconds: float) -> None:
-        waits.append(seconds)
+        if threading.get_ident() == test:
+            waits.append(seconds)
         real_sleep(seconds)
 
     monkeypatch.setattr(openai._base_client.time, "sleep", sleep)

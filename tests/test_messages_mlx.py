@@ -4,16 +4,16 @@ thinking as a thinking block; the tool result goes back through the template for
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Iterator
 
 import httpx
 import pytest
 
 from llmsim.testing import ServerProcess
+from optional import needs
 
 # Looked up, not imported: every xdist process collects this module, and importing mlx_lm costs a core ~3 s.
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("mlx_lm") is None, reason="needs the [mlx] extra")
+pytestmark = [needs("mlx_lm", install='pip install -e ".[mlx]"'), needs("anthropic")]
 
 SCRIPTS = {
     "<|s_tool|>": '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>',

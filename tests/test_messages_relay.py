@@ -11,6 +11,9 @@ from pathlib import Path
 import httpx
 
 from llmsim.testing import ServerProcess
+from optional import needs
+
+pytestmark = needs("anthropic")
 
 ASK = [{"role": "user", "content": "What is a relay?"}]
 MODEL = "claude-sonnet-4-6"

@@ -150,6 +150,7 @@ def test_survives_restart(start_server: Start, connect: Connect, tmp_path: Path)
     assert chained.usage.input_tokens > plain.usage.input_tokens
 
 
+@pytest.mark.process  # kill -9: a process of its own
 def test_nothing_completed_is_lost_after_kill_9(start_server: Start, connect: Connect, tmp_path: Path) -> None:
     store = f"sqlite:///{tmp_path / 'llmsim.db'}"
     profiles = slow_profiles(tmp_path / "profiles")

@@ -57,6 +57,7 @@ def test_queued_background_responses_outlive_the_entry_limit(
     assert client.responses.retrieve(quick[-1].id).status == "completed"
 
 
+@pytest.mark.process  # kill -9: a process of its own
 def test_an_orphan_whose_pid_a_new_worker_reuses_fails_and_its_stream_ends(
         start_server: Start, sdk_client: Client, tmp_path: Path) -> None:
     """A container restarted in a fresh PID namespace gives its new worker the dead worker's pid."""

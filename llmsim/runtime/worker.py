@@ -73,6 +73,11 @@ class Worker(GeventWorker):
     alone = False  # serving with no master (LLMSimServer.run_alone sets it)
 
     def init_process(self) -> None:
+        self.configure()
+        super().init_process()
+
+    def configure(self) -> None:
+        """The worker's limits from the server's settings (tests/inprocess.py serves with them in a thread)."""
         settings = cast("LLMSimServer", self.app).settings
         limit = raise_fd_limit(settings.worker_connections + SPARE_FDS)
         self.cap = max(1, min(settings.worker_connections, limit - SPARE_FDS))
@@ -86,7 +91,6 @@ class Worker(GeventWorker):
         self.open = 0
         self.turn = 0.0  # when a request last handed the worker to the others
         self.waiting: dict[socket.socket, None] = {}  # connections waiting for a request, oldest first
-        super().init_process()
 
     def notify(self) -> None:
         """gevent's worker stops when its parent changes: its master is gone. One serving alone has no master, and

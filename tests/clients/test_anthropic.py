@@ -8,6 +8,9 @@ from typing import Any
 import pytest
 
 from llmsim.pytest_plugin import LLMSim
+from optional import needs
+
+pytestmark = needs("anthropic")
 
 MODEL = "claude-sonnet-4-6"
 WEATHER = {"name": "get_weather", "description": "Get the current weather in a city.",

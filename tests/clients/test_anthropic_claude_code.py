@@ -17,6 +17,9 @@ import pytest
 
 from llmsim.pytest_plugin import LLMSim
 from matrix import NODE_DIR
+from optional import needs_node
+
+pytestmark = needs_node()
 
 CLAUDE = NODE_DIR / "node_modules" / ".bin" / "claude"
 MODEL = "claude-sonnet-4-6"

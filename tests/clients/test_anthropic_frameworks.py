@@ -8,6 +8,9 @@ from typing import Any
 
 from clientkit import texts
 from llmsim.pytest_plugin import LLMSim
+from optional import needs
+
+pytestmark = needs("langchain_anthropic", "pydantic_ai")
 
 MODEL = "claude-sonnet-4-6"
 

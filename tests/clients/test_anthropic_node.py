@@ -9,7 +9,10 @@ import pytest
 
 from clientkit import retried, texts
 from llmsim.testing import ServerProcess
+from optional import needs_node
 from test_node import checks, report
+
+pytestmark = needs_node()
 
 SCRIPTS = ("anthropic", "anthropic-ai-sdk")
 CASES = [pytest.param(script, check, id=f"{script}-{check}") for script in SCRIPTS for check in checks(script)]

@@ -17,6 +17,9 @@ import pytest
 from clientkit import RATE_LIMIT_ONCE, retried, texts
 from llmsim.pytest_plugin import LLMSim
 from matrix import NODE_DIR
+from optional import needs_node
+
+pytestmark = needs_node()
 
 CLIENT = "Codex CLI"
 CODEX = NODE_DIR / "node_modules" / ".bin" / "codex"

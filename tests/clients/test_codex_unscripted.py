@@ -17,6 +17,9 @@ import pytest
 from agentkit import CALC, git, read_only, repo, trajectory
 from clientkit import texts
 from llmsim.pytest_plugin import LLMSim
+from optional import needs_node
+
+pytestmark = needs_node()
 
 CODEX = Path(__file__).parent / "node" / "node_modules" / ".bin" / "codex"
 DEFAULT_MODEL = "gpt-6.2-sol"  # Codex 0.171.0's default (`codex debug models`)

@@ -11,6 +11,9 @@ import pytest
 
 from clientkit import RATE_LIMIT_ONCE, last, retried, texts
 from llmsim.pytest_plugin import LLMSim
+from optional import needs
+
+pytestmark = needs("dspy")
 
 CLIENT = "dspy"
 

@@ -11,6 +11,9 @@ from pydantic import BaseModel
 
 from clientkit import RATE_LIMIT_ONCE, last, retried, texts
 from llmsim.pytest_plugin import LLMSim
+from optional import needs
+
+pytestmark = needs("haystack")
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")  # its usage statistics would try to go online
 

@@ -12,6 +12,9 @@ from pydantic import BaseModel
 
 from clientkit import RATE_LIMIT_ONCE, last, retried, texts
 from llmsim.pytest_plugin import LLMSim
+from optional import needs
+
+pytestmark = needs("inspect_ai")
 
 CLIENT = "inspect-ai"
 

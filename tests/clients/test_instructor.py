@@ -3,19 +3,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 from typing import Any, Literal
 
 import pytest
 from pydantic import BaseModel, Field
 
 from llmsim.pytest_plugin import LLMSim
+from optional import needs
 
 CLIENT = "instructor"
 
 # Not in the clients extra: its pins conflict with openai 3 (pyproject.toml says why); install it with --no-deps.
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("instructor") is None,
-                                reason="install instructor with pip install --no-deps")
+pytestmark = needs("instructor", install="pip install --no-deps instructor")
 
 
 class Person(BaseModel):

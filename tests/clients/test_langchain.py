@@ -8,6 +8,9 @@ import pytest
 from pydantic import BaseModel
 
 from llmsim.pytest_plugin import LLMSim
+from optional import needs
+
+pytestmark = needs("langchain_classic", "langchain_openai")
 
 REACT_TEMPLATE = """Answer the following questions as best you can. You have access to the following tools:
 

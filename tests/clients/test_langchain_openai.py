@@ -9,6 +9,9 @@ from pydantic import BaseModel
 
 from clientkit import RATE_LIMIT_ONCE, last, retried, texts
 from llmsim.pytest_plugin import LLMSim
+from optional import needs
+
+pytestmark = needs("langchain_openai")
 
 if TYPE_CHECKING:
     from langchain_core.messages import AIMessage, HumanMessage, ToolMessage

@@ -5,7 +5,6 @@ its result; its OpenAI (Chat Completions) and OpenAIResponses LLMs fill the matr
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 from typing import Any
 
 import pytest
@@ -13,12 +12,12 @@ from pydantic import BaseModel
 
 from clientkit import RATE_LIMIT_ONCE, last, retried, texts
 from llmsim.pytest_plugin import LLMSim
+from optional import needs
 
 CLIENT = "llama-index"
 
 # Not in the clients extra: its pins conflict with openai 3 (pyproject.toml says why); install it with --no-deps.
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("llama_index.llms.openai") is None,
-                                reason="install llama-index-llms-openai with pip install --no-deps")
+pytestmark = needs("llama_index.llms.openai", install="pip install --no-deps llama-index-llms-openai")
 
 calls: list[str] = []
 

@@ -16,6 +16,9 @@ import pytest
 from clientkit import RATE_LIMIT_ONCE, retried, texts
 from llmsim.testing import ServerProcess
 from matrix import NODE_DIR
+from optional import needs_node
+
+pytestmark = needs_node()
 
 SCRIPTS = {"openai (Node)": "openai", "Vercel AI SDK": "ai-sdk", "LangChain JS": "langchain",
            "OpenAI Agents JS": "agents", "Mastra": "mastra"}

@@ -10,6 +10,9 @@ from pydantic import BaseModel
 
 from clientkit import RATE_LIMIT_ONCE, last, retried, texts
 from llmsim.pytest_plugin import LLMSim
+from optional import needs
+
+pytestmark = needs("pydantic_ai")
 
 if TYPE_CHECKING:
     from pydantic_ai import Agent, NativeOutput, PromptedOutput

@@ -9,6 +9,9 @@ from typing import Any
 
 from clientkit import RATE_LIMIT_ONCE, last, retried, texts
 from llmsim.pytest_plugin import LLMSim
+from optional import needs
+
+pytestmark = needs("smolagents")
 
 CLIENT = "smolagents"
 
