@@ -70,12 +70,17 @@ def route_to_gevent() -> None:
 def _start_greenlet(function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] | None = None) -> int:
     """A thread started in a server's thread runs as a greenlet of its hub, as under gevent's patching: its waits
     and locks are then the hub's (a real thread could not wake the hub's locks). It is a daemon as the app's are;
-    its `start` returns once it runs, and nothing joins it."""
+    its `start` returns once it runs, and `join` waits for its end (a batch's line runners)."""
     import gevent
+    import gevent.thread
 
     thread = getattr(function, "__self__", None)  # Thread._bootstrap's thread
     if not isinstance(thread, threading.Thread):
         return id(gevent.spawn(function, *args, **(kwargs or {})))
+
+    ended = gevent.thread.allocate_lock()  # held while it runs: what `join` waits on, as a thread's state lock
+    ended.acquire()
+    thread._tstate_lock = ended  # type: ignore[attr-defined]
 
     def run() -> None:
         with threading._active_limbo_lock:  # type: ignore[attr-defined]
@@ -85,6 +90,7 @@ def _start_greenlet(function: Callable[..., Any], args: tuple[Any, ...], kwargs:
             thread.run()
         finally:
             thread._is_stopped = True  # type: ignore[attr-defined]
+            ended.release()
 
     return id(gevent.spawn(run))
 
