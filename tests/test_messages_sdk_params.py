@@ -138,5 +138,6 @@ def test_every_declared_field_is_accepted(server: ServerProcess, file_id: str, k
 @pytest.mark.parametrize("kind", EVENTS)
 def test_every_streamed_event_reads_as_the_sdks(server: ServerProcess, file_id: str, kind: str) -> None:
     with httpx.Client(base_url=server.url, timeout=60) as http:
-        problems = [problem for label, body in bodies(kind, file_id) if (problem := stream_problem(http, kind, label, body))]
+        problems = [problem for label, body in bodies(kind, file_id)
+                    if (problem := stream_problem(http, kind, label, body))]
     assert problems == []
