@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from typing import Any
 
 from llmsim.errors import APIError
 
 MAX_DEPTH = 100  # arrays and objects inside one another; real requests stay far below
-# Where a lone surrogate can come from: a \uD800-\uDFFF escape, or its UTF-8-like bytes (which json decodes)
-_SURROGATE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
-_SURROGATE_STR = re.compile(r"\\u[dD][89a-fA-F]")
+# Where a lone surrogate can come from: a \uD800-\uDFFF escape, or its UTF-8-like bytes (which json decodes).
+# Looked for with `in` (a memchr-fast scan): a regular expression took 60 ms of a worker over a 20 MB image, where
+# nothing else could run. What these find is wider (\uD000, Hangul's \xed bytes); it only costs the strings' check.
+_SURROGATE_BYTES = (b"\\ud", b"\\uD", b"\xed")
+_SURROGATE_STR = ("\\ud", "\\uD")
 
 INVALID_JSON = (
     "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP "
@@ -52,8 +53,8 @@ def loads(raw: str | bytes, code: str | None = None) -> Any:
         raise _too_deep(code) from None
     except (ValueError, UnicodeDecodeError):
         raise APIError(INVALID_JSON, code=code) from None
-    surrogate = _SURROGATE_BYTES.search(raw) if isinstance(raw, bytes) else _SURROGATE_STR.search(raw)
-    check(value, code, texts=surrogate is not None)
+    marks: tuple[Any, ...] = _SURROGATE_BYTES if isinstance(raw, bytes) else _SURROGATE_STR
+    check(value, code, texts=any(mark in raw for mark in marks))
     return value
 
 
