@@ -91,6 +91,27 @@ def test_a_responses_batch_and_a_line_that_fails(shared_server: Start) -> None:
     assert all(Response.model_validate(line["response"]["body"]).status == "completed" for line in output)
 
 
+def test_an_embeddings_batch(server: ServerProcess) -> None:
+    """Lines of /v1/embeddings run through the embeddings surface's route: each result is the vectors (and usage)
+    the endpoint gives the same input over HTTP."""
+    client = openai_client(server)
+    texts = ["The cat sat on the mat.", "Batches run lines in the background."]
+    lines = [{"custom_id": f"e-{i}", "method": "POST", "url": "/v1/embeddings",
+              "body": {"model": "text-embedding-3-small", "input": text, "dimensions": 64}}
+             for i, text in enumerate(texts)]
+    uploaded = client.files.create(file=("embeddings.jsonl", jsonl(lines)), purpose="batch")
+    done = finished(client, client.batches.create(input_file_id=uploaded.id, endpoint="/v1/embeddings",
+                                                  completion_window="24h").id)
+    assert done.status == "completed" and done.request_counts is not None and done.request_counts.completed == 2
+    results = {line["custom_id"]: line["response"]["body"] for line in lines_of(client, done.output_file_id)}
+    for i, text in enumerate(texts):
+        direct = client.embeddings.create(model="text-embedding-3-small", input=text, dimensions=64)
+        body = results[f"e-{i}"]
+        assert len(body["data"][0]["embedding"]) == 64
+        assert body["data"][0]["embedding"] == pytest.approx(direct.data[0].embedding, rel=1e-6)  # float32 both
+        assert body["usage"]["prompt_tokens"] == direct.usage.prompt_tokens
+
+
 def test_an_anthropic_batch_through_the_sdk(shared_server: Start) -> None:
     client = anthropic_client(shared_server("--fault", "overloaded;first=1"))
     requests = [message_request(f"m-{i}", f"Tell me about number {i}.") for i in range(3)]
