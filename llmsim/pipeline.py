@@ -46,6 +46,7 @@ class Pipeline:
         self.gate = gate or Gate()
         self.batch = batch
         self.files: Callable[[str, str, str], str | None] | None = None  # (kind, owner, file id) → its words
+        self.kept: dict[str, Any] = {}  # what a surface keeps for this server's life, by its own key (a prompt cache)
 
     def waits(self, prompt: Prompt, speed: float | None) -> bool:
         """Whether time passes between the answer's deltas: the pacer's waits, or a backend's computing."""

@@ -175,6 +175,21 @@ def test_tpm_alone_reports_under_every_token_header(shared_server: Callable[...,
         assert answer.headers[f"anthropic-ratelimit-{name}-remaining"] == str(5000 - reserved)
 
 
+def test_each_server_has_its_own_prompt_cache(server: ServerProcess,
+                                              shared_server: Callable[..., ServerProcess]) -> None:
+    """A prefix one server cached is not read by another (in process, as the tests run them, they share a process)."""
+    system = [{"type": "text", "text": "You answer questions about this atlas. " + "The atlas shows. " * 600,
+               "cache_control": {"type": "ephemeral"}}]
+    body = {**BODY, "system": system}
+    first = httpx.post(f"{server.url}/v1/messages", json=body, headers=HEADERS).json()["usage"]
+    again = httpx.post(f"{server.url}/v1/messages", json=body, headers=HEADERS).json()["usage"]
+    other = shared_server("--seed", "11")
+    elsewhere = httpx.post(f"{other.url}/v1/messages", json=body, headers=HEADERS).json()["usage"]
+    assert first["cache_creation_input_tokens"] > 1024 and again["cache_read_input_tokens"] > 1024
+    assert elsewhere["cache_read_input_tokens"] == 0
+    assert elsewhere["cache_creation_input_tokens"] == first["cache_creation_input_tokens"]
+
+
 def test_cache_reads_do_not_count_toward_itpm(server: ServerProcess,
                                               shared_server: Callable[..., ServerProcess]) -> None:
     system = [{"type": "text", "text": "You answer questions about this manual. " + "The manual says. " * 600,

@@ -1,7 +1,8 @@
 """Prompt caching as Anthropic bills it: a block marked `cache_control` ends a prefix (tools, then system, then
 messages, in that order); a later request with the same prefix reads it from the cache instead of paying it as
-input. The cache is this process's, bounded, with Anthropic's lifetimes (5 minutes, or 1 hour), refreshed on use:
-the usage a client sees (`cache_creation_input_tokens`, `cache_read_input_tokens`) is the point, not storage."""
+input. The cache is a server's (`Pipeline.kept`: servers in one process, as in the tests, share none), bounded,
+with Anthropic's lifetimes (5 minutes, or 1 hour), refreshed on use: the usage a client sees
+(`cache_creation_input_tokens`, `cache_read_input_tokens`) is the point, not storage."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from llmsim.responses.translate import IMAGE_TOKENS
 MIN_TOKENS = 1024  # the shortest prefix Anthropic caches (Sonnet and Opus; shorter prefixes are not cached)
 MAX_ENTRIES = 10_000
 TTL = {"5m": 300.0, "1h": 3600.0}
-_entries: dict[str, float] = {}  # prefix key → when it expires (insertion order: least recently used first)
+KEPT = "messages.prompt_cache"  # its key in `Pipeline.kept`
+Entries = dict[str, float]  # prefix key → when it expires (insertion order: least recently used first)
 
 
 @dataclass(frozen=True)
@@ -65,21 +67,21 @@ def breakpoints(request: CountTokensRequest, encoding: str) -> list[Point]:
     return points
 
 
-def lookup(points: list[Point], owner: str, model: str, input_tokens: int) -> Use:
-    """What this request reads from the cache and writes to it; its prefixes are (again) cached after."""
+def lookup(entries: Entries, points: list[Point], owner: str, model: str, input_tokens: int) -> Use:
+    """What this request reads from the cache `entries` and writes to it; its prefixes are (again) cached after."""
     now = time.monotonic()
     read, longest, hour = 0, 0, False
     for point in points:
         if point.tokens < MIN_TOKENS:
             continue
         key = f"{owner}:{model}:{point.digest}"
-        expires = _entries.pop(key, None)
+        expires = entries.pop(key, None)
         if expires is not None and expires > now:
             read = max(read, point.tokens)
         if point.tokens > longest:
             longest, hour = point.tokens, point.ttl > TTL["5m"]
-        _entries[key] = now + point.ttl
-    while len(_entries) > MAX_ENTRIES:
-        del _entries[next(iter(_entries))]
+        entries[key] = now + point.ttl
+    while len(entries) > MAX_ENTRIES:
+        del entries[next(iter(entries))]
     read = min(read, input_tokens)
     return Use(read=read, write=max(0, min(longest, input_tokens) - read), hour=hour)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from llmsim.chaos.faults import Admission
 from llmsim.errors import APIError
 from llmsim.generation import Delta, Finish, Usage
-from llmsim.messages import files, schema, translate
+from llmsim.messages import cache, files, schema, translate
 from llmsim.messages.events import MessageBuilder
 from llmsim.request import Answer, ApiRequest, SerializedEvent, error_of
 from llmsim.runtime.fairness import fair
@@ -52,7 +52,7 @@ class Create:
         _read_files(pipeline, request, asked.owner)
         profile = _profile(pipeline, request.model)
         translated = translate.build_prompt(request, profile, pipeline.seed if asked.seed is None else asked.seed,
-                                            asked.owner)
+                                            asked.owner, pipeline.kept.setdefault(cache.KEPT, {}))
         if asked.text_mode:
             translated = replace(translated, prompt=replace(translated.prompt, text_mode=asked.text_mode))
         return Job(translated.prompt, request.stream, Read(request, translated))

@@ -240,7 +240,8 @@ def responses_body(request: CountTokensRequest, max_tokens: int | None) -> dict[
     return body
 
 
-def build_prompt(request: CreateRequest, profile: Profile, seed: int | None, owner: str) -> Translated:
+def build_prompt(request: CreateRequest, profile: Profile, seed: int | None, owner: str,
+                 cached: cache.Entries) -> Translated:
     """The Prompt, with what the event builder needs besides (thinking, stop sequences, cache use)."""
     if request.max_tokens > profile.max_output_tokens:
         raise APIError(f"max_tokens: {request.max_tokens} > {profile.max_output_tokens}, which is the maximum "
@@ -256,7 +257,7 @@ def build_prompt(request: CreateRequest, profile: Profile, seed: int | None, own
                      request.metadata.user_id else {})
     thinking = request.thinking
     budget = thinking.budget_tokens if isinstance(thinking, ThinkingEnabled) else None
-    use = cache.lookup(cache.breakpoints(request, profile.encoding), owner, request.model, prompt.input_tokens)
+    use = cache.lookup(cached, cache.breakpoints(request, profile.encoding), owner, request.model, prompt.input_tokens)
     prompt = replace(prompt, cached_input_tokens=min(use.read, prompt.input_tokens))
     summary = _summary(input_items(request)) if request.compaction is not None else None
     return Translated(prompt, effort is not None, not (thinking and thinking.display == "omitted"), budget,
