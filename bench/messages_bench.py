@@ -206,6 +206,8 @@ def main() -> None:
     cost = statistics.median(m[0] / r[0] for m, r in zip(costs["messages"], costs["responses"], strict=True))
     print(f"ratio messages / responses per MB: {cost:.2f}x")
     print(goal("Messages' parse cost per MB within 2x of Responses'", cost, 2.0, higher=False))
+    slowest = max(c[1] for rounds in costs.values() for c in rounds)
+    print(goal("the slowest /llmsim/health answer meanwhile", slowest, 100.0, unit=" ms", higher=False))
 
 
 if __name__ == "__main__":
