@@ -12,16 +12,14 @@ more than a JSON Responses request: requests per core >= 1x. A batch of 16 parag
 from __future__ import annotations
 
 import argparse
-import asyncio
 import statistics
 import tempfile
-import time
 from pathlib import Path
 
-import aiohttp
 import yaml
 
-from bench.common import cpu_seconds, goal, machine, parse, smoke, table
+from bench.closed_loop import measure
+from bench.common import goal, machine, parse, smoke, table
 from llmsim.testing import ServerProcess
 
 ANSWER = " ".join(["Streams carry the same words on either surface, one delta at a time."] * 12)
@@ -47,34 +45,6 @@ PAIRS = (("gemini stream", "responses stream", 0.9), ("openai embeddings", "resp
          ("gemini embeddings", "responses JSON", 1.0))
 
 
-async def _client(session: aiohttp.ClientSession, url: str, body: dict[str, object], end: bytes,
-                  deadline: float, done: list[int]) -> None:
-    while time.perf_counter() < deadline:
-        async with session.post(url, json=body) as response:
-            data = await response.read()
-        if response.status != 200 or end not in data:
-            raise RuntimeError(f"{url}: {response.status} {data[-300:]!r}")
-        done[0] += 1
-
-
-async def _window(base: str, load: str, clients: int, seconds: float) -> int:
-    path, body, end = LOADS[load]
-    done = [0]
-    deadline = time.perf_counter() + seconds
-    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=clients)) as session:
-        await asyncio.gather(*(_client(session, base + path, body, end, deadline, done) for _ in range(clients)))
-    return done[0]
-
-
-def measure(server: ServerProcess, load: str, clients: int, seconds: float) -> tuple[float, float]:
-    """(requests per CPU-second of the server, requests per second) for one window."""
-    assert server.process is not None
-    before = cpu_seconds(server.process.pid)
-    done = asyncio.run(_window(server.url, load, clients, seconds))
-    used = cpu_seconds(server.process.pid) - before
-    return done / max(used, 1e-3), done / seconds
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", type=int, default=16)
@@ -88,10 +58,10 @@ def main() -> None:
     try:
         with ServerProcess("--speed", "0", "--workers", "1", "--scenario", file.name) as server:
             for load in LOADS:  # warm each: token caches, imports (numpy), first-use paths
-                measure(server, load, 2, min(0.3, args.seconds / 2))
+                measure(server, LOADS[load], 2, min(0.3, args.seconds / 2))
             for _ in range(args.rounds):
                 for load in LOADS:
-                    results[load].append(measure(server, load, args.clients, args.seconds))
+                    results[load].append(measure(server, LOADS[load], args.clients, args.seconds))
     finally:
         Path(file.name).unlink(missing_ok=True)
     print(f"speed 0, {args.clients} clients, {args.rounds} x {args.seconds:g} s windows per load, one worker; "

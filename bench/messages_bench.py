@@ -27,7 +27,8 @@ import aiohttp
 import httpx
 import yaml
 
-from bench.common import cpu_seconds, goal, machine, parse, smoke, table
+from bench.closed_loop import measure
+from bench.common import goal, machine, parse, smoke, table
 from llmsim.testing import ServerProcess
 
 ANSWER = " ".join(["Streams carry the same words on either surface, one delta at a time."] * 12)
@@ -38,34 +39,6 @@ SURFACES = {
                                   "messages": [{"role": "user", "content": "Tell me about streams."}]},
                  b"message_stop"),
 }
-
-
-async def _client(session: aiohttp.ClientSession, url: str, body: dict[str, object], end: bytes,
-                  deadline: float, done: list[int]) -> None:
-    while time.perf_counter() < deadline:
-        async with session.post(url, json=body) as response:
-            data = await response.read()
-        if response.status != 200 or end not in data:
-            raise RuntimeError(f"{url}: {response.status} {data[-300:]!r}")
-        done[0] += 1
-
-
-async def _window(base: str, surface: str, clients: int, seconds: float) -> int:
-    path, body, end = SURFACES[surface]
-    done = [0]
-    deadline = time.perf_counter() + seconds
-    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=clients)) as session:
-        await asyncio.gather(*(_client(session, base + path, body, end, deadline, done) for _ in range(clients)))
-    return done[0]
-
-
-def measure(server: ServerProcess, surface: str, clients: int, seconds: float) -> tuple[float, float]:
-    """(streams per CPU-second of the server, streams per second) for one window."""
-    assert server.process is not None
-    before = cpu_seconds(server.process.pid)
-    streams = asyncio.run(_window(server.url, surface, clients, seconds))
-    used = cpu_seconds(server.process.pid) - before
-    return streams / max(used, 1e-3), streams / seconds
 
 
 PACED_MODEL = "claude-haiku-4-5"  # one profile for both surfaces (the Responses API serves Claude profiles too)
@@ -171,10 +144,10 @@ def main() -> None:
     try:
         with ServerProcess("--speed", "0", "--workers", "1", "--scenario", file.name) as server:
             for surface in SURFACES:  # warm both: token caches, imports, first-use paths (half a smoke's window)
-                measure(server, surface, 2, min(0.3, args.seconds / 2))
+                measure(server, SURFACES[surface], 2, min(0.3, args.seconds / 2))
             for _ in range(args.rounds):
                 for surface in SURFACES:
-                    results[surface].append(measure(server, surface, args.clients, args.seconds))
+                    results[surface].append(measure(server, SURFACES[surface], args.clients, args.seconds))
             paced_rows = paced(server, args.paced_clients, args.seconds, args.paced_speed)
             images = image_bodies(args.image_mb)
             costs: dict[str, list[tuple[float, float]]] = {surface: [] for surface in images}
