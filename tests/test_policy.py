@@ -7,7 +7,6 @@ them, and sends for each field a value of the wrong type, and for each object a 
 
 from __future__ import annotations
 
-import types
 import typing
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -19,27 +18,11 @@ from openai.types.responses import response_create_params, tool_param
 from typing_extensions import is_typeddict
 
 from llmsim.testing import ServerProcess
+from test_sdk_params import _hints, _members, _strip  # the SDK walk's type readers
 
 Wrap = Callable[[Any], Any]
 SAMPLE = {"name": "lookup", "server_label": "docs", "description": "Find things.", "container_id": "cntr_1",
           "vector_store_ids": "vs_1", "definition": "[a-z]+", "url": "https://example.com"}
-
-
-def _strip(tp: Any) -> Any:
-    while typing.get_origin(tp) in (typing.Required, typing.NotRequired, typing.Annotated):
-        tp = typing.get_args(tp)[0]
-    return tp
-
-
-def _members(tp: Any) -> list[Any]:
-    tp = _strip(tp)
-    if typing.get_origin(tp) in (typing.Union, types.UnionType):
-        return [m for arg in typing.get_args(tp) for m in _members(arg) if m is not type(None)]
-    return [tp]
-
-
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls, include_extras=True)
 
 
 def _required(cls: type) -> set[str]:
