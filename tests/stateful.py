@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
 import openai
+import pytest
 from openai.types.responses import Response
 
 from llmsim.store import StoredResponse
@@ -80,3 +83,17 @@ class Clock:
 
 def record(response_id: str, status: str = "completed") -> StoredResponse:
     return StoredResponse({"id": response_id, "status": status, "output": []}, input_items=[])
+
+
+@contextmanager
+def tmpfs(folder: Path, size: str, why: str = "") -> Iterator[Path]:
+    """`folder` (made here) with a tmpfs of `size` mounted on it (`mount -o size=`), unmounted after; the test is
+    skipped where mounting is not allowed (it needs root, or CAP_SYS_ADMIN)."""
+    folder.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
+                      capture_output=True).returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here (needs root){why}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=True)

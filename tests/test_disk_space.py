@@ -6,7 +6,6 @@ given at the OS boundary."""
 from __future__ import annotations
 
 import shutil
-import subprocess
 from collections import namedtuple
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +19,7 @@ from llmsim.app import create_app
 from llmsim.config import Settings
 from llmsim.store import StoredResponse, sqlite
 from llmsim.testing import ServerProcess
+from stateful import tmpfs
 
 MB = 1024 * 1024
 
@@ -27,15 +27,8 @@ MB = 1024 * 1024
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
     """A 4 MB tmpfs."""
-    folder = tmp_path / "small"
-    folder.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(folder)],
-                      capture_output=True).returncode != 0:
-        pytest.skip("cannot mount a tmpfs here (needs root); test_health_reports_the_disk_in_process covers it")
-    try:
+    with tmpfs(tmp_path / "small", "4m", "; test_health_reports_the_disk_in_process covers it") as folder:
         yield folder
-    finally:
-        subprocess.run(["umount", "-l", str(folder)], check=True)
 
 
 def fill(folder: Path, name: str, leave: int) -> Path:

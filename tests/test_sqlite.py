@@ -27,7 +27,7 @@ from llmsim.store import (
 from llmsim.store.base import StorageUnavailable
 from llmsim.store.sqlite import Database
 from llmsim.testing import ServerProcess, free_port
-from stateful import PACED, Clock, client_for, kill_hard, record, slow_profiles, until, wait_final
+from stateful import PACED, Clock, client_for, kill_hard, record, slow_profiles, tmpfs, until, wait_final
 
 Start = Callable[..., ServerProcess]
 Connect = Callable[[ServerProcess], openai.OpenAI]
@@ -281,16 +281,9 @@ def test_a_read_only_store_fails_at_start_with_one_line(tmp_path: Path, what: st
 
 @pytest.fixture
 def tiny_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 1 MB tmpfs (mounting needs root, or CAP_SYS_ADMIN)."""
-    folder = tmp_path / "tiny"
-    folder.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(folder)],
-                      capture_output=True).returncode != 0:
-        pytest.skip("cannot mount a tmpfs here (needs root)")
-    try:
+    """A 1 MB tmpfs."""
+    with tmpfs(tmp_path / "tiny", "1m") as folder:
         yield folder
-    finally:
-        subprocess.run(["umount", "-l", str(folder)], check=True)
 
 
 def test_a_full_disk_is_a_503_with_its_cause_and_health_says_so(tiny_disk: Path) -> None:
