@@ -146,9 +146,12 @@ def patch(edit: Edit, current: str | None) -> str | None:
     pair = anchor(edit, current)
     if pair is None:
         return None
-    old = "\n".join(f"-{line}" for line in pair[0].split("\n"))
-    new = "\n".join(f"+{line}" for line in pair[1].split("\n"))
-    return f"*** Begin Patch\n*** Update File: {edit.path}\n@@\n{old}\n{new}\n*** End Patch\n"
+    return f"*** Begin Patch\n*** Update File: {edit.path}\n@@\n{_hunk(*pair)}\n*** End Patch\n"
+
+
+def _hunk(old: str, new: str) -> str:
+    """The lines `old` as removed ("-") and `new` as added ("+"): a patch's and a diff's hunk alike."""
+    return "\n".join([*(f"-{line}" for line in old.split("\n")), *(f"+{line}" for line in new.split("\n"))])
 
 
 def search_replace(edit: Edit, current: str | None) -> str | None:
@@ -177,6 +180,4 @@ def udiff(edit: Edit, current: str | None) -> str | None:
     pair = anchor(edit, current)
     if pair is None:
         return None
-    old = "\n".join(f"-{line}" for line in pair[0].split("\n"))
-    new = "\n".join(f"+{line}" for line in pair[1].split("\n"))
-    return f"```diff\n--- {edit.path}\n+++ {edit.path}\n@@ @@\n{old}\n{new}\n```"
+    return f"```diff\n--- {edit.path}\n+++ {edit.path}\n@@ @@\n{_hunk(*pair)}\n```"
