@@ -13,9 +13,11 @@
 from __future__ import annotations
 
 import functools
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from werkzeug.exceptions import HTTPException
+from werkzeug.routing import Map, Rule
 
 from llmsim import relaying
 from llmsim.errors import APIError
@@ -97,29 +99,21 @@ class Routed:
 
 def route_for(method: str, path: str) -> Routed | None:
     """The registered route a request to `path` (with one of its surface's prefixes) takes, without HTTP: a batch
-    line's `url`, say, which then runs on the same road (`run`) as the request would."""
-    for surface, route, pattern in _patterns():
-        if route.method == method:
-            found = pattern.fullmatch(path)
-            if found is not None:
-                return Routed(surface, route, found.groupdict())
-    return None
+    line's `url`, say, which then runs on the same road (`run`) as the request would. Matched by werkzeug's
+    routing, as Flask matches the request itself."""
+    rules, routes = _map()
+    try:
+        index, params = rules.bind("localhost").match(path, method=method)
+    except HTTPException:  # no such route, another method, or a slash away from one (RequestRedirect)
+        return None
+    surface, route = routes[index]
+    return Routed(surface, route, {name: str(value) for name, value in params.items()})
 
 
 @functools.cache
-def _patterns() -> tuple[tuple[Surface, Route, re.Pattern[str]], ...]:
-    return tuple((surface, route, _compiled(route.prefixes or surface.prefixes, route.rule))
-                 for surface in SURFACES for route in surface.routes())
-
-
-_RULE_VARIABLE = re.compile(r"<(?:(\w+):)?(\w+)>")
-
-
-def _compiled(prefixes: tuple[str, ...], rule: str) -> re.Pattern[str]:
-    """A rule (Flask's syntax) under any of the prefixes, as a regex whose groups are its variables."""
-    pattern, at = "", 0
-    for found in _RULE_VARIABLE.finditer(rule):
-        kind, name = found.groups()
-        pattern += re.escape(rule[at:found.start()]) + (f"(?P<{name}>.+)" if kind == "path" else f"(?P<{name}>[^/]+)")
-        at = found.end()
-    return re.compile(f"(?:{'|'.join(map(re.escape, prefixes))}){pattern}{re.escape(rule[at:])}")
+def _map() -> tuple[Map, list[tuple[Surface, Route]]]:
+    """Every route under each of its prefixes (its endpoint: its index in the list beside)."""
+    routes = [(surface, route) for surface in SURFACES for route in surface.routes()]
+    return Map([Rule(prefix + route.rule, methods=[route.method], endpoint=index)
+                for index, (surface, route) in enumerate(routes)
+                for prefix in route.prefixes or surface.prefixes]), routes
