@@ -90,9 +90,11 @@ def floor_app(recorded: dict[str, Any], settings: Settings, hooks: bool = True) 
 
     if not hooks:
         app.post("/openai/v1/responses")(create)
-    for endpoint in list(app.view_functions):
-        if endpoint.startswith("responses") and endpoint.endswith(".create"):
-            app.view_functions[endpoint] = create
+    replaced = [endpoint for endpoint in app.view_functions
+                if endpoint.startswith("surface_responses") and endpoint.endswith(".POST_responses")]
+    assert not hooks or replaced, "no create view of the Responses surface found: the floor would run the whole app"
+    for endpoint in replaced:
+        app.view_functions[endpoint] = create
     return app
 
 
