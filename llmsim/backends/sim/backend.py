@@ -11,7 +11,7 @@ import json
 import math
 import random
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from llmsim import tokens
@@ -137,7 +137,7 @@ class SimBackend:
         yield Finish("length" if truncated else "tool_calls" if called else "stop", usage)
 
     def _answer(self, prompt: Prompt, fake: Faker, mode: str, question: str, target: int, rng: random.Random,
-                hints: dict[str, str], summary: str | None = None) -> Answer:
+                hints: Mapping[str, str], summary: str | None = None) -> Answer:
         """Simulated answer text: the format the prompt asks for when a recogniser of `formats/` claims it, JSON
         when text.format asks for it (in every text mode), else the mode's text."""
         fmt = prompt.text_format

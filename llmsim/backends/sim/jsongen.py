@@ -17,6 +17,7 @@ import math
 import random
 import re
 import uuid
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -51,10 +52,10 @@ NAME_HINTS = {  # property name → faker provider, so arguments look like what 
 
 class Generator:
     def __init__(self, root: dict[str, Any] | bool, rng: random.Random, fake: Faker | None = None,
-                 hints: dict[str, str] | None = None) -> None:
+                 hints: Mapping[str, str] | None = None) -> None:
         self.root = root
         self.rng = rng
-        self.hints = hints or {}
+        self.hints = hints if hints is not None else {}
         if fake is None:
             fake = lazy_faker()
             fake.seed_instance(rng.getrandbits(64))
@@ -310,6 +311,6 @@ def from_regex(pattern: str, rng: random.Random) -> str | None:
 
 
 def generate(schema: dict[str, Any] | bool, rng: random.Random, fake: Faker | None = None,
-             hints: dict[str, str] | None = None) -> Any:
+             hints: Mapping[str, str] | None = None) -> Any:
     """One instance of `schema`, drawn from `rng`; `hints` give free-form strings by property name."""
     return Generator(schema, rng, fake, hints).value()

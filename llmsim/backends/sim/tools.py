@@ -12,7 +12,7 @@ import json
 import os
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -61,11 +61,34 @@ class Say:
 
     text: str | None = None
     annotations: list[dict[str, Any]] = field(default_factory=list)
-    hints: dict[str, str] = field(default_factory=dict)  # string values for simulated JSON, by property name
+    hints: Mapping[str, str] = field(default_factory=dict)  # string values for simulated JSON, by property name
     summary: bool = False  # `text` sums up tool results: a format the prompt asks for (formats/) still wins
 
 
 Step = Call | Hosted | Say
+
+
+class Lazy(Mapping[str, str]):
+    """A mapping made by `make` when first read: the answer's hints cost a scan of the question (places, dates,
+    paths, numbers) that only JSON and the recognisers' arguments use."""
+
+    def __init__(self, make: Callable[[], dict[str, str]]) -> None:
+        self._make: Callable[[], dict[str, str]] | None = make
+        self._made: dict[str, str] = {}
+
+    def _all(self) -> dict[str, str]:
+        if self._make is not None:
+            self._made, self._make = self._make(), None
+        return self._made
+
+    def __getitem__(self, key: str) -> str:
+        return self._all()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
 
 
 def _words(text: str) -> set[str]:
@@ -393,9 +416,12 @@ class Planner:
                      **hints}
         return json.dumps(jsongen.generate(schema, self.rng, self.fake, hints), ensure_ascii=False)
 
-    def _hints(self, outputs: Sequence[Turn] = ()) -> dict[str, str]:
+    def _hints(self, outputs: Sequence[Turn] = ()) -> Mapping[str, str]:
         """String values a model would reuse: the place the question names, the question itself, and the
-        string fields of JSON tool outputs."""
+        string fields of JSON tool outputs; found when first read (prose never reads them)."""
+        return Lazy(lambda: self._found_hints(outputs))
+
+    def _found_hints(self, outputs: Sequence[Turn]) -> dict[str, str]:
         hints = question_hints(self.question)
         for turn in outputs:
             try:

@@ -9,7 +9,7 @@ mentions JSON, a ReAct prompt mentions JSON for its action input, a code agent's
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from llmsim.backends.sim.formats import code_agent, dspy_chat, dspy_json, edit_blocks, json_words, react, xml_tags
@@ -30,9 +30,9 @@ RECOGNISERS: tuple[tuple[str, Callable[[Request], str | None]], ...] = (
 )
 
 
-def respond(prompt: Prompt, rng: random.Random, fake: Faker, hints: dict[str, str] | None = None) -> str | None:
+def respond(prompt: Prompt, rng: random.Random, fake: Faker, hints: Mapping[str, str] | None = None) -> str | None:
     """The answer text of the first recogniser that claims the request, or None."""
-    request = Request(prompt, rng, fake, dict(hints or {}))
+    request = Request(prompt, rng, fake, hints if hints is not None else {})  # read only when a recogniser claims it
     for _, recognise in RECOGNISERS:
         answer = recognise(request)
         if answer is not None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -26,7 +27,7 @@ class Request:
     prompt: Prompt
     rng: random.Random
     fake: Faker
-    hints: dict[str, str] = field(default_factory=dict)  # string values by property name (tools.Planner._hints)
+    hints: Mapping[str, str] = field(default_factory=dict)  # string values by property name (tools.Planner._hints)
 
     @cached_property
     def instructions(self) -> str:
