@@ -180,3 +180,19 @@ def test_the_dashboard_shows_the_queue(start_server: Callable[..., ServerProcess
         expect(page.locator("#legend")).to_contain_text("queued-model3 in flight, 2 queued")
     for thread in threads:
         thread.join(timeout=30)
+
+
+def test_background_responses_count_as_running_and_waiting_as_streams_do(
+        start_server: Callable[..., ServerProcess], sdk_client: Callable[..., openai.OpenAI], tmp_path: Path) -> None:
+    (tmp_path / "queued.yaml").write_text(PROFILE)
+    server = start_server("--speed", "1", "--profiles-dir", str(tmp_path), "--max-num-seqs", "1")
+    client = sdk_client(server)
+    made = [client.responses.create(model="queued-model", input="Hi", max_output_tokens=16, background=True)
+            for _ in range(2)]
+    _until(lambda: _gauges(server) == {"vllm:num_requests_running": 1, "vllm:num_requests_waiting": 1},
+           f"one running and one waiting, not {_gauges(server)}")
+    for response in made:
+        _until(lambda: client.responses.retrieve(response.id).status == "incomplete",  # noqa: B023 - used at once
+               f"{response.id} never ended", timeout=30)
+    _until(lambda: _gauges(server) == {"vllm:num_requests_running": 0, "vllm:num_requests_waiting": 0},
+           f"none running or waiting at the end, not {_gauges(server)}")

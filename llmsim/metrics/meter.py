@@ -68,6 +68,9 @@ class Meter:
         self.first_made: float | None = None  # when the backend gave the first token: a JSON answer's first token
 
     def deltas(self, deltas: Iterator[Any]) -> Iterator[Any]:
+        behind = not self.at_edge  # a background response: no events pass the edge, so it runs from its deltas
+        if behind:
+            self.series.running.inc()
         try:
             for delta in deltas:
                 if isinstance(delta, Finish):
@@ -81,7 +84,8 @@ class Meter:
                         self.paced = delta
                 yield delta
         finally:
-            if not self.at_edge:  # a background response: no events pass the edge, its end is the deltas'
+            if behind:  # its end is the deltas'
+                self.series.running.dec()
                 self.close(None, 0.0)
 
     def events(self, events: Iterator[SerializedEvent]) -> Iterator[SerializedEvent]:
