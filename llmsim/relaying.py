@@ -68,6 +68,8 @@ class _Road:
             recorded.wait(reply.wait, speed)
             watch.observe_body(reply.body)
             self._settle(watch, store, [])
+            if admission.meter is not None:  # a whole answer passes no events: measured as it came
+                admission.meter.close(None, 0.0)
             if admission.stream_fault is not None:
                 admission.stream_fault.answer_body()
             return Relayed(reply.status, reply.headers, body=reply.body)

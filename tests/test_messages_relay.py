@@ -39,6 +39,7 @@ def test_forwarded_recorded_and_replayed(tmp_path: Path) -> None:
             with client.messages.stream(model=MODEL, max_tokens=200, messages=ASK, system="Be brief.") as stream:
                 streams.append(("".join(stream.text_stream), stream.get_final_message()))
         client.close()
+        measured = httpx.get(f"{relay.url}/metrics").text
         forwarded = httpx.get(f"{upstream.url}/llmsim/admin/requests", headers={"Authorization": f"Bearer {KEY}"})
     finally:
         relay.stop()
@@ -50,3 +51,11 @@ def test_forwarded_recorded_and_replayed(tmp_path: Path) -> None:
     recorded = [json.loads(path.read_text()) for path in sorted(tapes.glob("*.json"))]
     assert sorted(tape["endpoint"] for tape in recorded) == ["messages", "messages"]
     assert KEY not in "".join(path.read_text() for path in tapes.glob("*.json"))
+    # the relayed streams' tokens were timed as they left: a first token each, and the gaps between the others
+    assert _count(measured, "vllm:time_to_first_token_seconds") == 4  # the two streams and the two JSON answers
+    assert _count(measured, "vllm:inter_token_latency_seconds") > 0
+
+
+def _count(metrics: str, histogram: str) -> float:
+    """A histogram's `_count`, summed over its series."""
+    return sum(float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines() if line.startswith(f"{histogram}_count"))
