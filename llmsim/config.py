@@ -11,6 +11,7 @@ DEFAULT_PROFILES_DIR = Path(__file__).resolve().parent / "profiles"
 # Pacing speeds other than 0 (no waiting): slower than 100x stretches a reply past any client's patience.
 MIN_SPEED, MAX_SPEED = 0.01, 10_000.0
 TEXT_MODES = ("prose", "echo", "lorem", "faker")  # the sim's text sources (llmsim/backends/sim/text.py)
+CUT_GRACE = 3.0  # seconds work cut at the end of --graceful-timeout gets to write and store its terminal event
 # replay: how a request finds its cassette (llmsim/backends/replay/library.py), and what a miss does
 # (llmsim/backends/replay/backend.py); here, so that `llmsim serve` checks its flags without importing the backends
 Mode = Literal["normalised", "exact", "sequence"]

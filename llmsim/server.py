@@ -17,14 +17,13 @@ from typing import Any
 
 from gunicorn.app.base import BaseApplication
 
-from llmsim.config import Settings
+from llmsim.config import CUT_GRACE, Settings
 from llmsim.metrics import multiprocess
 
 # Python's defaults (700, 10, 10) collect the young objects every few ms under hundreds of paced streams, and the
 # middle generation, which holds every open stream's objects, every ~0.1 s in pauses of up to ~50 ms that every
 # stream feels as a late token (ITL p99 +46 % at 400 streams, +4 % with these; bench/run.py --part c).
 GC_THRESHOLDS = (50_000, 20, 10)
-CUT_GRACE = 3.0  # seconds the cut work gets to write and store its terminal event (llmsim/runtime/shutdown.py)
 
 
 class LLMSimServer(BaseApplication):

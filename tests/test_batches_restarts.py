@@ -84,8 +84,8 @@ def test_a_batch_cut_by_a_crash_goes_on_after_the_restart(kind: str, start_serve
 
 
 def test_a_stopping_server_leaves_the_rest_of_a_batch_to_the_next(start_server: Start, tmp_path: Path) -> None:
-    """SIGTERM while a paced batch runs: the server stops without waiting for the batch (a job holds no
-    connection), and the next server on the store takes the batch on where it was left."""
+    """SIGTERM while a paced batch runs: the server ends the lines in hand, not the batch, and the next server on
+    the store takes the batch on where it was left."""
     store = f"sqlite:///{tmp_path / 'llmsim.db'}"
     first = start_server("--store", store, "--graceful-timeout", "60")
     client = openai_client(first, default_headers={"X-LLMSim-Speed": "4"})

@@ -221,6 +221,33 @@ def test_on_redis_a_cut_stream_and_a_background_response_are_stored_failed() -> 
                 assert stored.error.code == "server_shutting_down"
 
 
+@pytest.mark.parametrize("graceful", [30.0, 0.5])
+def test_sigterm_waits_for_a_background_response_with_no_connection_open(tmp_path: Path, graceful: float) -> None:
+    """A background response has no connection that keeps the worker up: it is waited for as a request is, and
+    what the graceful timeout cuts is stored failed, never left in progress."""
+    store = f"sqlite:///{tmp_path / 'llmsim.db'}"
+    finishes = graceful > 1  # 16 tokens at gpt-4o's pace take about a second; ~1,500 echoed ones ~20 s
+    with ServerProcess("--speed", "1", "--graceful-timeout", str(graceful), "--store", store) as server:
+        client = _client(server, echo=not finishes)
+        queued = client.responses.create(model="gpt-4o", input="Hi" if finishes else LONG, background=True,
+                                         max_output_tokens=16 if finishes else 2000)
+        deadline = time.monotonic() + 30
+        while client.responses.retrieve(queued.id).status == "queued":  # its worker has taken it
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        client.close()
+        assert server.process is not None
+        server.process.send_signal(signal.SIGTERM)
+        assert server.process.wait(timeout=graceful + 15) == 0
+    with ServerProcess("--store", store) as again:
+        stored = _client(again).responses.retrieve(queued.id)
+    if finishes:  # to its end: the 16 tokens it was allowed
+        assert stored.status == "incomplete" and stored.usage is not None and stored.usage.output_tokens == 16, stored
+    else:
+        assert stored.status == "failed" and stored.error is not None, stored
+        assert stored.error.code == "server_shutting_down"
+
+
 def test_a_cut_that_lands_on_a_turn_is_raised_at_the_next_wait(monkeypatch: pytest.MonkeyPatch) -> None:
     """A turn between two slices of work is not a wait: the cut that finds a request there does not end it outside
     its event builder (the client would see its connection drop); the request's next wait raises it instead."""

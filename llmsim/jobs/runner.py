@@ -202,6 +202,8 @@ class Runner:
 
         def work() -> None:
             while not stop:
+                if shutdown.state.draining:  # a graceful stop ends the lines in hand; the rest are the next server's
+                    raise shutdown.ShuttingDown()
                 with lock:
                     line = next(pending, None)
                 if line is None:

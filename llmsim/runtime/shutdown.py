@@ -29,7 +29,8 @@ class ShuttingDown(Exception):
 
 
 class _State:
-    draining = False  # SIGTERM came: no new requests on kept-alive connections, WebSockets close when idle
+    draining = False  # SIGTERM came: no new requests on kept-alive connections, WebSockets close when idle, jobs
+    # take no new lines
     cutting = False  # the graceful timeout is over: every wait raises ShuttingDown
 
 

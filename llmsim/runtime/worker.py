@@ -25,6 +25,7 @@ from gunicorn.http.errors import NoMoreData, ParseException
 from gunicorn.workers.base_async import AsyncWorker
 from gunicorn.workers.ggevent import GeventWorker
 
+from llmsim.config import CUT_GRACE
 from llmsim.runtime import shutdown, sockets
 from llmsim.runtime.fairness import SLICE_SECONDS
 
@@ -160,6 +161,17 @@ class Worker(GeventWorker):
                 shutdown.turn()
                 self.turn = time.perf_counter()
 
+    def run(self) -> None:
+        super().run()  # gunicorn's loop: it ends once no connection is left, after SIGTERM
+        self._await_work()
+
+    def _await_work(self) -> None:
+        """Work that holds no connection (a background response, a batch) is waited for as a request is, and
+        its cut gets its grace to store its end: gunicorn would exit the worker under it."""
+        cut_at = getattr(self, "cut_at", None)
+        while cut_at is not None and shutdown.busy() and time.monotonic() < cut_at + CUT_GRACE:
+            gevent.sleep(0.05)
+
     def handle_exit(self, sig: Any, frame: Any) -> None:
         """SIGTERM: stop taking requests, and drain (gunicorn's run loop stops accepting and waits for the pool)."""
         if self.alive:
@@ -170,9 +182,9 @@ class Worker(GeventWorker):
         """Close idle connections at once, and each kept-alive one once its request ends; let requests at work
         finish within --graceful-timeout; then cut what is left (llmsim/runtime/shutdown.py), which ends each
         stream with its terminal event. gunicorn's run loop exits the worker when no connection is left (it, and a
-        master, wait server.CUT_GRACE seconds more than the graceful timeout before they stop the connections)."""
+        master, wait CUT_GRACE seconds more than the graceful timeout before they stop the connections)."""
         shutdown.begin()
-        deadline = time.monotonic() + self.graceful_timeout
+        deadline = self.cut_at = time.monotonic() + self.graceful_timeout
         while shutdown.busy() and time.monotonic() < deadline:
             self._shed_idle()
         if shutdown.busy():
