@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import importlib.util
 from pathlib import Path
 
 import pytest
 
 from llmsim.pytest_plugin import LLMSim
 from llmsim.tokens import RANKS_DIR
+from optional import needs
 
 CL100K = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
 
@@ -34,6 +34,7 @@ def tiktoken_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
 
 
+@needs("langchain_openai")
 @pytest.mark.usefixtures("tiktoken_cache")
 def test_langchain_in_memory_vector_store(llmsim: LLMSim) -> None:
     from langchain_core.vectorstores import InMemoryVectorStore
@@ -48,8 +49,7 @@ def test_langchain_in_memory_vector_store(llmsim: LLMSim) -> None:
     assert len(embedder.embed_query("hello")) == 1536
 
 
-@pytest.mark.skipif(importlib.util.find_spec("llama_index.embeddings.openai") is None,
-                    reason="install llama-index-embeddings-openai")
+@needs("llama_index.embeddings.openai")
 def test_llama_index_vector_store_index(llmsim: LLMSim) -> None:
     from llama_index.core import Document, VectorStoreIndex
     from llama_index.embeddings.openai import OpenAIEmbedding
