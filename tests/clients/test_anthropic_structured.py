@@ -16,6 +16,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from llmsim.pytest_plugin import LLMSim
+from optional import needs
 
 MODEL = "claude-sonnet-4-6"
 
@@ -66,6 +67,7 @@ def test_raw_output_format_and_output_config_give_schema_json(llmsim: LLMSim) ->
         assert made.stop_reason == "end_turn"
 
 
+@needs("langchain_anthropic")
 def test_langchain_with_structured_output_json_schema(llmsim: LLMSim) -> None:
     from langchain_anthropic import ChatAnthropic
 
@@ -79,6 +81,7 @@ def test_langchain_with_structured_output_json_schema(llmsim: LLMSim) -> None:
     assert isinstance(streamed[-1], City)
 
 
+@needs("pydantic_ai")
 def test_pydantic_ai_native_output(llmsim: LLMSim) -> None:
     from pydantic_ai import Agent, NativeOutput
     from pydantic_ai.models.anthropic import AnthropicModel
@@ -98,6 +101,7 @@ def test_pydantic_ai_native_output(llmsim: LLMSim) -> None:
     assert llmsim.requests[-1]["stream"] is True
 
 
+@needs("litellm")
 def test_litellm_response_format(llmsim: LLMSim, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # its bundled price list: no download at import
     import litellm

@@ -10,6 +10,9 @@ import pytest
 from pydantic import BaseModel, Field
 
 from llmsim.pytest_plugin import LLMSim
+from optional import needs
+
+pytestmark = needs("langchain_openai", "langchain")
 
 
 class Joke(BaseModel):  # LangChain's structured-output docs, as written there
