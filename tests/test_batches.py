@@ -36,6 +36,7 @@ from batches_kit import (
     openai_client,
 )
 from llmsim.testing import ServerProcess
+from optional import needs
 from stateful import until
 
 
@@ -456,6 +457,7 @@ def test_anthropic_prefix_serves_files_and_batches(server: ServerProcess) -> Non
     assert missing.value.body["type"] == "error"  # type: ignore[index]
 
 
+@needs("inspect_ai")
 def test_inspect_ai_batch_mode(server: ServerProcess) -> None:
     """inspect-ai's `--batch`: it sends its generations as a batch, OpenAI's (an uploaded JSONL, `batches.*`) and
     Anthropic's (`messages.batches.*`), polls them and reads each answer back from the results."""

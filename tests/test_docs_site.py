@@ -19,10 +19,12 @@ import pytest
 from playwright.sync_api import Browser, Page
 
 from chromium import launched
+from optional import needs
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "artifacts"
 WIDTH = 1280
+BUILT = needs("mkdocs", "material", install='pip install -e ".[docs]"')  # the tests of the site as it is built
 # Per page: code blocks wider than their box, and names in capitals (LLMSIM_WORKER_CONNECTIONS) on two lines.
 CUT = """() => {
   const cut = [];
@@ -67,6 +69,7 @@ def pages() -> list[str]:
     return sorted(p.stem for p in (ROOT / "docs").glob("*.md") if p.stem != "index")
 
 
+@BUILT
 def test_no_code_line_is_cut_and_no_name_breaks_at_1280_px(site: str, page: Page) -> None:
     problems = {}
     for name in ["", *pages()]:
@@ -99,6 +102,7 @@ def search(page: Page, site: str, query: str, wanted: str) -> list[str]:
     return titles
 
 
+@BUILT
 @pytest.mark.parametrize(("query", "page_title"), [
     ("--speed", "Server options"), ("load_scenario", "Agent testing"), ("--cors-origins", "Security"),
     ("LLMSIM_WORKER_CONNECTIONS", "Server options")])
@@ -107,6 +111,7 @@ def test_search_finds_flags_and_functions(site: str, page: Page, query: str, pag
     assert any(title.startswith(page_title) for title in titles), titles
 
 
+@BUILT
 def test_the_anthropic_page_is_named_for_its_api_in_the_navigation(site: str, page: Page) -> None:
     page.goto(f"{site}/")
     labels = [label.strip() for label in page.locator("nav.md-nav--primary .md-nav__link").all_inner_texts()]
