@@ -320,6 +320,9 @@ def register(surface: Surface) -> Surface:
 
 
 def by_path(path: str) -> Surface | None:
-    """The surface a cassette's `endpoint` (an upstream path) belongs to."""
+    """The surface a cassette's `endpoint` (an upstream path) belongs to. The surfaces register when
+    llmsim/surfaces.py is imported (the app does): before that, every path would be nobody's."""
+    if not _BY_NAME:
+        raise RuntimeError("no surface is registered yet: import llmsim.surfaces first")
     found = _BY_PATH.get(path)
     return found if found is not None else next((s for s in _BY_NAME.values() if s.claims(path)), None)

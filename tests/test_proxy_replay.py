@@ -19,6 +19,7 @@ import openai
 import pytest
 import yaml
 
+import llmsim.surfaces  # noqa: F401  # the surfaces registered: cassettes are named by their match keys
 from llmsim.backends.cassette import file_name, load
 from llmsim.config import DEFAULT_PROFILES_DIR
 from llmsim.testing import ServerProcess, stop_all
