@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import subprocess
 import sys
@@ -71,7 +72,8 @@ def timed(stream: Iterator[int]) -> Sample:
 
 def report(name: str, samples: list[Sample], reference: tuple[float, float] | None = None) -> tuple[float, float]:
     ttft = statistics.median(s[0] for s in samples)
-    tps = statistics.median((s[2] - 1) / s[1] for s in samples if s[1] > 0)
+    decoding = [(s[2] - 1) / s[1] for s in samples if s[1] > 0]  # a random-weight model may stop after one token
+    tps = statistics.median(decoding) if decoding else math.nan
     tokens = samples[0][2]
     line = f"{name:<28} TTFT {ttft * 1000:8.1f} ms   decode {tps:8.1f} tok/s   ({tokens} tokens)"
     if reference:
@@ -144,7 +146,8 @@ def in_process(loaded: LoadedModel, args: argparse.Namespace) -> None:
 
 def sse(client: httpx.Client, url: str, body: dict, count: Callable[[dict], int], tries: int = 3) -> Sample:
     """One stream's sample. A random-weight model now and then writes `<think>` first and spends every token on
-    reasoning, which Chat does not show (2 streams in 400 of 16 tokens): such a stream is sent again."""
+    reasoning, which Chat does not show (2 streams in 400 of 16 tokens), or ends after one token, which gives no
+    decode rate: such a stream is sent again."""
     def events() -> Iterator[int]:
         with client.stream("POST", url, json=body, timeout=600) as response:
             if response.status_code != 200:
@@ -156,9 +159,11 @@ def sse(client: httpx.Client, url: str, body: dict, count: Callable[[dict], int]
                         yield n
     for _ in range(tries - 1):
         try:
-            return timed(events())
+            sample = timed(events())
         except NoTokens:
-            pass
+            continue
+        if sample[2] > 1:
+            return sample
     return timed(events())
 
 
