@@ -306,9 +306,10 @@ def test_profile_fit_recovers_the_upstream_profile(recording: dict[str, Any], pr
                                               stream=True))
         return events[-1].type
 
-    # 40 more short streams, four at a time: ~0.65 s each, mostly the upstream's paced wait (ten at once on a busy
-    # host delayed them; one at a time this test ran ~26 s, alone, with every other test process waiting)
-    with ThreadPoolExecutor(4) as pool:
+    # 40 more short streams, ten at a time: ~0.65 s each, mostly the upstream's paced wait. The test runs alone
+    # (tests/conftest.py ALONE), with every other test process waiting: one at a time it ran ~26 s, four ~7 s, ten
+    # ~3.3 s. The seeded upstream draws the same waits at any concurrency: the fit came out at 399 ms and 9.1 ms.
+    with ThreadPoolExecutor(10) as pool:
         assert set(pool.map(sample, range(40))) == {"response.incomplete"}
     output = tmp_path / "fitted" / "gpt-4o.yaml"
     done = subprocess.run([sys.executable, "-m", "llmsim", "profile", "fit", str(cassettes), "-o", str(output)],
