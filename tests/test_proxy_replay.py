@@ -31,10 +31,15 @@ WEATHER = {"type": "function", "name": "get_weather", "description": "Weather in
 STREAMS = [f"Tell me about topic number {i}." for i in range(10)]
 
 
-def sdk(server: ServerProcess) -> openai.OpenAI:
+def sdk(server: ServerProcess, **headers: str) -> openai.OpenAI:
     """No keep-alive: a server stops at once, with no idle connection to wait out."""
     return openai.OpenAI(base_url=server.base_url, api_key="sk-client", max_retries=0,
-                         default_headers={"Connection": "close"})
+                         default_headers={"Connection": "close", **headers})
+
+
+# The replays whose test compares what they answer, not when: unpaced (the recorded waits, ~10 s of them, are
+# test_replay_gives_the_same_streams_ids_and_timing's to keep).
+UNPACED = {"X-LLMSim-Speed": "0"}
 
 
 def timed_stream(client: openai.OpenAI, text: str, **options: Any) -> tuple[float, dict[str, Any]]:
@@ -72,8 +77,8 @@ def conversation(client: openai.OpenAI) -> dict[str, Any]:
             "referenced": referenced}
 
 
-def over_websocket(server: ServerProcess) -> list[Any]:
-    with sdk(server).responses.connect() as connection:
+def over_websocket(server: ServerProcess, **headers: str) -> list[Any]:
+    with sdk(server, **headers).responses.connect() as connection:
         connection.response.create(model="gpt-4o", input="Over a WebSocket.")
         events = []
         for event in connection:
@@ -202,7 +207,7 @@ def test_replay_gives_the_same_streams_ids_and_timing(recording: dict[str, Any],
 
 
 def test_replay_keeps_the_chain_and_the_tool_call(recording: dict[str, Any], replay: ServerProcess) -> None:
-    replayed = conversation(sdk(replay))
+    replayed = conversation(sdk(replay, **UNPACED))
     for name in ("first", "second", "asked", "answered", "referenced"):
         assert replayed[name].model_dump() == recording[name].model_dump(), name
     assert replayed["second"].previous_response_id == replayed["first"].id
@@ -211,7 +216,7 @@ def test_replay_keeps_the_chain_and_the_tool_call(recording: dict[str, Any], rep
 
 
 def test_replay_chat_completions(recording: dict[str, Any], replay: ServerProcess) -> None:
-    assert chats(sdk(replay)) == recording["chats"]
+    assert chats(sdk(replay, **UNPACED)) == recording["chats"]
 
 
 def test_a_miss_names_the_nearest_cassette(recording: dict[str, Any], replay: ServerProcess,
@@ -229,7 +234,7 @@ def test_a_miss_names_the_nearest_cassette(recording: dict[str, Any], replay: Se
 
 def test_websocket_mode_through_proxy_and_replay(recording: dict[str, Any], replay: ServerProcess) -> None:
     live = recording["websocket"]
-    replayed = over_websocket(replay)
+    replayed = over_websocket(replay, **UNPACED)
     assert [e.model_dump() for e in replayed] == [e.model_dump() for e in live]
     assert [e.sequence_number for e in live] == list(range(len(live)))
 
