@@ -50,7 +50,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=3.0, help="each window")
     parser.add_argument("--rounds", type=int, default=3, help="windows per load, alternating")
-    smoke(parser, seconds=0.3, rounds=1, clients=4)
+    smoke(parser, seconds=0.15, rounds=1, clients=4)  # a few dozen requests a window, 12 windows
     args = parse(parser)
     with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as file:
         yaml.safe_dump({"turns": [{"text": ANSWER}], "on_exhausted": "repeat_last"}, file)

@@ -135,8 +135,9 @@ def main() -> None:
     parser.add_argument("--paced-clients", type=int, default=8, help="concurrent paced streams per surface")
     parser.add_argument("--paced-speed", type=float, default=0.5, help="pacing speed of the paced part")
     parser.add_argument("--image-mb", type=float, default=20.0, help="the size of the parse-cost part's image")
-    # paced at speed 1, a stream's last after the window takes 2 s, not 4 (a delta's gap still far above a tick)
-    smoke(parser, seconds=0.3, rounds=1, clients=4, paced_clients=2, paced_speed=1.0, image_mb=0.5)
+    # paced at speed 2, a stream's last after the window takes ~1 s, not 4 (a delta's gap, ~4 ms, still far above
+    # a tick); the speed-0 windows a few dozen streams each
+    smoke(parser, seconds=0.15, rounds=1, clients=4, paced_clients=2, paced_speed=2.0, image_mb=0.5)
     args = parse(parser)
     with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as file:
         yaml.safe_dump({"turns": [{"text": ANSWER}], "on_exhausted": "repeat_last"}, file)

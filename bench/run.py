@@ -464,7 +464,7 @@ def main() -> None:
                         help="(c) on (a)'s LLMSim server (speed 0, seeded, 1,000 stored responses), its streams paced "
                              "by the X-LLMSim-Speed header: one server start fewer (the smoke run)")
     smoke(parser, part="a,c,d,e,f", one_server=True, overload_seqs=5, cpu_streams=[2, 4], clients=[16], repeats=1,
-          overhead_window=0.5, overhead_warmup=0.2,
+          overhead_window=0.3, overhead_warmup=0.2,
           aiohttp=True, window=1.0, warmup=0.5, knee_streams=[10, 20], in_process_requests=20, memory_responses=20,
           processes=1, server_cpu=-1, client_cpu=-1)
     args = parse(parser)

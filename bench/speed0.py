@@ -54,7 +54,7 @@ def window(url: str, pid: int, stream: bool, args: argparse.Namespace, folder: s
 
     body = {"model": "gpt-4o-mini", "input": PROMPT, "stream": stream}
     before = cpu_seconds(pid)
-    if wrk.available():
+    if wrk.available() and args.window.is_integer():  # wrk takes whole seconds (it refuses -d0.5s)
         result = wrk.post(url, body, args.clients, args.window, folder)
         rate = result.rate
     else:
@@ -75,7 +75,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--server-cpu", type=int, default=0, help="the core both servers run on (-1: any)")
     parser.add_argument("--client-cpu", type=int, default=1, help="the core the load runs on (-1: any)")
-    smoke(parser, against="HEAD", repeats=1, window=0.5, clients=4, server_cpu=-1, client_cpu=-1)
+    smoke(parser, against="HEAD", repeats=1, window=1.0, clients=4, server_cpu=-1, client_cpu=-1)  # wrk: whole seconds
     args = parse(parser)
     load_on(core(args.client_cpu))
     print(f"speed 0 against {args.against}: {machine()}", flush=True)

@@ -36,8 +36,8 @@ _alone: list[IO[str]] = []  # the lock files this process holds while its module
 # while the other processes have finished (pyproject.toml's addopts keep xdist from reordering the files by their
 # number of tests). The modules of ALONE go last: each waits for the other processes' tests to end and stops them
 # starting more, a wait best had once, at the end, where the processes run out of work anyway.
-FIRST = ("test_bench.py", "test_proxy_replay.py", "test_aider.py", "test_batches_restarts.py", "test_stalls.py",
-         "test_redis.py", "test_bench_stores.py", "test_sequences.py", "test_background.py", "test_docs.py",
+FIRST = ("test_bench.py", "test_proxy_replay.py", "test_aider.py", "test_redis.py", "test_batches_restarts.py",
+         "test_stalls.py", "test_bench_stores.py", "test_sequences.py", "test_background.py", "test_docs.py",
          "test_metrics.py", "test_sqlite.py", "test_dashboard.py", "test_store_state.py", "test_batches.py",
          "test_bench_run.py", "test_messages_sdk_params.py", "test_bench_capacity.py", "test_shutdown.py",
          "test_disk_space.py", "test_plugin_cassettes.py", "test_opencode.py", "test_docs_site.py", "test_policy.py",

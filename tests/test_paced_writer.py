@@ -118,7 +118,7 @@ def scrape(server: ServerProcess) -> Callable[..., float]:
 
 def test_each_text_delta_leaves_at_its_time_in_its_own_write_with_an_unpaced_streams_bytes(
         paced: ServerProcess) -> None:
-    body = {"model": "paced-20ms", "input": "Tell me a story", "stream": True, "max_output_tokens": 60}
+    body = {"model": "paced-20ms", "input": "Tell me a story", "stream": True, "max_output_tokens": 40}  # ~0.8 s
     seed = {"X-LLMSim-Seed": "7"}
     chunks = timed_chunks(paced.port, body, seed)
     deltas = [(at, chunk) for at, chunk in chunks if DELTA in chunk]

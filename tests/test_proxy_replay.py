@@ -32,10 +32,15 @@ WEATHER = {"type": "function", "name": "get_weather", "description": "Weather in
 STREAMS = [f"Tell me about topic number {i}." for i in range(10)]
 
 
-def sdk(server: ServerProcess) -> openai.OpenAI:
+def sdk(server: ServerProcess, **headers: str) -> openai.OpenAI:
     """No keep-alive: a server stops at once, with no idle connection to wait out."""
     return openai.OpenAI(base_url=server.base_url, api_key="sk-client", max_retries=0,
-                         default_headers={"Connection": "close"})
+                         default_headers={"Connection": "close", **headers})
+
+
+# The replays whose test compares what they answer, not when: unpaced (the recorded waits, ~10 s of them, are
+# test_replay_gives_the_same_streams_ids_and_timing's to keep).
+UNPACED = {"X-LLMSim-Speed": "0"}
 
 
 def timed_stream(client: openai.OpenAI, text: str, **options: Any) -> tuple[float, dict[str, Any]]:
@@ -73,8 +78,8 @@ def conversation(client: openai.OpenAI) -> dict[str, Any]:
             "referenced": referenced}
 
 
-def over_websocket(server: ServerProcess) -> list[Any]:
-    with sdk(server).responses.connect() as connection:
+def over_websocket(server: ServerProcess, **headers: str) -> list[Any]:
+    with sdk(server, **headers).responses.connect() as connection:
         connection.response.create(model="gpt-4o", input="Over a WebSocket.")
         events = []
         for event in connection:
@@ -203,7 +208,7 @@ def test_replay_gives_the_same_streams_ids_and_timing(recording: dict[str, Any],
 
 
 def test_replay_keeps_the_chain_and_the_tool_call(recording: dict[str, Any], replay: ServerProcess) -> None:
-    replayed = conversation(sdk(replay))
+    replayed = conversation(sdk(replay, **UNPACED))
     for name in ("first", "second", "asked", "answered", "referenced"):
         assert replayed[name].model_dump() == recording[name].model_dump(), name
     assert replayed["second"].previous_response_id == replayed["first"].id
@@ -212,7 +217,7 @@ def test_replay_keeps_the_chain_and_the_tool_call(recording: dict[str, Any], rep
 
 
 def test_replay_chat_completions(recording: dict[str, Any], replay: ServerProcess) -> None:
-    assert chats(sdk(replay)) == recording["chats"]
+    assert chats(sdk(replay, **UNPACED)) == recording["chats"]
 
 
 def test_a_miss_names_the_nearest_cassette(recording: dict[str, Any], replay: ServerProcess,
@@ -230,7 +235,7 @@ def test_a_miss_names_the_nearest_cassette(recording: dict[str, Any], replay: Se
 
 def test_websocket_mode_through_proxy_and_replay(recording: dict[str, Any], replay: ServerProcess) -> None:
     live = recording["websocket"]
-    replayed = over_websocket(replay)
+    replayed = over_websocket(replay, **UNPACED)
     assert [e.model_dump() for e in replayed] == [e.model_dump() for e in live]
     assert [e.sequence_number for e in live] == list(range(len(live)))
 
@@ -307,9 +312,10 @@ def test_profile_fit_recovers_the_upstream_profile(recording: dict[str, Any], pr
                                               stream=True))
         return events[-1].type
 
-    # 40 more short streams, four at a time: ~0.65 s each, mostly the upstream's paced wait (ten at once on a busy
-    # host delayed them; one at a time this test ran ~26 s, alone, with every other test process waiting)
-    with ThreadPoolExecutor(4) as pool:
+    # 40 more short streams, ten at a time: ~0.65 s each, mostly the upstream's paced wait. The test runs alone
+    # (tests/conftest.py ALONE), with every other test process waiting: one at a time it ran ~26 s, four ~7 s, ten
+    # ~3.3 s. The seeded upstream draws the same waits at any concurrency: the fit came out at 399 ms and 9.1 ms.
+    with ThreadPoolExecutor(10) as pool:
         assert set(pool.map(sample, range(40))) == {"response.incomplete"}
     output = tmp_path / "fitted" / "gpt-4o.yaml"
     done = subprocess.run([sys.executable, "-m", "llmsim", "profile", "fit", str(cassettes), "-o", str(output)],

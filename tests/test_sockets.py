@@ -15,6 +15,11 @@ import httpx
 from llmsim.runtime import sockets
 from llmsim.testing import ServerProcess
 
+# Paced on the module's server (speed 0): the header sets the pacer's speed for the request, as --speed sets it for
+# the server, and the two tests that pace need no server of their own (~0.7 s each to start and stop). Twice the
+# profile's speed: every token still waits its gap (~7 ms for gpt-4o-mini), in half the time (the module runs alone).
+PACED = {"X-LLMSim-Speed": "2"}
+
 SCRIPT = textwrap.dedent("""
     from gevent import monkey; monkey.patch_all()
     import json, socket, gevent
@@ -67,11 +72,10 @@ def test_a_small_write_is_one_send_and_a_large_one_arrives_whole() -> None:
     assert out["gone"] in ("BrokenPipeError", "ConnectionResetError")  # a peer that left still fails the write
 
 
-def test_a_paced_stream_is_whole_through_the_workers_connections() -> None:
-    with ServerProcess("--speed", "1") as server:
-        body = {"model": "gpt-4o-mini", "input": "hi", "stream": True, "text": {"verbosity": "low"}}
-        with httpx.stream("POST", f"{server.base_url}/responses", json=body, timeout=60) as response:
-            frames = response.read().decode().split("\n\n")
+def test_a_paced_stream_is_whole_through_the_workers_connections(server: ServerProcess) -> None:
+    body = {"model": "gpt-4o-mini", "input": "hi", "stream": True, "text": {"verbosity": "low"}}
+    with httpx.stream("POST", f"{server.base_url}/responses", json=body, headers=PACED, timeout=60) as response:
+        frames = response.read().decode().split("\n\n")
     kinds = [frame.split("\n", 1)[0] for frame in frames if frame.startswith("event:")]
     assert kinds[0] == "event: response.created" and kinds[-1] == "event: response.completed"
     deltas = [json.loads(frame.split("data: ", 1)[1]) for frame in frames
@@ -219,15 +223,14 @@ def test_an_answer_nothing_waits_in_leaves_in_one_write(server: ServerProcess) -
             assert _data_segments(sock) - before == 1, (path, body)
 
 
-def test_a_paced_streams_closing_events_leave_in_one_write() -> None:
+def test_a_paced_streams_closing_events_leave_in_one_write(server: ServerProcess) -> None:
     """output_text.done, content_part.done, output_item.done, the terminal event, the cost comment and the body's
     end come together once the last token has left: one write, not six."""
-    with ServerProcess("--speed", "1") as server, \
-            socket.create_connection(("127.0.0.1", server.port), timeout=60) as sock:
+    with socket.create_connection(("127.0.0.1", server.port), timeout=60) as sock:
         body = {"model": "gpt-4o-mini", "input": "hi", "stream": True, "max_output_tokens": 20}
-        _answer(sock, "/v1/responses", body, {"X-LLMSim-Speed": "0"})  # past the connection's first ACKs
+        _answer(sock, "/v1/responses", body)  # past the connection's first ACKs
         before = _data_segments(sock)
-        answer = _answer(sock, "/v1/responses", body)
+        answer = _answer(sock, "/v1/responses", body, PACED)
         segments = _data_segments(sock) - before
     frames = answer.split(b"\n\n")
     deltas = sum(1 for frame in frames if b"event: response.output_text.delta\n" in frame)

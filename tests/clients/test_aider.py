@@ -29,7 +29,11 @@ def aider(llmsim: LLMSim, tmp_path: Path):  # type: ignore[no-untyped-def]
                     "tests/clients/aider-requirements.txt")
     work = repo(tmp_path / "repo")
     home = tmp_path / "home"
-    home.mkdir()
+    # aider downloads litellm's model list (GitHub, ~1 MB, up to 5 s) into a fresh home's cache on every run; a cache
+    # that is not empty stops it, and litellm's bundled list (LITELLM_LOCAL_MODEL_COST_MAP) answers for the model.
+    cache = home / ".aider" / "caches"
+    cache.mkdir(parents=True)
+    (cache / "model_prices_and_context_window.json").write_text('{"gpt-4o": {"litellm_provider": "openai"}}')
 
     def run(message: str, *flags: str) -> str:
         env = {**os.environ, "HOME": str(home), "OPENAI_API_BASE": llmsim.base_url, "OPENAI_API_KEY": "sk-llmsim",
