@@ -109,8 +109,8 @@ class Writer:
         """A sentence continuing the paragraph: its slots become pieces of their own so the fixed parts are
         tokenized once per process, whatever the topic."""
         lead = " " if self.pieces and not self.pieces[-1].endswith("\n") else ""
-        for i, part in enumerate(p for p in _SLOT.split(template) if p):
-            text = slots[part[1:-1]] if _SLOT.fullmatch(part) else part
+        for i, (part, slot) in enumerate(_parts(template)):
+            text = slots[part] if slot else part
             if i == 0 and not lead:
                 text = text[:1].upper() + text[1:]  # a slot that starts a sentence
             self.add(lead + text if i == 0 else text)
@@ -249,6 +249,14 @@ def slot_values(read: Intent) -> dict[str, str]:
     pair = read.pair or ((topics[0], topics[1]) if len(topics) > 1 else ("the first option", "the second option"))
     return {"topic": topics[0], "other": topics[1] if len(topics) > 1 else phrases.FALLBACK_OTHER,
             "a": pair[0], "b": pair[1], "language": code.DISPLAY.get(read.language or "python", "Python")}
+
+
+@functools.lru_cache(maxsize=1024)
+def _parts(template: str) -> tuple[tuple[str, bool], ...]:
+    """A bank template's fixed text and slot names (flagged True), in order: split by the regex once per
+    process rather than for every sentence written."""
+    return tuple((part[1:-1], True) if _SLOT.fullmatch(part) else (part, False)
+                 for part in _SLOT.split(template) if part)
 
 
 def fill(template: str, slots: dict[str, str]) -> str:
