@@ -16,6 +16,7 @@ _ASKS = re.compile(r"(?:^|[.!?:\n]\s*|\b(?:please|must|should|always|only|and|th
                    r"(?:respond|reply|answer|return|output|provide|give|produce|format|write|generate|emit)\b"
                    r"[^.\n]{0,80}?\bJSON\b(?![/-])|\b(?:in|as|using)\s+(?:valid\s+|a\s+|strict\s+)?JSON\b(?![/-])|"
                    r"\bJSON\s+only\b|```json|\bjson\s+code\s?block", re.IGNORECASE | re.MULTILINE)
+_MENTIONS = re.compile(r"json", re.IGNORECASE)  # in every branch of _ASKS: the same case rules, a fast scan
 _SENTENCE_END = re.compile(r"[.!?\n]")
 _FENCE = re.compile(r"```json|\bjson\s+code\s?block|\bcode\s?block\b|\bmarkdown\b", re.IGNORECASE)
 
@@ -35,7 +36,10 @@ def respond(req: Request) -> str | None:
 
 
 def _asks(text: str) -> bool:
-    """An instruction to answer in JSON, not a question about JSON ("How do I return JSON from Flask?")."""
+    """An instruction to answer in JSON, not a question about JSON ("How do I return JSON from Flask?").
+    A text that never says "json" is passed over before _ASKS, whose leading alternatives try every position."""
+    if not _MENTIONS.search(text):
+        return False
     for match in _ASKS.finditer(text):
         end = _SENTENCE_END.search(text, match.end())
         if end is None or end.group() != "?":

@@ -20,6 +20,8 @@ def respond(req: Request) -> str | None:
     if req.text_format != "text":
         return None
     asked = req.instructions[-4000:] + "\n" + req.user[-4000:]
+    if "<" not in asked:  # every ask names a tag: most prompts are passed over before _ASK's slow scan
+        return None
     names = list(dict.fromkeys(m.group("a") or m.group("b") for m in _ASK.finditer(asked)))[:MAX_TAGS]
     names = [n for n in names if n.lower() not in {"br", "p", "b", "i", "div", "span", "code", "pre"}]
     if not names:
