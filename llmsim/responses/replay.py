@@ -109,23 +109,22 @@ class DeltaLog:
         pieces, self._pieces = self._pieces or [], None
         kinds: list[str] = []
         texts: list[str] = []
-        logprobs: list[list[dict[str, Any]]] = []
+        said_any = False  # most answers have no logprobs: their per-piece list is then never built
         for piece in pieces:
             if type(piece) is TextRun:
                 kinds.append(TEXT * len(piece.chunks))
                 texts += [text for text, _ in piece.chunks]
-                logprobs += [NO_LOGPROBS] * len(piece.chunks)
                 continue
             kind, text, said = piece  # type: ignore[misc]
             kinds.append(kind)
             if kind != OTHER:
                 texts.append(text)
-                logprobs.append(said)
+                said_any = said_any or bool(said)
         self.kinds = "".join(kinds)
         self.lengths = array("I", map(len, texts))
         self.text = "".join(texts)
-        if any(logprobs):
-            self.logprobs = logprobs
+        if said_any:
+            self.logprobs = _logprobs(pieces)
         return self
 
     def deltas(self) -> Iterator[Delta]:
@@ -151,6 +150,17 @@ class DeltaLog:
             raise ShuttingDown()
         if self.failure is not None:
             raise BackendFailure(self.failure)
+
+
+def _logprobs(pieces: list[tuple[str, str, list[dict[str, Any]]] | TextRun]) -> list[list[dict[str, Any]]]:
+    """Each text piece's logprobs, in order (a TextRun's chunks have none)."""
+    out: list[list[dict[str, Any]]] = []
+    for piece in pieces:
+        if type(piece) is TextRun:
+            out += [NO_LOGPROBS] * len(piece.chunks)
+        elif piece[0] != OTHER:  # type: ignore[index]
+            out.append(piece[2])  # type: ignore[index]
+    return out
 
 
 _OTHERS: dict[str, type[Any]] = {kind.__name__: kind for kind in (ToolCallStart, ToolItem, TextAnnotation, Finish,
