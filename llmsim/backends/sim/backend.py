@@ -118,10 +118,11 @@ class SimBackend:
                     yield from self._stream_text(visible, rng, prompt)
                 else:
                     yield from _runs(visible.chunks)
-                written = visible.text
-                for note in step.annotations:
-                    if note.get("end_index", note.get("index", 0)) <= len(written):
-                        yield TextAnnotation(note)
+                if step.annotations:  # the text joined only to place them: most answers have none
+                    written = visible.text
+                    for note in step.annotations:
+                        if note.get("end_index", note.get("index", 0)) <= len(written):
+                            yield TextAnnotation(note)
                 spent += visible.tokens
             elif isinstance(step, Call):
                 yield ToolCallStart(step.call_id, step.name, step.kind, step.namespace)
