@@ -5,11 +5,12 @@ from __future__ import annotations
 import hashlib
 import hmac
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from flask import current_app, request
 from gunicorn.http.errors import ParseException
+from werkzeug.datastructures import Headers
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from llmsim.api import decode, which
@@ -69,7 +70,12 @@ def _terminated(environ: dict[str, Any], limit: int | None) -> bytes:
 
 def _bearer() -> str | None:
     """The API key, where the request's surface takes it (llmsim/surface.py `api_key`)."""
-    return which.surface().api_key(request.headers, request.args)
+    return which.surface().api_key(request.headers, _query())
+
+
+def _query() -> Mapping[str, str]:
+    """The query's arguments: with no query string (most API calls), none parsed."""
+    return request.args if request.environ.get("QUERY_STRING") else {}
 
 
 def _matches(key: str | None, expected: tuple[str, ...]) -> bool:
@@ -116,12 +122,14 @@ STRICT_HEADER = compat.STRICT_HEADER
 SEED_HEADER = "X-LLMSim-Seed"
 SPEED_HEADER = "X-LLMSim-Speed"
 TEXT_MODE_HEADER = "X-LLMSim-Text-Mode"
+TEXT_MODE_EXPECTED = f"one of {', '.join(TEXT_MODES)}"
 
 
 def _header(name: str, convert: Callable[[str], T], expected: str,
-            valid: Callable[[T], bool] = lambda _: True) -> T | None:
-    """An optional LLMSim request header, converted, or the API's 400 naming it."""
-    raw = request.headers.get(name)
+            valid: Callable[[T], bool] = lambda _: True, headers: Headers | None = None) -> T | None:
+    """An optional LLMSim request header, converted, or the API's 400 naming it. `headers`: the request's,
+    when the caller has them in hand (a look-up through Flask's proxy each saved)."""
+    raw = (request.headers if headers is None else headers).get(name)
     if raw is None:
         return None
     try:
@@ -133,36 +141,39 @@ def _header(name: str, convert: Callable[[str], T], expected: str,
     return value
 
 
-def seed_header() -> int | None:
+def seed_header(headers: Headers | None = None) -> int | None:
     """X-LLMSim-Seed: this request's seed, overriding the server's."""
-    return _header(SEED_HEADER, int, "an integer")
+    return _header(SEED_HEADER, int, "an integer", headers=headers)
 
 
-def speed_header() -> float | None:
+def speed_header(headers: Headers | None = None) -> float | None:
     """X-LLMSim-Speed: this request's pacing multiplier, overriding the server's."""
-    return _header(SPEED_HEADER, float, SPEED_EXPECTED, valid=valid_speed)
+    return _header(SPEED_HEADER, float, SPEED_EXPECTED, valid=valid_speed, headers=headers)
 
 
-def text_mode_header() -> str | None:
+def text_mode_header(headers: Headers | None = None) -> str | None:
     """X-LLMSim-Text-Mode: this request's sim text mode (prose, echo, lorem, faker), overriding the server's."""
-    return _header(TEXT_MODE_HEADER, str.lower, f"one of {', '.join(TEXT_MODES)}", valid=lambda m: m in TEXT_MODES)
+    return _header(TEXT_MODE_HEADER, str.lower, TEXT_MODE_EXPECTED, valid=lambda m: m in TEXT_MODES,
+                   headers=headers)
 
 
 def asked(body: Any, params: dict[str, str] | None = None) -> ApiRequest:
     """This request, typed: its body, the headers that matter below the transport (an LLMSim header that is
     not valid is the client's 400 here, the fault header's when admission reads it), and `params`: the route's
     variables and the query."""
-    return ApiRequest(body, owner=owner(), api_key=_bearer() or None, speed=speed_header(), seed=seed_header(),
-                      text_mode=text_mode_header(), fault=request.headers.get(FAULT_HEADER),
-                      strict_params=strict_params(), params=params or {})
+    headers = request.headers  # read once for the five headers below
+    return ApiRequest(body, owner=owner(), api_key=_bearer() or None, speed=speed_header(headers),
+                      seed=seed_header(headers), text_mode=text_mode_header(headers), fault=headers.get(FAULT_HEADER),
+                      strict_params=strict_params(headers), params=params or {})
 
 
-def strict_params() -> bool:
+def strict_params(headers: Headers | None = None) -> bool:
     """--strict-params, or X-LLMSim-Strict-Params: true for this request (false: lenient on a strict server)."""
-    raw = request.headers.get(STRICT_HEADER)
-    if raw is None:
+    headers = request.headers if headers is None else headers
+    if headers.get(STRICT_HEADER) is None:
         return services().settings.strict_params
-    return _header(STRICT_HEADER, str.lower, "true or false", valid=lambda v: v in ("true", "false")) == "true"
+    return _header(STRICT_HEADER, str.lower, "true or false", valid=lambda v: v in ("true", "false"),
+                   headers=headers) == "true"
 
 
 def int_arg(name: str, default: int, low: int | None = None, high: int | None = None) -> int:

@@ -36,7 +36,7 @@ def _view(surface: Surface, route: Route) -> Callable[..., ResponseReturnValue]:
 
     def view(**params: str) -> ResponseReturnValue:
         body = json_body() if reads_body else None
-        if request.args:
+        if request.environ.get("QUERY_STRING") and request.args:  # most calls have no query: none parsed
             params = {**request.args.to_dict(), **params}
         return respond(orchestrate.run(services().pipeline, surface, route, asked(body, params)), named_events=named)
 
