@@ -83,6 +83,9 @@ def main() -> None:
         theirs = ServerProcess("--speed", "0", "--seed", str(SEED),
                                env={"PYTHONPATH": exported(args.against, folder)})
         ours = ServerProcess("--speed", "0", "--seed", str(SEED), env={"PYTHONPATH": str(ROOT)})
+        # `python -m llmsim` puts its working directory first on sys.path, before PYTHONPATH: each server runs
+        # in its own tree's root, else both import the llmsim of wherever this was started (this tree's).
+        theirs.cwd, ours.cwd = folder, str(ROOT)
         with running(ours, theirs):
             for server in (ours, theirs):
                 assert server.process is not None
