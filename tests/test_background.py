@@ -91,7 +91,8 @@ def test_cancel_really_stops_generation(slow: openai.OpenAI, client: openai.Open
 
 def test_resume_with_starting_after_while_running(slow: openai.OpenAI) -> None:
     stream = slow.responses.create(model="slow-model", input="Tell me a story.", background=True, stream=True,
-                                   text={"verbosity": "high"}, extra_headers=PACED)
+                                   text={"verbosity": "high"}, extra_headers={"X-LLMSim-Speed": "4"})  # 10 ms a token:
+    # 90 to 400 tokens, still running (for a second at least) when the client has left after 5
     first_part: list[str] = []
     last = -1
     response_id = ""

@@ -193,3 +193,6 @@ def test_websocket_mode_reports_unknown_names_on_the_first_event_and_refuses_wro
         connection.response.create(model="gpt-4o", input="hi")  # a clean one: nothing to report
         first = next(iter(connection))
         assert first.type == "response.created" and "llmsim_warnings" not in (first.model_extra or {})
+        # read to its end: the websockets client stops reading past 16 unread frames, and its close would then wait
+        # its close timeout (10 s) for the server's close frame queued behind them
+        next(event for event in connection if event.type == "response.completed")

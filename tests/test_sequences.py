@@ -165,9 +165,13 @@ def test_the_dashboard_shows_the_queue(start_server: Callable[..., ServerProcess
     server = start_server("--speed", "1", "--profiles-dir", str(tmp_path), "--max-num-seqs", "1")
     client = sdk_client(server)
 
+    read = threading.Event()
+
     def stream() -> None:
-        for _ in client.responses.create(model="queued-model", input="Hi", max_output_tokens=20, stream=True):
-            pass
+        with client.responses.create(model="queued-model", input="Hi", max_output_tokens=20, stream=True) as events:
+            for _ in events:
+                if read.is_set():  # the dashboard was read: the client leaves, and the next in line goes on
+                    break
 
     threads = [threading.Thread(target=stream) for _ in range(3)]
     for thread in threads:
@@ -178,6 +182,7 @@ def test_the_dashboard_shows_the_queue(start_server: Callable[..., ServerProcess
         expect(page.locator("#k-flight")).to_have_text("3", timeout=10_000)  # one running, two queued
         expect(page.locator("#k-flight-sub")).to_have_text("2 queued")
         expect(page.locator("#legend")).to_contain_text("queued-model3 in flight, 2 queued")
+    read.set()
     for thread in threads:
         thread.join(timeout=30)
 
@@ -187,7 +192,8 @@ def test_background_responses_count_as_running_and_waiting_as_streams_do(
     (tmp_path / "queued.yaml").write_text(PROFILE)
     server = start_server("--speed", "1", "--profiles-dir", str(tmp_path), "--max-num-seqs", "1")
     client = sdk_client(server)
-    made = [client.responses.create(model="queued-model", input="Hi", max_output_tokens=16, background=True)
+    made = [client.responses.create(model="queued-model", input="Hi", max_output_tokens=16, background=True,
+                                    extra_headers={"X-LLMSim-Speed": "4"})  # ~0.9 s each, one after the other
             for _ in range(2)]
     _until(lambda: _gauges(server) == {"vllm:num_requests_running": 1, "vllm:num_requests_waiting": 1},
            f"one running and one waiting, not {_gauges(server)}")
