@@ -8,11 +8,11 @@ import sys
 from pathlib import Path
 
 import openai
-import pytest
 
 from llmsim.testing import ServerProcess
+from optional import needs
 
-pytest.importorskip("mlx_lm", reason="the mlx extra (mlx[cpu] on Linux) is not installed")
+pytestmark = needs("mlx_lm", install="the mlx extra (mlx[cpu] on Linux)")  # looked up: its import is ~1 s
 
 
 def tiny(*args: str) -> subprocess.CompletedProcess[str]:

@@ -14,8 +14,9 @@ import pytest
 from pydantic import BaseModel
 
 from llmsim.pytest_plugin import LLMSim
+from optional import needs
 
-pytest.importorskip("langchain_google_genai")
+pytestmark = needs("langchain_google_genai")  # looked up, not imported: the import costs ~1.5 s in each process
 KEY = "goog-llmsim"
 DOCUMENTS = ["Paris is the capital of France.", "The mitochondria is the powerhouse of the cell.",
              "Python was created by Guido van Rossum."]
