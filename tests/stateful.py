@@ -7,6 +7,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
@@ -97,3 +98,22 @@ def tmpfs(folder: Path, size: str, why: str = "") -> Iterator[Path]:
         yield folder
     finally:
         subprocess.run(["umount", "-l", str(folder)], check=True)
+
+
+@contextmanager
+def recording_relay(tapes: Path, key: str, root: str = "/v1") -> Iterator[tuple[ServerProcess, ServerProcess]]:
+    """An upstream LLMSim that checks `key`, and a replay server in front of it (`--on-miss proxy`) that forwards a
+    miss to the upstream's `root` with that key, records it in `tapes` and answers a repeat from it. Both start
+    at once (each start costs seconds on a busy machine) and stop after."""
+    tapes.mkdir()
+    upstream = ServerProcess("--speed", "0", "--seed", "3", "--api-key", key)
+    relay = ServerProcess("--backend", "replay", "--cassettes", str(tapes), "--on-miss", "proxy", "--record",
+                          str(tapes), "--upstream", f"{upstream.url}{root}", "--upstream-api-key-env", "UPSTREAM_KEY",
+                          "--speed", "0", env={"UPSTREAM_KEY": key})
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(ServerProcess.start, (upstream, relay)))
+    try:
+        yield upstream, relay
+    finally:
+        relay.stop()
+        upstream.stop()

@@ -6,12 +6,11 @@ recorded, a repeat is replayed."""
 from __future__ import annotations
 
 import json
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
 
-from llmsim.testing import ServerProcess
+from stateful import recording_relay
 
 KEY = "goog-upstream-key"
 ASK = {"contents": [{"role": "user", "parts": [{"text": "What is a relay?"}]}]}
@@ -19,14 +18,7 @@ ASK = {"contents": [{"role": "user", "parts": [{"text": "What is a relay?"}]}]}
 
 def test_forwarded_recorded_and_replayed(tmp_path: Path) -> None:
     tapes = tmp_path / "cassettes"
-    tapes.mkdir()
-    upstream = ServerProcess("--speed", "0", "--seed", "3", "--api-key", KEY)
-    relay = ServerProcess("--backend", "replay", "--cassettes", str(tapes), "--on-miss", "proxy", "--record",
-                          str(tapes), "--upstream", f"{upstream.url}/v1beta", "--upstream-api-key-env",
-                          "UPSTREAM_KEY", "--speed", "0", env={"UPSTREAM_KEY": KEY})
-    with ThreadPoolExecutor(2) as pool:  # two starts at once: each costs seconds on a busy machine
-        list(pool.map(ServerProcess.start, (upstream, relay)))
-    try:
+    with recording_relay(tapes, KEY, "/v1beta") as (upstream, relay):
         from google import genai
         from google.genai import types
 
@@ -41,9 +33,6 @@ def test_forwarded_recorded_and_replayed(tmp_path: Path) -> None:
         client.close()
         forwarded = httpx.get(f"{upstream.url}/llmsim/admin/requests", headers={"Authorization": f"Bearer {KEY}"})
         relayed_log = httpx.get(f"{relay.url}/llmsim/admin/requests").json()["data"]
-    finally:
-        relay.stop()
-        upstream.stop()
     assert made.text and again.text == made.text and made.usage_metadata.total_token_count > 0
     assert streams[0] and streams[1] == streams[0]
     assert len(vectors[0]) == 768 and vectors[1] == vectors[0]
@@ -60,21 +49,11 @@ def test_openai_embeddings_forwarded_recorded_and_replayed(tmp_path: Path) -> No
     import openai
 
     tapes = tmp_path / "cassettes"
-    tapes.mkdir()
-    upstream = ServerProcess("--speed", "0", "--seed", "3", "--api-key", KEY)
-    relay = ServerProcess("--backend", "replay", "--cassettes", str(tapes), "--on-miss", "proxy", "--record",
-                          str(tapes), "--upstream", f"{upstream.url}/v1", "--upstream-api-key-env", "UPSTREAM_KEY",
-                          "--speed", "0", env={"UPSTREAM_KEY": KEY})
-    with ThreadPoolExecutor(2) as pool:
-        list(pool.map(ServerProcess.start, (upstream, relay)))
-    try:
+    with recording_relay(tapes, KEY) as (upstream, relay):
         client = openai.OpenAI(base_url=relay.base_url, api_key="client-key", max_retries=0)
         made = [client.embeddings.create(model="text-embedding-3-small", input=["relay", "cassette"])
                 for _ in range(2)]
         forwarded = httpx.get(f"{upstream.url}/llmsim/admin/requests", headers={"Authorization": f"Bearer {KEY}"})
-    finally:
-        relay.stop()
-        upstream.stop()
     assert [len(item.embedding) for item in made[0].data] == [1536, 1536] and made[0].usage.prompt_tokens > 0
     assert [item.embedding for item in made[1].data] == [item.embedding for item in made[0].data]
     assert len(forwarded.json()["data"]) == 1

@@ -5,13 +5,12 @@ with `--on-miss proxy` does all three: a miss is forwarded and recorded, a repea
 from __future__ import annotations
 
 import json
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
 
-from llmsim.testing import ServerProcess
 from optional import needs
+from stateful import recording_relay
 
 pytestmark = needs("anthropic")
 
@@ -22,14 +21,7 @@ KEY = "sk-ant-upstream-key"
 
 def test_forwarded_recorded_and_replayed(tmp_path: Path) -> None:
     tapes = tmp_path / "cassettes"
-    tapes.mkdir()
-    upstream = ServerProcess("--speed", "0", "--seed", "3", "--api-key", KEY)
-    relay = ServerProcess("--backend", "replay", "--cassettes", str(tapes), "--on-miss", "proxy", "--record",
-                          str(tapes), "--upstream", f"{upstream.url}/v1", "--upstream-api-key-env", "UPSTREAM_KEY",
-                          "--speed", "0", env={"UPSTREAM_KEY": KEY})
-    with ThreadPoolExecutor(2) as pool:  # two starts at once: each costs seconds on a busy machine
-        list(pool.map(ServerProcess.start, (upstream, relay)))
-    try:
+    with recording_relay(tapes, KEY) as (upstream, relay):
         import anthropic  # here, not at the top: every xdist process collects this module; the SDK costs ~3 s
 
         client = anthropic.Anthropic(base_url=relay.url, api_key="client-key", max_retries=0)
@@ -41,9 +33,6 @@ def test_forwarded_recorded_and_replayed(tmp_path: Path) -> None:
         client.close()
         measured = httpx.get(f"{relay.url}/metrics").text
         forwarded = httpx.get(f"{upstream.url}/llmsim/admin/requests", headers={"Authorization": f"Bearer {KEY}"})
-    finally:
-        relay.stop()
-        upstream.stop()
     assert made.content[0].text and again.content[0].text == made.content[0].text
     (first, final), (replayed, _) = streams
     assert first == final.content[0].text == replayed and final.usage.output_tokens > 0
