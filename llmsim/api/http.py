@@ -70,10 +70,10 @@ def _terminated(environ: dict[str, Any], limit: int | None) -> bytes:
 
 def _bearer() -> str | None:
     """The API key, where the request's surface takes it (llmsim/surface.py `api_key`)."""
-    return which.surface().api_key(request.headers, _query())
+    return which.surface().api_key(request.headers, query())
 
 
-def _query() -> Mapping[str, str]:
+def query() -> Mapping[str, str]:
     """The query's arguments: with no query string (most API calls), none parsed."""
     return request.args if request.environ.get("QUERY_STRING") else {}
 

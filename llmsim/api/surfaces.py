@@ -7,13 +7,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from flask import Blueprint, Flask, request
+from flask import Blueprint, Flask
 from flask.typing import ResponseReturnValue
 
 from llmsim import orchestrate
 from llmsim.api import which
 from llmsim.api.answers import respond
-from llmsim.api.http import asked, json_body, services
+from llmsim.api.http import asked, json_body, query, services
 from llmsim.surface import Route, Surface
 from llmsim.surfaces import SURFACES
 
@@ -36,8 +36,8 @@ def _view(surface: Surface, route: Route) -> Callable[..., ResponseReturnValue]:
 
     def view(**params: str) -> ResponseReturnValue:
         body = json_body() if reads_body else None
-        if request.environ.get("QUERY_STRING") and request.args:  # most calls have no query: none parsed
-            params = {**request.args.to_dict(), **params}
+        if args := query():
+            params = {**args, **params}
         return respond(orchestrate.run(services().pipeline, surface, route, asked(body, params)), named_events=named)
 
     return view
