@@ -33,6 +33,14 @@ def jsonl(lines: list[Any]) -> bytes:
     return "\n".join(json.dumps(line) for line in lines).encode()
 
 
+def submitted(client: openai.OpenAI, name: str, lines: list[Any],
+              endpoint: str = "/v1/chat/completions") -> openai.types.Batch:
+    """A batch of `lines`, uploaded as the JSONL file `name` and created for `endpoint`."""
+    uploaded = client.files.create(file=(name, jsonl(lines)), purpose="batch")
+    return client.batches.create(input_file_id=uploaded.id, endpoint=endpoint,  # type: ignore[arg-type]
+                                 completion_window="24h")
+
+
 def message_request(custom_id: str, text: str, **params: Any) -> dict[str, Any]:
     return {"custom_id": custom_id,
             "params": {"model": CLAUDE, "max_tokens": 64, "messages": [{"role": "user", "content": text}], **params}}

@@ -34,6 +34,7 @@ from batches_kit import (
     lines_of,
     message_request,
     openai_client,
+    submitted,
 )
 from llmsim.testing import ServerProcess
 from optional import needs
@@ -79,9 +80,7 @@ def test_a_responses_batch_and_a_line_that_fails(shared_server: Start) -> None:
     lines = [{"custom_id": f"r-{i}", "method": "POST", "url": "/v1/responses",
               "body": {"model": "gpt-4o", "input": f"Question {i}?"}} for i in range(3)]
     lines.append({"custom_id": "bad", "method": "POST", "url": "/v1/responses", "body": {"input": "no model"}})
-    uploaded = client.files.create(file=("responses.jsonl", jsonl(lines)), purpose="batch")
-    done = finished(client, client.batches.create(input_file_id=uploaded.id, endpoint="/v1/responses",
-                                                  completion_window="24h").id)
+    done = finished(client, submitted(client, "responses.jsonl", lines, "/v1/responses").id)
     assert done.status == "completed"
     assert done.request_counts is not None and (done.request_counts.completed, done.request_counts.failed) == (2, 2)
     errors = {line["custom_id"]: line["response"] for line in lines_of(client, done.error_file_id)}
@@ -100,9 +99,7 @@ def test_an_embeddings_batch(server: ServerProcess) -> None:
     lines = [{"custom_id": f"e-{i}", "method": "POST", "url": "/v1/embeddings",
               "body": {"model": "text-embedding-3-small", "input": text, "dimensions": 64}}
              for i, text in enumerate(texts)]
-    uploaded = client.files.create(file=("embeddings.jsonl", jsonl(lines)), purpose="batch")
-    done = finished(client, client.batches.create(input_file_id=uploaded.id, endpoint="/v1/embeddings",
-                                                  completion_window="24h").id)
+    done = finished(client, submitted(client, "embeddings.jsonl", lines, "/v1/embeddings").id)
     assert done.status == "completed" and done.request_counts is not None and done.request_counts.completed == 2
     results = {line["custom_id"]: line["response"]["body"] for line in lines_of(client, done.output_file_id)}
     for i, text in enumerate(texts):
@@ -145,8 +142,7 @@ def test_cancel_stops_both_kinds_between_lines(server: ServerProcess) -> None:
     paced = {"X-LLMSim-Speed": "1"}
     client = openai_client(server, default_headers=paced)
     lines = [chat_line(f"c-{i}", "Write a long story.", max_tokens=40) for i in range(24)]
-    uploaded = client.files.create(file=("slow.jsonl", jsonl(lines)), purpose="batch")
-    batch = client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h")
+    batch = submitted(client, "slow.jsonl", lines)
     until(lambda: client.batches.retrieve(batch.id).status == "in_progress", every=0.05)
     assert client.batches.cancel(batch.id).status == "cancelling"
     done = finished(client, batch.id)
@@ -173,9 +169,7 @@ def test_a_running_batch_holds_up_no_other_request(server: ServerProcess) -> Non
     long batch runs is answered before the batch ends."""
     client = openai_client(server)
     lines = [chat_line(f"n-{i}", f"Line {i}.") for i in range(600)]
-    uploaded = client.files.create(file=("long.jsonl", jsonl(lines)), purpose="batch")
-    batch = client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions",
-                                  completion_window="24h")
+    batch = submitted(client, "long.jsonl", lines)
     until(lambda: (client.batches.retrieve(batch.id).request_counts or Counts()).completed > 0)
     answer = client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "Meanwhile?"}])
     running = client.batches.retrieve(batch.id)
@@ -419,9 +413,7 @@ def test_scenarios_and_rate_limits_apply_to_each_line(shared_server: Start, tmp_
     scenario.write_text("name: batch\nrules:\n  - match: {input_contains: capital}\n    text: Paris, of course.\n")
     client = openai_client(shared_server("--scenario", str(scenario)))
     lines = [chat_line("asked", "What is the capital of France?"), chat_line("other", "Tell me a joke.")]
-    uploaded = client.files.create(file=("s.jsonl", jsonl(lines)), purpose="batch")
-    done = finished(client, client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions",
-                                                  completion_window="24h").id)
+    done = finished(client, submitted(client, "s.jsonl", lines).id)
     answers = {line["custom_id"]: line["response"]["body"]["choices"][0]["message"]["content"]
                for line in lines_of(client, done.output_file_id)}
     assert answers["asked"] == "Paris, of course." and answers["other"] != "Paris, of course."

@@ -21,6 +21,7 @@ from batches_kit import (
     lines_of,
     message_request,
     openai_client,
+    submitted,
 )
 from llmsim.store.redis_client import PREFIX
 from llmsim.testing import RedisServer
@@ -82,8 +83,7 @@ def test_a_batch_cut_by_a_crash_goes_on_after_the_restart(kind: str, start_serve
     first = start_server("--store", store)
     client = openai_client(first, default_headers={"X-LLMSim-Speed": "4"})
     lines = [chat_line(f"k-{i}", "Tell me a story.", max_tokens=30) for i in range(40)]
-    uploaded = client.files.create(file=("crash.jsonl", jsonl(lines)), purpose="batch")
-    batch = client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h")
+    batch = submitted(client, "crash.jsonl", lines)
     until(lambda: (client.batches.retrieve(batch.id).request_counts or Counts()).completed > 0, every=0.05)
     client.close()
     kill_hard(first)
@@ -105,8 +105,7 @@ def test_a_stopping_server_leaves_the_rest_of_a_batch_to_the_next(start_server: 
     first = start_server("--store", store, "--graceful-timeout", "60")
     client = openai_client(first, default_headers={"X-LLMSim-Speed": "4"})
     lines = [chat_line(f"s-{i}", "Tell me a story.", max_tokens=30) for i in range(600)]
-    uploaded = client.files.create(file=("stop.jsonl", jsonl(lines)), purpose="batch")
-    batch = client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h")
+    batch = submitted(client, "stop.jsonl", lines)
     until(lambda: (client.batches.retrieve(batch.id).request_counts or Counts()).completed > 0, every=0.05)
     client.close()
     assert first.process is not None
