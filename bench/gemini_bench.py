@@ -13,14 +13,9 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import tempfile
-from pathlib import Path
 
-import yaml
-
-from bench.closed_loop import measure
+from bench.closed_loop import alternating, scripted_server
 from bench.common import goal, machine, parse, smoke, table
-from llmsim.testing import ServerProcess
 
 ANSWER = " ".join(["Streams carry the same words on either surface, one delta at a time."] * 12)
 PARAGRAPH = ("Retrieval-augmented generation finds the documents that answer a question by comparing their "
@@ -52,18 +47,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="windows per load, alternating")
     smoke(parser, seconds=0.15, rounds=1, clients=4)  # a few dozen requests a window, 12 windows
     args = parse(parser)
-    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as file:
-        yaml.safe_dump({"turns": [{"text": ANSWER}], "on_exhausted": "repeat_last"}, file)
-    results: dict[str, list[tuple[float, float]]] = {load: [] for load in LOADS}
-    try:
-        with ServerProcess("--speed", "0", "--workers", "1", "--scenario", file.name) as server:
-            for load in LOADS:  # warm each: token caches, imports (numpy), first-use paths
-                measure(server, LOADS[load], 2, min(0.3, args.seconds / 2))
-            for _ in range(args.rounds):
-                for load in LOADS:
-                    results[load].append(measure(server, LOADS[load], args.clients, args.seconds))
-    finally:
-        Path(file.name).unlink(missing_ok=True)
+    with scripted_server(ANSWER) as server:
+        results = alternating(server, LOADS, args.clients, args.seconds, args.rounds)
     print(f"speed 0, {args.clients} clients, {args.rounds} x {args.seconds:g} s windows per load, one worker; "
           f"{machine()}")
     rows = [[load, f"{statistics.median(w[0] for w in windows):.0f}", f"{statistics.median(w[1] for w in windows):.0f}"]

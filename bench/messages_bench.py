@@ -18,16 +18,13 @@ import base64
 import json
 import os
 import statistics
-import tempfile
 import threading
 import time
-from pathlib import Path
 
 import aiohttp
 import httpx
-import yaml
 
-from bench.closed_loop import measure
+from bench.closed_loop import alternating, scripted_server
 from bench.common import goal, machine, parse, smoke, table
 from llmsim.testing import ServerProcess
 
@@ -139,24 +136,14 @@ def main() -> None:
     # a tick); the speed-0 windows a few dozen streams each
     smoke(parser, seconds=0.15, rounds=1, clients=4, paced_clients=2, paced_speed=2.0, image_mb=0.5)
     args = parse(parser)
-    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as file:
-        yaml.safe_dump({"turns": [{"text": ANSWER}], "on_exhausted": "repeat_last"}, file)
-    results: dict[str, list[tuple[float, float]]] = {surface: [] for surface in SURFACES}
-    try:
-        with ServerProcess("--speed", "0", "--workers", "1", "--scenario", file.name) as server:
-            for surface in SURFACES:  # warm both: token caches, imports, first-use paths (half a smoke's window)
-                measure(server, SURFACES[surface], 2, min(0.3, args.seconds / 2))
-            for _ in range(args.rounds):
-                for surface in SURFACES:
-                    results[surface].append(measure(server, SURFACES[surface], args.clients, args.seconds))
-            paced_rows = paced(server, args.paced_clients, args.seconds, args.paced_speed)
-            images = image_bodies(args.image_mb)
-            costs: dict[str, list[tuple[float, float]]] = {surface: [] for surface in images}
-            for _ in range(args.rounds):
-                for surface, (path, raw) in images.items():
-                    costs[surface].append(parse_cost(server, path, raw, args.image_mb))
-    finally:
-        Path(file.name).unlink(missing_ok=True)
+    with scripted_server(ANSWER) as server:
+        results = alternating(server, SURFACES, args.clients, args.seconds, args.rounds)
+        paced_rows = paced(server, args.paced_clients, args.seconds, args.paced_speed)
+        images = image_bodies(args.image_mb)
+        costs: dict[str, list[tuple[float, float]]] = {surface: [] for surface in images}
+        for _ in range(args.rounds):
+            for surface, (path, raw) in images.items():
+                costs[surface].append(parse_cost(server, path, raw, args.image_mb))
     print(f"speed-0 streams, {args.clients} clients, {args.rounds} x {args.seconds:g} s windows per surface, "
           f"one worker; {machine()}")
     rows = []
