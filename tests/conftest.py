@@ -12,6 +12,7 @@ from typing import IO
 
 import openai
 import pytest
+from xdist.scheduler import LoadFileScheduling
 
 import inprocess
 from llmsim.testing import ServerProcess, stop_all
@@ -29,13 +30,16 @@ ALONE = frozenset({"test_ticks.py", "test_sockets.py", "test_paced_writer.py",
                    "test_stalls.py::test_a_client_that_hangs_up_frees_its_request"})
 UNUSED_PLUGINS = "-p no:langsmith_plugin -p no:faker"  # as in pyproject.toml's addopts
 LOCKS = "LLMSIM_TEST_LOCKS"  # the directory of the processes' lock files, made by the xdist controller
-_alone: list[IO[str]] = []  # the lock files this process holds while its module runs alone
+_turn: list[IO[str]] = []  # the lock files of this process's turn: shared for a test, exclusive for ALONE's
+_alone: list[str] = []  # the entry of ALONE this process runs alone, while it does
 
 
 # The longest modules go first (by their time in a run of this stop), so that none is started last and runs on
 # while the other processes have finished (pyproject.toml's addopts keep xdist from reordering the files by their
-# number of tests). The modules of ALONE go last: each waits for the other processes' tests to end and stops them
-# starting more, a wait best had once, at the end, where the processes run out of work anyway.
+# number of tests). The entries of ALONE go last, a test of ALONE apart from its module (AloneApart): each waits for
+# the other processes' tests to end and stops them starting more, a wait best had once, at the end, where the
+# processes run out of work anyway. Mid-run the wait lasted as long as the longest test then running: 5 to 16 s,
+# in which up to three processes idled.
 FIRST = ("test_bench.py", "test_proxy_replay.py", "test_aider.py", "test_redis.py", "test_batches_restarts.py",
          "test_stalls.py", "test_bench_stores.py", "test_sequences.py", "test_background.py", "test_docs.py",
          "test_metrics.py", "test_sqlite.py", "test_dashboard.py", "test_store_state.py", "test_batches.py",
@@ -95,7 +99,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     _mark_areas(config, items)
     rank = {name: i for i, name in enumerate(FIRST)}
     last = len(FIRST) + 1
-    items.sort(key=lambda item: last if item.path.name in ALONE else rank.get(item.path.name, len(FIRST)))  # stable
+    items.sort(key=lambda item: last if _alone_as(item) else rank.get(item.path.name, len(FIRST)))  # stable
+
+
+class AloneApart(LoadFileScheduling):
+    """`--dist loadfile`, but a test of ALONE (all its parameters) is a unit of its own, so it can be run last
+    rather than where its module is; its process sets up the module's fixtures again for it."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        path, _, name = nodeid.partition("::")
+        test = f"{path}::{name.split('[')[0]}"
+        return test if test.rpartition("/")[2] in ALONE else super()._split_scope(nodeid)
+
+
+@pytest.hookimpl(optionalhook=True)  # xdist's: unknown where it is switched off (`-p no:xdist`)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> LoadFileScheduling | None:
+    return AloneApart(config, log) if config.getoption("dist") == "loadfile" else None
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -133,21 +152,33 @@ def _locks(directory: str, mode: int) -> list[IO[str]]:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, object, object]:
     """Each test, its fixtures' setup and teardown included, holds a shared turn; an entry of ALONE holds an
-    exclusive one from its first test to its last."""
+    exclusive one from its first test's call (its module's fixtures set up beside the other processes' tests,
+    which they were before it ran apart) to its last test's teardown."""
     directory = os.environ.get(LOCKS)
     if directory is None:
         return (yield)
-    alone = _alone_as(item)
-    if alone and not _alone:
-        _alone.extend(_locks(directory, fcntl.LOCK_EX))
-    held = [] if alone else _locks(directory, fcntl.LOCK_SH)
+    if not _alone:
+        _turn[:] = _locks(directory, fcntl.LOCK_SH)
     try:
         return (yield)
     finally:
-        if alone and (nextitem is None or _alone_as(nextitem) != alone):
-            held, _alone[:] = _alone[:], []
-        for lock in held:
-            lock.close()  # closing the file lets its lock go
+        entry = _alone_as(item)
+        if not (_alone and nextitem is not None and _alone_as(nextitem) == entry):
+            for lock in _turn:
+                lock.close()  # closing the file lets its lock go
+            _turn[:], _alone[:] = [], []
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
+    directory = os.environ.get(LOCKS)
+    entry = _alone_as(item)
+    if directory is not None and entry and not _alone:
+        for lock in _turn:
+            lock.close()
+        _turn[:] = _locks(directory, fcntl.LOCK_EX)
+        _alone.append(entry)
+    return (yield)
 
 
 def _alone_as(item: pytest.Item) -> str | None:

@@ -303,8 +303,7 @@ def test_sequence_matching(recording: dict[str, Any], cassettes: Path) -> None:
         assert "1 of" in caught.value.message and "cassettes were played" in caught.value.message
 
 
-def test_profile_fit_recovers_the_upstream_profile(recording: dict[str, Any], proxy: ServerProcess,
-                                                    cassettes: Path, tmp_path: Path) -> None:
+def test_profile_fit_recovers_the_upstream_profile(proxy: ServerProcess, cassettes: Path, tmp_path: Path) -> None:
     client = sdk(proxy)
 
     def sample(i: int) -> str:
@@ -312,9 +311,10 @@ def test_profile_fit_recovers_the_upstream_profile(recording: dict[str, Any], pr
                                               stream=True))
         return events[-1].type
 
-    # 40 more short streams, ten at a time: ~0.65 s each, mostly the upstream's paced wait. The test runs alone
+    # 40 short streams, ten at a time: ~0.65 s each, mostly the upstream's paced wait. The test runs alone
     # (tests/conftest.py ALONE), with every other test process waiting: one at a time it ran ~26 s, four ~7 s, ten
     # ~3.3 s. The seeded upstream draws the same waits at any concurrency: the fit came out at 399 ms and 9.1 ms.
+    # Under xdist it runs in a process of its own, after the module's other tests: its cassettes are these streams.
     with ThreadPoolExecutor(10) as pool:
         assert set(pool.map(sample, range(40))) == {"response.incomplete"}
     output = tmp_path / "fitted" / "gpt-4o.yaml"

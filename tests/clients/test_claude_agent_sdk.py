@@ -13,9 +13,18 @@ from typing import Any
 import pytest
 
 from llmsim.pytest_plugin import LLMSim
+from optional import needs
 from test_anthropic_claude_code import QUIET, refused
 
-claude_agent_sdk = pytest.importorskip("claude_agent_sdk")
+pytestmark = needs("claude_agent_sdk")
+
+
+@pytest.fixture(scope="module")
+def claude_agent_sdk() -> Any:
+    """Imported by the process that runs these tests, not by every one that collects them (it brings MCP: ~0.8 s)."""
+    import claude_agent_sdk
+
+    return claude_agent_sdk
 
 
 def options(llmsim: LLMSim, tmp_path: Path, **more: Any) -> Any:
@@ -24,17 +33,21 @@ def options(llmsim: LLMSim, tmp_path: Path, **more: Any) -> Any:
     env = {**QUIET, "HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude"),
            "ANTHROPIC_BASE_URL": llmsim.server.url, "ANTHROPIC_API_KEY": "sk-ant-llmsim",
            "PATH": os.environ.get("PATH", "")}
+    import claude_agent_sdk
+
     return claude_agent_sdk.ClaudeAgentOptions(cwd=str(tmp_path), env=env, max_turns=4, **more)
 
 
 def run(prompt: str, chosen: Any) -> list[Any]:
+    import claude_agent_sdk
+
     async def collect() -> list[Any]:
         return [message async for message in claude_agent_sdk.query(prompt=prompt, options=chosen)]
 
     return asyncio.run(collect())
 
 
-def test_query_plain(llmsim: LLMSim, tmp_path: Path) -> None:
+def test_query_plain(llmsim: LLMSim, tmp_path: Path, claude_agent_sdk: Any) -> None:
     before = refused(llmsim)
     messages = run("Say hi", options(llmsim, tmp_path))
     result = messages[-1]
@@ -45,7 +58,7 @@ def test_query_plain(llmsim: LLMSim, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("display", ["summarized", "omitted"])
-def test_query_with_thinking_display(llmsim: LLMSim, tmp_path: Path, display: str) -> None:
+def test_query_with_thinking_display(llmsim: LLMSim, tmp_path: Path, display: str, claude_agent_sdk: Any) -> None:
     before = refused(llmsim)
     thinking = {"type": "enabled", "budget_tokens": 2048, "display": display}
     messages = run("Say hi", options(llmsim, tmp_path, thinking=thinking))
@@ -55,7 +68,7 @@ def test_query_with_thinking_display(llmsim: LLMSim, tmp_path: Path, display: st
     assert sent and sent <= {display, "updates"}, sent  # it asks for "omitted" as "updates"
 
 
-def test_query_with_a_tool(llmsim: LLMSim, tmp_path: Path) -> None:
+def test_query_with_a_tool(llmsim: LLMSim, tmp_path: Path, claude_agent_sdk: Any) -> None:
     calls: list[dict[str, Any]] = []
 
     @claude_agent_sdk.tool("add", "Add two numbers", {"a": int, "b": int})
