@@ -8,7 +8,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import openai
 import pytest
@@ -200,25 +200,35 @@ def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pyte
 
 @pytest.fixture(scope="session", autouse=True)
 def one_tls_context() -> Iterator[None]:
-    """httpx makes a TLS context for every client, loading a CA file: 30 ms of a core for each `httpx.get` and
-    each SDK client a test makes, though they talk plain http. Here the default one is made once for each CA
-    setting it reads (as the pytest plugin's clients share one); any other `verify` still gets its own."""
-    from httpx._transports import default
+    """httpx (and httpx2, the SDKs' own since openai 3) makes a TLS context for every client, loading a CA file:
+    17-30 ms of a core for each `httpx.get` and each SDK client a test makes, though they talk plain http. Here the
+    default one is made once for each CA setting it reads (as the pytest plugin's clients share one); any other
+    `verify` still gets its own."""
+    import importlib
 
-    made = default.create_ssl_context
-    contexts: dict[tuple[bool, str | None, str | None], ssl.SSLContext] = {}
+    contexts: dict[tuple[str, bool, str | None, str | None], ssl.SSLContext] = {}
+    patched = []
+    for name in ("httpx._transports.default", "httpx2._transports.default"):
+        try:
+            transports = importlib.import_module(name)
+        except ImportError:
+            continue
+        made = transports.create_ssl_context
 
-    def create(verify: object = True, cert: object = None, trust_env: bool = True) -> ssl.SSLContext:
-        if verify is not True or cert is not None:
-            return made(verify=verify, cert=cert, trust_env=trust_env)  # type: ignore[arg-type]
-        key = (trust_env, os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
-        if key not in contexts:
-            contexts[key] = made(trust_env=trust_env)
-        return contexts[key]
+        def create(verify: object = True, cert: object = None, trust_env: bool = True, made: Any = made,
+                   name: str = name) -> ssl.SSLContext:
+            if verify is not True or cert is not None:
+                return made(verify=verify, cert=cert, trust_env=trust_env)  # type: ignore[no-any-return]
+            key = (name, trust_env, os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+            if key not in contexts:
+                contexts[key] = made(trust_env=trust_env)
+            return contexts[key]
 
-    default.create_ssl_context = create
+        transports.create_ssl_context = create
+        patched.append((transports, made))
     yield
-    default.create_ssl_context = made
+    for transports, made in patched:
+        transports.create_ssl_context = made
 
 
 def _server(request: pytest.FixtureRequest, flags: tuple[str, ...], env: dict[str, str] | None) -> ServerProcess:

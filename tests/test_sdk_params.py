@@ -10,6 +10,7 @@ a wrong type, an unknown item type or enum value), and never a 5xx. The server i
 
 from __future__ import annotations
 
+import functools
 import types
 import typing
 from collections import deque
@@ -45,6 +46,7 @@ def _members(tp: Any) -> list[Any]:
     return [tp]
 
 
+@functools.cache  # the walk asks again for each sample and each field: ~40,000 times, ~1 s of a core a module
 def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls, include_extras=True)
 
