@@ -111,7 +111,7 @@ def cassettes(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def servers(cassettes: Path) -> Iterator[list[ServerProcess]]:
     """[upstream, proxy, then the replay server once started]: the upstream and the proxy start side by side (the
     proxy asks its upstream nothing before a request), and all stop together after the module's last test (each
-    stop waits about a second for its workers; the last test runs alone, with every other test process waiting)."""
+    stop waits about a second for its workers)."""
     upstream = ServerProcess("--seed", "7", "--speed", "1", "--api-key", KEY)
     proxy = ServerProcess("--backend", "proxy", "--upstream", upstream.base_url, "--record", str(cassettes),
                           "--upstream-api-key-env", KEY_ENV, env={KEY_ENV: KEY})
