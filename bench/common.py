@@ -72,21 +72,23 @@ def cpu_seconds(pid: int) -> float:
     total = 0.0
     for task in [pid, *children(pid)]:
         try:
-            threads = os.listdir(f"/proc/{task}/task")
-            if not os.path.exists(f"/proc/{task}/schedstat"):
+            if os.path.exists(f"/proc/{task}/schedstat"):
+                total += sum(_run_seconds(f"/proc/{task}/task/{tid}") for tid in os.listdir(f"/proc/{task}/task"))
+            else:
                 with open(f"/proc/{task}/stat") as f:
                     fields = f.read().rsplit(")", 1)[1].split()
                 total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-                continue
         except OSError:
-            continue  # gone
-        for tid in threads:
-            try:
-                with open(f"/proc/{task}/task/{tid}/schedstat") as f:
-                    total += int(f.read().split()[0]) / 1e9
-            except OSError:
-                pass  # a thread that ended since
+            pass  # gone
     return total
+
+
+def _run_seconds(thread: str) -> float:
+    try:
+        with open(f"{thread}/schedstat") as f:
+            return int(f.read().split()[0]) / 1e9
+    except OSError:
+        return 0.0  # a thread that ended since
 
 
 class CpuMeter:
